@@ -1,0 +1,611 @@
+//! The arrays of a VCF Zarr store, how their data types and trailing dimensions follow
+//! from the data, and the Zarr v3 metadata each one gets.
+//!
+//! Some facts are known only once every record has been read: the alleles axis, the
+//! ploidy, the width of `Number=A/R/G/.` fields and the smallest integer type that holds
+//! a field (bio2zarr picks it from the data). svar2 streams, so each shard row is
+//! written with the [`Layout`] known when it is flushed; [`Stats`] keep growing and the
+//! few shard rows whose layout turned out too small are re-encoded at the end
+//! (see `convert::finish`). Encoding is a pure function of content and layout, so the
+//! result is byte-identical to a store written with the final layout from the start.
+
+use crate::schema::{Category, FieldDef, Schema, VcfNumber, VcfType};
+use serde_json::{json, Value};
+
+/// The zarr data type of an array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dtype {
+    Bool,
+    I8,
+    I16,
+    I32,
+    I64,
+    F32,
+    /// Variable-length UTF-8 (`string`, `vlen-utf8`).
+    Str,
+    /// One UTF-32 code point (`fixed_length_utf32`, numpy `U1`), for VCF `Character`.
+    Char,
+}
+
+impl Dtype {
+    /// Bytes per element for fixed-size types; `None` for strings.
+    pub fn size(self) -> Option<usize> {
+        match self {
+            Dtype::Bool | Dtype::I8 => Some(1),
+            Dtype::I16 => Some(2),
+            Dtype::I32 | Dtype::F32 | Dtype::Char => Some(4),
+            Dtype::I64 => Some(8),
+            Dtype::Str => None,
+        }
+    }
+
+    /// The smallest signed integer type holding `[min, max]`, as numpy/bio2zarr pick it.
+    pub fn smallest_int(min: i64, max: i64) -> Dtype {
+        if min >= i8::MIN as i64 && max <= i8::MAX as i64 {
+            Dtype::I8
+        } else if min >= i16::MIN as i64 && max <= i16::MAX as i64 {
+            Dtype::I16
+        } else if min >= i32::MIN as i64 && max <= i32::MAX as i64 {
+            Dtype::I32
+        } else {
+            Dtype::I64
+        }
+    }
+
+    fn json(self) -> Value {
+        match self {
+            Dtype::Bool => json!("bool"),
+            Dtype::I8 => json!("int8"),
+            Dtype::I16 => json!("int16"),
+            Dtype::I32 => json!("int32"),
+            Dtype::I64 => json!("int64"),
+            Dtype::F32 => json!("float32"),
+            Dtype::Str => json!("string"),
+            Dtype::Char => {
+                json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 4}})
+            }
+        }
+    }
+
+    fn fill_json(self) -> Value {
+        match self {
+            Dtype::Bool => json!(false),
+            Dtype::F32 => json!(0.0),
+            Dtype::Str | Dtype::Char => json!(""),
+            _ => json!(0),
+        }
+    }
+}
+
+/// What kind of values an array holds before it is narrowed to its [`Dtype`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    /// Canonical i32 with −1 missing and −2 fill.
+    Int,
+    /// f32 bit patterns with the VCF Zarr NaN payloads for missing/fill.
+    Float,
+    Bool,
+    Str,
+    Char,
+}
+
+/// Where the size of an array's trailing dimension comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Width {
+    /// No trailing dimension.
+    Scalar,
+    /// A size known from the header (the filters axis).
+    Fixed(u32),
+    /// `alleles`: REF plus the most ALTs seen, at least 2.
+    Alleles,
+    /// `alt_alleles`: alleles − 1.
+    AltAlleles,
+    /// `genotypes`: from alleles and ploidy.
+    Genotypes,
+    /// `ploidy`: the largest ploidy seen.
+    Ploidy,
+    /// The field's own dimension: the most values seen, at least the declared Number;
+    /// the array is 2-D only when that exceeds 1 (bio2zarr's rule).
+    Own { declared: u32 },
+}
+
+/// The source of an array's values in a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Contig,
+    Position,
+    Length,
+    Id,
+    IdMask,
+    Allele,
+    Quality,
+    Filter,
+    Field(usize),
+    Genotype,
+    GenotypeMask,
+    GenotypePhased,
+}
+
+/// One variant-axis array of the store.
+#[derive(Debug, Clone)]
+pub struct ArraySpec {
+    pub name: String,
+    pub source: Source,
+    pub base: Base,
+    pub per_sample: bool,
+    pub width: Width,
+    /// Name of the trailing dimension, when there is one.
+    pub trailing_dim: String,
+    pub description: String,
+    /// The genotype column feeds several arrays; this is the column index that holds
+    /// this array's values.
+    pub column: usize,
+    /// Bitshuffle instead of byteshuffle: genotype and boolean arrays.
+    pub bitshuffle: bool,
+}
+
+impl ArraySpec {
+    /// Whether this array's trailing size can grow after rows were written.
+    pub fn growable(&self) -> bool {
+        !matches!(self.width, Width::Scalar | Width::Fixed(_))
+    }
+
+    /// The canonical value used past a record's own values (VCF Zarr "fill").
+    pub fn is_mask(&self) -> bool {
+        self.source == Source::GenotypeMask
+    }
+}
+
+/// A column is the raw per-record data an [`ArraySpec`] reads from; masks share the
+/// column of the array they mask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnSpec {
+    pub base: Base,
+    pub per_sample: bool,
+}
+
+/// The arrays (and the columns feeding them) that a schema produces, in store order.
+#[derive(Debug, Clone)]
+pub struct ArraySet {
+    pub arrays: Vec<ArraySpec>,
+    pub columns: Vec<ColumnSpec>,
+}
+
+fn field_width(f: &FieldDef) -> (Width, String) {
+    let own = format!(
+        "{}_{}_dim",
+        if f.category == Category::Info {
+            "INFO"
+        } else {
+            "FORMAT"
+        },
+        f.name
+    );
+    match (f.ty, f.number) {
+        (VcfType::Flag, _) => (Width::Scalar, String::new()),
+        (_, VcfNumber::A) => (Width::AltAlleles, "alt_alleles".into()),
+        (_, VcfNumber::R) => (Width::Alleles, "alleles".into()),
+        (_, VcfNumber::G) => (Width::Genotypes, "genotypes".into()),
+        (_, VcfNumber::Fixed(n)) => (Width::Own { declared: n }, own),
+        (_, VcfNumber::Dot) => (Width::Own { declared: 0 }, own),
+    }
+}
+
+impl ArraySet {
+    /// The arrays bio2zarr writes for this header, in a fixed order.
+    pub fn new(schema: &Schema) -> ArraySet {
+        let mut set = ArraySet {
+            arrays: Vec::new(),
+            columns: Vec::new(),
+        };
+        let add = |set: &mut ArraySet,
+                   name: &str,
+                   source: Source,
+                   base: Base,
+                   per_sample: bool,
+                   width: Width,
+                   dim: &str,
+                   description: &str,
+                   column: Option<usize>| {
+            let column = column.unwrap_or_else(|| {
+                set.columns.push(ColumnSpec { base, per_sample });
+                set.columns.len() - 1
+            });
+            let bitshuffle = base == Base::Bool || matches!(source, Source::Genotype);
+            set.arrays.push(ArraySpec {
+                name: name.into(),
+                source,
+                base,
+                per_sample,
+                width,
+                trailing_dim: dim.into(),
+                description: description.into(),
+                column,
+                bitshuffle,
+            });
+            column
+        };
+        add(&mut set, "variant_contig", Source::Contig, Base::Int, false, Width::Scalar, "",
+            "An identifier from the reference genome or an angle-bracketed ID string pointing to a contig in the assembly file", None);
+        add(
+            &mut set,
+            "variant_position",
+            Source::Position,
+            Base::Int,
+            false,
+            Width::Scalar,
+            "",
+            "The reference position",
+            None,
+        );
+        add(
+            &mut set,
+            "variant_length",
+            Source::Length,
+            Base::Int,
+            false,
+            Width::Scalar,
+            "",
+            "The length of the variant measured in bases",
+            None,
+        );
+        let id = add(
+            &mut set,
+            "variant_id",
+            Source::Id,
+            Base::Str,
+            false,
+            Width::Scalar,
+            "",
+            "List of unique identifiers where applicable",
+            None,
+        );
+        add(
+            &mut set,
+            "variant_id_mask",
+            Source::IdMask,
+            Base::Bool,
+            false,
+            Width::Scalar,
+            "",
+            "",
+            Some(id),
+        );
+        add(
+            &mut set,
+            "variant_allele",
+            Source::Allele,
+            Base::Str,
+            false,
+            Width::Alleles,
+            "alleles",
+            "List of the reference and alternate alleles",
+            None,
+        );
+        add(
+            &mut set,
+            "variant_quality",
+            Source::Quality,
+            Base::Float,
+            false,
+            Width::Scalar,
+            "",
+            "Phred-scaled quality score",
+            None,
+        );
+        add(
+            &mut set,
+            "variant_filter",
+            Source::Filter,
+            Base::Bool,
+            false,
+            Width::Fixed(schema.filters.len() as u32),
+            "filters",
+            "Filter status of the variant",
+            None,
+        );
+        for (i, f) in schema.fields.iter().enumerate() {
+            let base = match f.ty {
+                VcfType::Integer => Base::Int,
+                VcfType::Float => Base::Float,
+                VcfType::Flag => Base::Bool,
+                VcfType::String => Base::Str,
+                VcfType::Character => Base::Char,
+            };
+            let (width, dim) = field_width(f);
+            add(
+                &mut set,
+                &f.array_name(),
+                Source::Field(i),
+                base,
+                f.category == Category::Format,
+                width,
+                &dim,
+                &f.description,
+                None,
+            );
+        }
+        if schema.has_gt {
+            let gt = add(
+                &mut set,
+                "call_genotype",
+                Source::Genotype,
+                Base::Int,
+                true,
+                Width::Ploidy,
+                "ploidy",
+                "",
+                None,
+            );
+            add(
+                &mut set,
+                "call_genotype_mask",
+                Source::GenotypeMask,
+                Base::Bool,
+                true,
+                Width::Ploidy,
+                "ploidy",
+                "",
+                Some(gt),
+            );
+            add(
+                &mut set,
+                "call_genotype_phased",
+                Source::GenotypePhased,
+                Base::Bool,
+                true,
+                Width::Scalar,
+                "",
+                "",
+                None,
+            );
+        }
+        set
+    }
+}
+
+/// What has been seen of one column so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnStats {
+    /// Most values any record (or sample) carried.
+    pub max_width: u32,
+    /// Range of canonical integer values seen (−1/−2 included, as bio2zarr counts them).
+    pub min: i64,
+    pub max: i64,
+}
+
+impl Default for ColumnStats {
+    fn default() -> Self {
+        ColumnStats {
+            max_width: 0,
+            min: i64::MAX,
+            max: i64::MIN,
+        }
+    }
+}
+
+impl ColumnStats {
+    /// Folds another column's stats into these.
+    pub fn merge(&mut self, o: &ColumnStats) {
+        self.max_width = self.max_width.max(o.max_width);
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+}
+
+/// Everything seen so far that decides layouts: per-column stats, alleles and ploidy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub columns: Vec<ColumnStats>,
+    /// Most alleles (REF + ALTs) in any record.
+    pub max_alleles: u32,
+    /// Largest ploidy of any call.
+    pub max_ploidy: u32,
+}
+
+impl Stats {
+    /// Empty stats for a set of columns.
+    pub fn new(set: &ArraySet) -> Stats {
+        Stats {
+            columns: vec![ColumnStats::default(); set.columns.len()],
+            max_alleles: 0,
+            max_ploidy: 0,
+        }
+    }
+
+    /// Folds another reader's stats into these.
+    pub fn merge(&mut self, o: &Stats) {
+        for (a, b) in self.columns.iter_mut().zip(&o.columns) {
+            a.merge(b);
+        }
+        self.max_alleles = self.max_alleles.max(o.max_alleles);
+        self.max_ploidy = self.max_ploidy.max(o.max_ploidy);
+    }
+}
+
+/// The part of an array's metadata that depends on the data: its type and trailing
+/// size. Two shard rows with equal layouts have the same shard shape and codecs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Layout {
+    pub dtype: Dtype,
+    /// Size of the trailing dimension; `None` for arrays without one.
+    pub width: Option<u32>,
+}
+
+impl Layout {
+    /// Values per (record, sample) cell.
+    pub fn cell(&self) -> usize {
+        self.width.unwrap_or(1) as usize
+    }
+}
+
+/// n choose k for the genotypes axis.
+fn choose(n: u64, k: u64) -> u64 {
+    let k = k.min(n.saturating_sub(k));
+    (0..k).fold(1u64, |acc, i| acc * (n - i) / (i + 1))
+}
+
+/// Sizes of the shared dimensions implied by the stats.
+#[derive(Debug, Clone, Copy)]
+pub struct Dims {
+    pub alleles: u32,
+    pub ploidy: u32,
+    pub genotypes: u32,
+}
+
+impl Dims {
+    /// bio2zarr's rules: alleles ≥ 2; ploidy ≥ 1; genotypes from (alleles, ploidy) when
+    /// GT exists, otherwise the widest `Number=G` field.
+    pub fn from_stats(set: &ArraySet, stats: &Stats, has_gt: bool) -> Dims {
+        let alleles = stats.max_alleles.max(2);
+        let ploidy = stats.max_ploidy.max(1);
+        let genotypes = if has_gt {
+            choose((alleles + ploidy - 1) as u64, ploidy as u64) as u32
+        } else {
+            set.arrays
+                .iter()
+                .filter(|a| a.width == Width::Genotypes)
+                .map(|a| stats.columns[a.column].max_width)
+                .max()
+                .unwrap_or(0)
+        };
+        Dims {
+            alleles,
+            ploidy,
+            genotypes,
+        }
+    }
+}
+
+impl ArraySpec {
+    /// The layout this array gets given everything seen so far.
+    pub fn layout(&self, stats: &Stats, dims: &Dims) -> Layout {
+        let cs = &stats.columns[self.column];
+        let width = match self.width {
+            Width::Scalar => None,
+            Width::Fixed(n) => Some(n),
+            Width::Alleles => Some(dims.alleles.max(cs.max_width)),
+            Width::AltAlleles => Some((dims.alleles - 1).max(cs.max_width)),
+            Width::Genotypes => {
+                let w = dims.genotypes.max(cs.max_width);
+                (w > 0).then_some(w)
+            }
+            Width::Ploidy => Some(dims.ploidy),
+            Width::Own { declared } => {
+                let w = declared.max(cs.max_width);
+                (w > 1).then_some(w)
+            }
+        };
+        let dtype = match self.base {
+            Base::Int => match self.source {
+                Source::Contig => Dtype::smallest_int(0, cs.max.max(0)),
+                _ if cs.max < cs.min => Dtype::I8,
+                _ => Dtype::smallest_int(cs.min, cs.max),
+            },
+            Base::Float => Dtype::F32,
+            Base::Bool => Dtype::Bool,
+            Base::Str => Dtype::Str,
+            Base::Char => Dtype::Char,
+        };
+        Layout { dtype, width }
+    }
+}
+
+/// Chunk and shard sizes shared by every variant-axis array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Geometry {
+    pub variants_chunk: u64,
+    pub samples_chunk: u64,
+    pub variants_shard: u64,
+    pub samples_shard: u64,
+    pub zstd_level: i32,
+}
+
+/// Blosc block size, fixed so the bytes never depend on the machine (GPU decode batches
+/// one zstd stream per block).
+pub const BLOSC_BLOCKSIZE: u64 = 256 * 1024;
+
+/// The codec chain applied to every inner chunk, as zarr v3 metadata.
+pub fn inner_codecs(dtype: Dtype, bitshuffle: bool, level: i32) -> Value {
+    let bytes = match dtype.size() {
+        Some(1) => json!({"name": "bytes"}),
+        _ => json!({"name": "bytes", "configuration": {"endian": "little"}}),
+    };
+    match dtype {
+        Dtype::Str => json!([
+            {"name": "vlen-utf8", "configuration": {}},
+            {"name": "zstd", "configuration": {"level": level, "checksum": false}}
+        ]),
+        _ => {
+            let size = dtype.size().unwrap_or(1);
+            json!([bytes, {"name": "blosc", "configuration": {
+                "cname": "zstd", "clevel": level,
+                "shuffle": if bitshuffle { "bitshuffle" } else { "shuffle" },
+                "typesize": size, "blocksize": BLOSC_BLOCKSIZE
+            }}])
+        }
+    }
+}
+
+/// Full zarr v3 array metadata for a sharded array.
+#[allow(clippy::too_many_arguments)]
+pub fn array_metadata(
+    shape: &[u64],
+    shard: &[u64],
+    inner: &[u64],
+    dims: &[String],
+    dtype: Dtype,
+    bitshuffle: bool,
+    level: i32,
+    description: &str,
+) -> Value {
+    json!({
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": shape,
+        "data_type": dtype.json(),
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shard}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": dtype.fill_json(),
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": inner,
+            "codecs": inner_codecs(dtype, bitshuffle, level),
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_location": "end"
+        }}],
+        "attributes": {"description": description},
+        "dimension_names": dims,
+    })
+}
+
+impl ArraySpec {
+    /// Dimension names for a layout.
+    pub fn dimension_names(&self, layout: &Layout) -> Vec<String> {
+        let mut d = vec!["variants".to_string()];
+        if self.per_sample {
+            d.push("samples".into());
+        }
+        if layout.width.is_some() {
+            d.push(self.trailing_dim.clone());
+        }
+        d
+    }
+
+    /// (array shape, shard shape, inner chunk shape) for `n` records.
+    pub fn shapes(&self, layout: &Layout, n: u64, n_samples: u64, g: &Geometry) -> [Vec<u64>; 3] {
+        let mut shape = vec![n];
+        let mut shard = vec![g.variants_shard];
+        let mut inner = vec![g.variants_chunk];
+        if self.per_sample {
+            shape.push(n_samples);
+            shard.push(g.samples_shard);
+            inner.push(g.samples_chunk);
+        }
+        if let Some(w) = layout.width {
+            shape.push(w as u64);
+            shard.push((w as u64).max(1));
+            inner.push((w as u64).max(1));
+        }
+        [shape, shard, inner]
+    }
+}

@@ -1,0 +1,261 @@
+//! Laying out ragged [`Column`] values as one inner chunk of an array, and re-laying a
+//! decoded chunk under a wider layout (see `arrays` for why that happens).
+
+use crate::arrays::{ArraySpec, Base, Dtype, Layout, Source};
+use crate::codec::Raw;
+use crate::column::{Column, Values, FLOAT32_FILL, FLOAT32_MISSING};
+use crate::error::{Error, Result};
+
+/// Which part of a column one inner chunk covers.
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkView {
+    /// First record (within the column) and how many records are real.
+    pub r0: usize,
+    pub nr: usize,
+    /// First sample and how many samples are real.
+    pub s0: usize,
+    pub ns: usize,
+    /// Chunk extent along variants and samples (1 for variant-only arrays); cells past
+    /// the real records/samples hold the fill value (zero).
+    pub rows: usize,
+    pub cols: usize,
+}
+
+/// Lays out a column's values as `[rows][cols][cell]`, mapping each through `f`;
+/// `pad` goes past a record's own values, `absent` where the field is missing from the
+/// record, and the fill value (`T::default()`) outside the real records and samples.
+#[allow(clippy::too_many_arguments)]
+fn lay_out<S: Copy, T: Copy + Default>(
+    col: &Column,
+    v: &ChunkView,
+    cell: usize,
+    pad: T,
+    absent: T,
+    vals: &[S],
+    f: impl Fn(S) -> T,
+) -> Vec<T> {
+    let mut out = vec![T::default(); v.rows * v.cols * cell];
+    for r in 0..v.nr {
+        let w = col.widths[v.r0 + r] as usize;
+        let start = col.starts[v.r0 + r];
+        let row = &mut out[r * v.cols * cell..(r * v.cols + v.ns) * cell];
+        if w == 0 {
+            row.fill(absent);
+        } else if w == cell {
+            // Common case (every call diploid, every scalar present): one contiguous run.
+            let src = &vals[start + v.s0 * w..start + (v.s0 + v.ns) * w];
+            for (d, &x) in row.iter_mut().zip(src) {
+                *d = f(x);
+            }
+        } else {
+            let n = w.min(cell);
+            for (s, dst) in row.chunks_exact_mut(cell).enumerate() {
+                let src = start + (v.s0 + s) * w;
+                for (d, &x) in dst[..n].iter_mut().zip(&vals[src..src + n]) {
+                    *d = f(x);
+                }
+                dst[n..].fill(pad);
+            }
+        }
+    }
+    out
+}
+
+fn int_values(col: &Column) -> &[i32] {
+    match &col.values {
+        Values::Int(v) => v,
+        _ => unreachable!("int column"),
+    }
+}
+
+/// Integers narrowed to `dtype` as little-endian bytes.
+fn ints(col: &Column, v: &ChunkView, cell: usize, dtype: Dtype) -> Vec<u8> {
+    let vals = int_values(col);
+    match dtype {
+        Dtype::I8 => lay_out(col, v, cell, -2i8, -1i8, vals, |x| x as i8)
+            .into_iter()
+            .map(|x| x as u8)
+            .collect(),
+        Dtype::I16 => lay_out(col, v, cell, -2i16, -1i16, vals, |x| x as i16)
+            .into_iter()
+            .flat_map(i16::to_le_bytes)
+            .collect(),
+        Dtype::I32 => lay_out(col, v, cell, -2i32, -1i32, vals, |x| x)
+            .into_iter()
+            .flat_map(i32::to_le_bytes)
+            .collect(),
+        Dtype::I64 => lay_out(col, v, cell, -2i64, -1i64, vals, |x| x as i64)
+            .into_iter()
+            .flat_map(i64::to_le_bytes)
+            .collect(),
+        d => unreachable!("int array as {d:?}"),
+    }
+}
+
+fn first_char(s: &[u8]) -> u32 {
+    std::str::from_utf8(s)
+        .ok()
+        .and_then(|s| s.chars().next())
+        .map_or(0, |c| c as u32)
+}
+
+/// Lays out one inner chunk of `spec` from `col` under `layout`.
+pub fn materialize(spec: &ArraySpec, col: &Column, layout: &Layout, v: &ChunkView) -> Raw {
+    let cell = layout.cell();
+    match (spec.base, spec.source) {
+        (_, Source::GenotypeMask) => {
+            Raw::Fixed(lay_out(col, v, cell, 1u8, 1u8, int_values(col), |x| {
+                u8::from(x < 0)
+            }))
+        }
+        (_, Source::IdMask) => {
+            let idx = lay_out_indices(col, v, 1);
+            Raw::Fixed(
+                idx.iter()
+                    .map(|i| u8::from(matches!(i, Some(i) if col.values.str_at(*i) == b".")))
+                    .collect(),
+            )
+        }
+        (Base::Int, _) => Raw::Fixed(ints(col, v, cell, layout.dtype)),
+        (Base::Float, _) => {
+            let Values::Float(vals) = &col.values else {
+                unreachable!()
+            };
+            let out = lay_out(col, v, cell, FLOAT32_FILL, FLOAT32_MISSING, vals, |x| x);
+            Raw::Fixed(out.into_iter().flat_map(u32::to_le_bytes).collect())
+        }
+        (Base::Bool, _) => {
+            let Values::Bool(vals) = &col.values else {
+                unreachable!()
+            };
+            Raw::Fixed(lay_out(col, v, cell, 0u8, 0u8, vals, |x| x))
+        }
+        (Base::Str, _) | (Base::Char, _) => {
+            let idx = lay_out_indices(col, v, cell);
+            if spec.base == Base::Char {
+                Raw::Fixed(
+                    idx.iter()
+                        .flat_map(|i| {
+                            let c = match i {
+                                Some(usize::MAX) => b'.' as u32,
+                                Some(i) => first_char(col.values.str_at(*i)),
+                                None => 0,
+                            };
+                            c.to_le_bytes()
+                        })
+                        .collect(),
+                )
+            } else {
+                let mut bytes = Vec::new();
+                let mut offsets = Vec::with_capacity(idx.len() + 1);
+                offsets.push(0);
+                for i in &idx {
+                    match i {
+                        Some(usize::MAX) => bytes.push(b'.'),
+                        Some(i) => bytes.extend_from_slice(col.values.str_at(*i)),
+                        None => {}
+                    }
+                    offsets.push(bytes.len());
+                }
+                Raw::Strings { bytes, offsets }
+            }
+        }
+    }
+}
+
+/// For string columns: the value index of each cell; `None` for fill (""),
+/// `Some(usize::MAX)` for an absent field (".").
+fn lay_out_indices(col: &Column, v: &ChunkView, cell: usize) -> Vec<Option<usize>> {
+    let mut out = vec![None; v.rows * v.cols * cell];
+    for r in 0..v.nr {
+        let w = col.widths[v.r0 + r] as usize;
+        let start = col.starts[v.r0 + r];
+        let row = &mut out[r * v.cols * cell..(r * v.cols + v.ns) * cell];
+        if w == 0 {
+            row.fill(Some(usize::MAX));
+            continue;
+        }
+        let n = w.min(cell);
+        for (s, dst) in row.chunks_exact_mut(cell).enumerate() {
+            let src = start + (v.s0 + s) * w;
+            for (j, d) in dst[..n].iter_mut().enumerate() {
+                *d = Some(src + j);
+            }
+        }
+    }
+    out
+}
+
+/// Turns a decoded chunk back into a column (one "record" per chunk row) so it can be
+/// laid out again under another layout. `absent[r]` marks rows whose field was absent.
+pub fn column_from_raw(
+    spec: &ArraySpec,
+    raw: Raw,
+    old: &Layout,
+    rows: usize,
+    cols: usize,
+    absent: &dyn Fn(usize) -> bool,
+) -> Result<Column> {
+    let cell = old.cell();
+    let per_row = cols * cell;
+    let values = match (spec.base, spec.source, raw) {
+        (_, Source::GenotypeMask, Raw::Fixed(b)) => {
+            Values::Int(b.iter().map(|&x| if x != 0 { -2 } else { 0 }).collect())
+        }
+        (Base::Int, _, Raw::Fixed(b)) => Values::Int(match old.dtype {
+            Dtype::I8 => b.iter().map(|&x| x as i8 as i32).collect(),
+            Dtype::I16 => b
+                .chunks_exact(2)
+                .map(|c| i16::from_le_bytes([c[0], c[1]]) as i32)
+                .collect(),
+            Dtype::I32 => b
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            Dtype::I64 => b
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")) as i32)
+                .collect(),
+            d => return Err(Error::Codec(format!("int array stored as {d:?}"))),
+        }),
+        (Base::Float, _, Raw::Fixed(b)) => Values::Float(
+            b.chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        ),
+        (Base::Bool, _, Raw::Fixed(b)) => Values::Bool(b),
+        (Base::Char, _, Raw::Fixed(b)) => {
+            let mut bytes = Vec::new();
+            let mut ends = Vec::new();
+            for c in b.chunks_exact(4) {
+                let code = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                if let Some(ch) = char::from_u32(code).filter(|_| code != 0) {
+                    let mut buf = [0u8; 4];
+                    bytes.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                }
+                ends.push(bytes.len());
+            }
+            Values::Str { bytes, ends }
+        }
+        (Base::Str, _, Raw::Strings { bytes, offsets }) => Values::Str {
+            ends: offsets[1..].to_vec(),
+            bytes,
+        },
+        _ => {
+            return Err(Error::Codec(format!(
+                "{}: decoded chunk of unexpected kind",
+                spec.name
+            )))
+        }
+    };
+    let widths = (0..rows)
+        .map(|r| if absent(r) { 0 } else { cell as u32 })
+        .collect();
+    Ok(Column {
+        per_record: cols,
+        values,
+        starts: (0..rows).map(|r| r * per_row).collect(),
+        widths,
+        stats: Default::default(),
+    })
+}

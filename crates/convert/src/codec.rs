@@ -1,0 +1,133 @@
+//! Inner-chunk encoding and decoding through zarrs' codec implementations, so the
+//! bytes svar2 writes are exactly what any zarrs-based (and zarr-python) reader decodes.
+
+use crate::arrays::{inner_codecs, Dtype};
+use crate::error::{Error, Result};
+use std::num::NonZeroU64;
+use zarrs::array::{
+    ArrayBytes, ArrayBytesOffsets, ArrayToBytesCodecTraits, CodecChain, CodecOptions, DataType,
+    FillValue,
+};
+use zarrs::metadata::v3::MetadataV3;
+
+/// Decoded (or to-be-encoded) chunk contents.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Raw {
+    /// Little-endian fixed-size elements.
+    Fixed(Vec<u8>),
+    /// Concatenated UTF-8 strings; `offsets` has one more entry than there are strings.
+    Strings { bytes: Vec<u8>, offsets: Vec<usize> },
+}
+
+impl Raw {
+    /// Whether every element equals the fill value (zero bytes / empty string), in
+    /// which case the chunk is not stored.
+    pub fn is_fill(&self) -> bool {
+        match self {
+            Raw::Fixed(b) => b.iter().all(|&x| x == 0),
+            Raw::Strings { bytes, .. } => bytes.is_empty(),
+        }
+    }
+}
+
+/// The inner codec chain of one (dtype, shuffle, level) combination.
+pub struct InnerCodec {
+    chain: CodecChain,
+    data_type: DataType,
+    fill: FillValue,
+    options: CodecOptions,
+}
+
+fn codec_err(e: impl std::fmt::Display) -> Error {
+    Error::Codec(e.to_string())
+}
+
+impl InnerCodec {
+    /// Builds the chain from the same JSON that goes into the array metadata.
+    pub fn new(dtype: Dtype, bitshuffle: bool, level: i32) -> Result<InnerCodec> {
+        let metas: Vec<MetadataV3> =
+            serde_json::from_value(inner_codecs(dtype, bitshuffle, level)).map_err(codec_err)?;
+        let chain = CodecChain::from_metadata(&metas).map_err(codec_err)?;
+        let dt_json = match dtype {
+            Dtype::Bool => serde_json::json!("bool"),
+            Dtype::I8 => serde_json::json!("int8"),
+            Dtype::I16 => serde_json::json!("int16"),
+            Dtype::I32 => serde_json::json!("int32"),
+            Dtype::I64 => serde_json::json!("int64"),
+            Dtype::F32 => serde_json::json!("float32"),
+            Dtype::Str => serde_json::json!("string"),
+            Dtype::Char => {
+                serde_json::json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 4}})
+            }
+        };
+        let dt_meta: MetadataV3 = serde_json::from_value(dt_json).map_err(codec_err)?;
+        let data_type = DataType::from_metadata(&dt_meta).map_err(codec_err)?;
+        let fill = match dtype.size() {
+            Some(n) => FillValue::from(vec![0u8; n]),
+            None => FillValue::from(Vec::<u8>::new()),
+        };
+        // Chunks are encoded in parallel by the caller; each encode stays on one thread.
+        let options = CodecOptions::default().with_concurrent_target(1);
+        Ok(InnerCodec {
+            chain,
+            data_type,
+            fill,
+            options,
+        })
+    }
+
+    fn shape(shape: &[u64]) -> Vec<NonZeroU64> {
+        shape
+            .iter()
+            .map(|&s| NonZeroU64::new(s.max(1)).expect("nonzero"))
+            .collect()
+    }
+
+    /// Encodes one inner chunk of the given shape.
+    pub fn encode(&self, raw: &Raw, shape: &[u64]) -> Result<Vec<u8>> {
+        let bytes = match raw {
+            Raw::Fixed(b) => ArrayBytes::new_flen(b.as_slice()),
+            Raw::Strings { bytes, offsets } => ArrayBytes::new_vlen(
+                bytes.as_slice(),
+                ArrayBytesOffsets::new(offsets.as_slice()).map_err(codec_err)?,
+            )
+            .map_err(codec_err)?,
+        };
+        let out = self
+            .chain
+            .encode(
+                bytes,
+                &Self::shape(shape),
+                &self.data_type,
+                &self.fill,
+                &self.options,
+            )
+            .map_err(codec_err)?;
+        Ok(out.into_owned())
+    }
+
+    /// Decodes one inner chunk of the given shape.
+    pub fn decode(&self, encoded: &[u8], shape: &[u64]) -> Result<Raw> {
+        let out = self
+            .chain
+            .decode(
+                encoded.into(),
+                &Self::shape(shape),
+                &self.data_type,
+                &self.fill,
+                &self.options,
+            )
+            .map_err(codec_err)?;
+        Ok(match out {
+            ArrayBytes::Fixed(b) => Raw::Fixed(b.into_owned()),
+            ArrayBytes::Variable(v) => {
+                let (bytes, offsets) = v.into_parts();
+                Raw::Strings {
+                    bytes: bytes.into_owned(),
+                    offsets: offsets.to_vec(),
+                }
+            }
+            ArrayBytes::Optional(_) => return Err(Error::Codec("unexpected optional".into())),
+        })
+    }
+}

@@ -1,0 +1,219 @@
+//! Raw per-record values for one inner-chunk row of records, before they are laid out
+//! as chunks. Records may carry different numbers of values; a [`Column`] keeps them
+//! ragged so nothing is padded until the final width is known.
+
+use crate::arrays::{Base, ColumnSpec, ColumnStats};
+
+/// htslib's integer sentinels.
+pub const BCF_INT32_MISSING: i32 = i32::MIN;
+pub const BCF_INT32_VECTOR_END: i32 = i32::MIN + 1;
+/// VCF Zarr float sentinels (also htslib's bit patterns).
+pub const FLOAT32_MISSING: u32 = 0x7F80_0001;
+pub const FLOAT32_FILL: u32 = 0x7F80_0002;
+
+/// Values of one column, in record order.
+#[derive(Debug, Clone)]
+pub enum Values {
+    /// Canonical integers: −1 missing, −2 fill.
+    Int(Vec<i32>),
+    /// f32 bit patterns.
+    Float(Vec<u32>),
+    Bool(Vec<u8>),
+    /// Strings (and VCF Characters), concatenated; `ends[i]` closes string `i`.
+    Str {
+        bytes: Vec<u8>,
+        ends: Vec<usize>,
+    },
+}
+
+impl Values {
+    fn len(&self) -> usize {
+        match self {
+            Values::Int(v) => v.len(),
+            Values::Float(v) => v.len(),
+            Values::Bool(v) => v.len(),
+            Values::Str { ends, .. } => ends.len(),
+        }
+    }
+
+    /// String `i` (for `Str` values).
+    pub fn str_at(&self, i: usize) -> &[u8] {
+        match self {
+            Values::Str { bytes, ends } => {
+                let start = if i == 0 { 0 } else { ends[i - 1] };
+                &bytes[start..ends[i]]
+            }
+            _ => &[],
+        }
+    }
+}
+
+/// Ragged values for a run of records. Record `r` holds `widths[r]` values for each
+/// of `per_record` cells (samples, or 1) starting at `starts[r]`; width 0 means the
+/// field was absent from the record.
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub per_record: usize,
+    pub values: Values,
+    pub starts: Vec<usize>,
+    pub widths: Vec<u32>,
+    pub stats: ColumnStats,
+}
+
+impl Column {
+    /// An empty column for `spec`; `per_record` is the sample count for FORMAT columns.
+    pub fn new(spec: &ColumnSpec, n_samples: usize) -> Column {
+        let values = match spec.base {
+            Base::Int => Values::Int(Vec::new()),
+            Base::Float => Values::Float(Vec::new()),
+            Base::Bool => Values::Bool(Vec::new()),
+            Base::Str | Base::Char => Values::Str {
+                bytes: Vec::new(),
+                ends: Vec::new(),
+            },
+        };
+        Column {
+            per_record: if spec.per_sample { n_samples } else { 1 },
+            values,
+            starts: Vec::new(),
+            widths: Vec::new(),
+            stats: ColumnStats::default(),
+        }
+    }
+
+    /// Number of records held.
+    pub fn len(&self) -> usize {
+        self.widths.len()
+    }
+
+    /// Whether no records are held.
+    pub fn is_empty(&self) -> bool {
+        self.widths.is_empty()
+    }
+
+    fn begin(&mut self, width: u32) {
+        self.starts.push(self.values.len());
+        self.widths.push(width);
+        self.stats.max_width = self.stats.max_width.max(width);
+    }
+
+    /// Records that the field is absent from this record.
+    pub fn push_absent(&mut self) {
+        self.begin(0);
+    }
+
+    /// Appends a record of htslib integers (`per_record × width` values), mapping
+    /// htslib's missing/vector-end sentinels to −1/−2.
+    pub fn push_htslib_ints(&mut self, raw: &[i32], width: u32) {
+        self.begin(width);
+        let Values::Int(v) = &mut self.values else {
+            unreachable!("int column")
+        };
+        let (mut lo, mut hi) = (self.stats.min, self.stats.max);
+        v.extend(raw.iter().map(|&x| {
+            let c = match x {
+                BCF_INT32_MISSING => -1,
+                BCF_INT32_VECTOR_END => -2,
+                x => x,
+            };
+            lo = lo.min(c as i64);
+            hi = hi.max(c as i64);
+            c
+        }));
+        self.stats.min = lo;
+        self.stats.max = hi;
+    }
+
+    /// Appends canonical integers and updates the value range.
+    pub fn push_ints(&mut self, vals: &[i32], width: u32) {
+        self.begin(width);
+        let Values::Int(v) = &mut self.values else {
+            unreachable!("int column")
+        };
+        for &c in vals {
+            self.stats.min = self.stats.min.min(c as i64);
+            self.stats.max = self.stats.max.max(c as i64);
+        }
+        v.extend_from_slice(vals);
+    }
+
+    /// Appends float bit patterns (htslib's sentinels are already VCF Zarr's).
+    pub fn push_floats(&mut self, raw: &[u32], width: u32) {
+        self.begin(width);
+        let Values::Float(v) = &mut self.values else {
+            unreachable!("float column")
+        };
+        v.extend_from_slice(raw);
+    }
+
+    /// Appends booleans (0/1).
+    pub fn push_bools(&mut self, raw: &[u8], width: u32) {
+        self.begin(width);
+        let Values::Bool(v) = &mut self.values else {
+            unreachable!("bool column")
+        };
+        v.extend_from_slice(raw);
+    }
+
+    /// Starts a string record of the given width; follow with `per_record × width`
+    /// calls to [`Column::push_str`].
+    pub fn begin_strs(&mut self, width: u32) {
+        self.begin(width);
+    }
+
+    /// Appends one string value.
+    pub fn push_str(&mut self, s: &[u8]) {
+        let Values::Str { bytes, ends } = &mut self.values else {
+            unreachable!("string column")
+        };
+        bytes.extend_from_slice(s);
+        ends.push(bytes.len());
+    }
+
+    /// Raw bytes held, for memory accounting.
+    pub fn heap_bytes(&self) -> usize {
+        let v = match &self.values {
+            Values::Int(v) => v.len() * 4,
+            Values::Float(v) => v.len() * 4,
+            Values::Bool(v) => v.len(),
+            Values::Str { bytes, ends } => bytes.len() + ends.len() * 8,
+        };
+        v + self.starts.len() * 12
+    }
+}
+
+/// One inner-chunk row of records: a column per [`ColumnSpec`] plus the facts the
+/// region index needs.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    /// Global index of the first record.
+    pub first: u64,
+    pub columns: Vec<Column>,
+    /// (contig index, position, end) of each record, for `region_index`.
+    pub loci: Vec<(i32, i64, i64)>,
+    pub max_alleles: u32,
+    pub max_ploidy: u32,
+}
+
+impl Batch {
+    /// An empty batch whose first record is global record `first`.
+    pub fn new(specs: &[ColumnSpec], n_samples: usize, first: u64) -> Batch {
+        Batch {
+            first,
+            columns: specs.iter().map(|s| Column::new(s, n_samples)).collect(),
+            loci: Vec::new(),
+            max_alleles: 0,
+            max_ploidy: 0,
+        }
+    }
+
+    /// Records held.
+    pub fn len(&self) -> usize {
+        self.loci.len()
+    }
+
+    /// Whether the batch holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.loci.is_empty()
+    }
+}

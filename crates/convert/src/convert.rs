@@ -1,0 +1,873 @@
+//! The conversion pipeline: one reader thread fills inner-chunk rows of records, the
+//! rayon pool lays them out and encodes every inner chunk, and each completed shard
+//! row is assembled and written. Memory holds one shard row of encoded chunks plus up
+//! to two inner-chunk rows of raw values, whatever the file size.
+
+use crate::arrays::{array_metadata, ArraySet, ArraySpec, Dims, Dtype, Geometry, Layout, Stats};
+use crate::chunk::{column_from_raw, materialize, ChunkView};
+use crate::codec::{InnerCodec, Raw};
+use crate::column::Batch;
+use crate::error::{Error, Result};
+use crate::schema::Schema;
+use crate::shard;
+use crate::source::{Extractor, VcfReader};
+use crate::store::{disk_usage, StoreDir};
+use rayon::prelude::*;
+use serde_json::json;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What the user asked for.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub geometry: Geometry,
+    /// Worker threads for encoding (0 = all cores).
+    pub threads: usize,
+    /// Replace an existing output.
+    pub force: bool,
+    /// Draw a progress bar (only on a terminal).
+    pub progress: bool,
+}
+
+/// What a conversion did, for the closing summary line.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub records: u64,
+    pub seconds: f64,
+    pub store_bytes: u64,
+    pub files: u64,
+    /// Shards re-encoded at the end because a later record widened their layout.
+    pub rewritten_shards: u64,
+}
+
+/// Makes the user's chunk sizes consistent: shards are whole multiples of inner chunks
+/// and no axis is chunked wider than the data needs.
+pub fn normalise(g: Geometry, n_samples: u64) -> Geometry {
+    let vc = g.variants_chunk.max(1);
+    let vs = g.variants_shard.max(vc).div_ceil(vc) * vc;
+    let sc = g.samples_chunk.max(1).min(n_samples.max(1));
+    let s_full = n_samples.max(1).div_ceil(sc) * sc;
+    let ss = (g.samples_shard.max(sc).div_ceil(sc) * sc).min(s_full);
+    Geometry {
+        variants_chunk: vc,
+        samples_chunk: sc,
+        variants_shard: vs,
+        samples_shard: ss,
+        zstd_level: g.zstd_level,
+    }
+}
+
+/// One encoded inner chunk waiting in the current shard row, with the layout it was
+/// encoded under (`None` bytes: all fill, not stored).
+#[derive(Clone)]
+struct Slot {
+    bytes: Option<Vec<u8>>,
+    layout: Layout,
+}
+
+/// What the finish step needs to know about a written shard row of one array.
+struct RowInfo {
+    layout: Layout,
+    /// Records (row-relative) whose field was absent, for growable arrays.
+    absent: Option<Vec<u64>>,
+}
+
+fn bit(bits: &Option<Vec<u64>>, i: usize) -> bool {
+    bits.as_ref()
+        .is_some_and(|b| b.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1))
+}
+
+struct Writer {
+    schema: Schema,
+    set: ArraySet,
+    g: Geometry,
+    store: StoreDir,
+    stats: Stats,
+    codecs: HashMap<(Dtype, bool), Arc<InnerCodec>>,
+    records: u64,
+    /// Per array: inner chunks of the current shard row, `[inner row][sample chunk]`.
+    row: Vec<Vec<Option<Slot>>>,
+    row_absent: Vec<Option<Vec<u64>>>,
+    row_index: u64,
+    history: Vec<Vec<RowInfo>>,
+    region: Vec<[i64; 6]>,
+    rewritten: u64,
+}
+
+impl Writer {
+    fn n_samples(&self) -> usize {
+        self.schema.samples.len()
+    }
+    fn inner_per_shard(&self) -> usize {
+        (self.g.variants_shard / self.g.variants_chunk) as usize
+    }
+    fn sample_chunks(&self, a: &ArraySpec) -> usize {
+        if a.per_sample {
+            (self.n_samples() as u64)
+                .div_ceil(self.g.samples_chunk)
+                .max(1) as usize
+        } else {
+            1
+        }
+    }
+    fn chunks_per_sample_shard(&self) -> usize {
+        (self.g.samples_shard / self.g.samples_chunk) as usize
+    }
+
+    fn dims(&self) -> Dims {
+        Dims::from_stats(&self.set, &self.stats, self.schema.has_gt)
+    }
+
+    fn layouts(&self) -> Vec<Layout> {
+        let dims = self.dims();
+        self.set
+            .arrays
+            .iter()
+            .map(|a| a.layout(&self.stats, &dims))
+            .collect()
+    }
+
+    fn codec(&mut self, dtype: Dtype, bitshuffle: bool) -> Result<Arc<InnerCodec>> {
+        if let Some(c) = self.codecs.get(&(dtype, bitshuffle)) {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(InnerCodec::new(dtype, bitshuffle, self.g.zstd_level)?);
+        self.codecs.insert((dtype, bitshuffle), c.clone());
+        Ok(c)
+    }
+
+    fn codecs_for(&mut self, layouts: &[Layout]) -> Result<Vec<Arc<InnerCodec>>> {
+        let keys: Vec<_> = self
+            .set
+            .arrays
+            .iter()
+            .zip(layouts)
+            .map(|(a, l)| (l.dtype, a.bitshuffle))
+            .collect();
+        keys.into_iter().map(|(d, b)| self.codec(d, b)).collect()
+    }
+
+    fn inner_shape(&self, a: &ArraySpec, l: &Layout) -> Vec<u64> {
+        a.shapes(l, 0, self.n_samples() as u64, &self.g)[2].clone()
+    }
+
+    /// Encodes one inner-chunk row of records into the current shard row.
+    fn add_batch(&mut self, batch: Batch) -> Result<()> {
+        for (s, c) in self.stats.columns.iter_mut().zip(&batch.columns) {
+            s.merge(&c.stats);
+        }
+        self.stats.max_alleles = self.stats.max_alleles.max(batch.max_alleles);
+        self.stats.max_ploidy = self.stats.max_ploidy.max(batch.max_ploidy);
+        let layouts = self.layouts();
+        let codecs = self.codecs_for(&layouts)?;
+        let vc = self.g.variants_chunk as usize;
+        let sc = self.g.samples_chunk as usize;
+        let n_samples = self.n_samples();
+        let inner_row = ((batch.first / vc as u64) % self.inner_per_shard() as u64) as usize;
+        let chunk_index = batch.first / vc as u64;
+
+        // Region index rows: one per run of one contig within this inner chunk.
+        let mut i = 0;
+        while i < batch.loci.len() {
+            let (contig, start, _) = batch.loci[i];
+            let mut j = i;
+            let mut max_end = i64::MIN;
+            while j < batch.loci.len() && batch.loci[j].0 == contig {
+                max_end = max_end.max(batch.loci[j].2);
+                j += 1;
+            }
+            let end = batch.loci[j - 1].1;
+            self.region.push([
+                chunk_index as i64,
+                contig as i64,
+                start,
+                end,
+                max_end,
+                (j - i) as i64,
+            ]);
+            i = j;
+        }
+
+        let tasks: Vec<(usize, usize)> = self
+            .set
+            .arrays
+            .iter()
+            .enumerate()
+            .flat_map(|(a, spec)| (0..self.sample_chunks(spec)).map(move |k| (a, k)))
+            .collect();
+        let set = &self.set;
+        let g = &self.g;
+        let results: Vec<Result<Option<Vec<u8>>>> = tasks
+            .par_iter()
+            .map(|&(a, k)| {
+                let spec = &set.arrays[a];
+                let col = &batch.columns[spec.column];
+                let (s0, ns, cols) = if spec.per_sample {
+                    (k * sc, sc.min(n_samples - k * sc), sc)
+                } else {
+                    (0, 1, 1)
+                };
+                let view = ChunkView {
+                    r0: 0,
+                    nr: batch.len(),
+                    s0,
+                    ns,
+                    rows: vc,
+                    cols,
+                };
+                let raw = materialize(spec, col, &layouts[a], &view);
+                if raw.is_fill() {
+                    return Ok(None);
+                }
+                let shape = spec.shapes(&layouts[a], 0, n_samples as u64, g)[2].clone();
+                codecs[a].encode(&raw, &shape).map(Some)
+            })
+            .collect();
+        for (&(a, k), r) in tasks.iter().zip(results) {
+            let n_sc = self.sample_chunks(&self.set.arrays[a]);
+            let ips = self.inner_per_shard();
+            let row = &mut self.row[a];
+            if row.is_empty() {
+                row.resize(ips * n_sc, None);
+            }
+            row[inner_row * n_sc + k] = Some(Slot {
+                bytes: r?,
+                layout: layouts[a],
+            });
+        }
+        for (a, spec) in self.set.arrays.iter().enumerate() {
+            if !spec.growable() {
+                continue;
+            }
+            let col = &batch.columns[spec.column];
+            for (r, &w) in col.widths.iter().enumerate() {
+                if w == 0 {
+                    let i = inner_row * vc + r;
+                    let bits = self.row_absent[a].get_or_insert_with(|| {
+                        vec![0u64; (self.g.variants_shard as usize).div_ceil(64)]
+                    });
+                    bits[i / 64] |= 1 << (i % 64);
+                }
+            }
+        }
+        self.records += batch.len() as u64;
+        if inner_row + 1 == self.inner_per_shard() {
+            self.flush_row()?;
+        }
+        Ok(())
+    }
+
+    /// Re-lays one inner chunk from `old` to `new` layout.
+    #[allow(clippy::too_many_arguments)]
+    fn transcode(
+        &self,
+        a: usize,
+        enc: Option<&[u8]>,
+        old: &Layout,
+        new: &Layout,
+        old_codec: &InnerCodec,
+        new_codec: &InnerCodec,
+        first_record: u64,
+        k: usize,
+        absent: &dyn Fn(usize) -> bool,
+    ) -> Result<Option<Vec<u8>>> {
+        let spec = &self.set.arrays[a];
+        let vc = self.g.variants_chunk as usize;
+        let n_samples = self.n_samples();
+        let (s0, ns, cols) = if spec.per_sample {
+            let sc = self.g.samples_chunk as usize;
+            (k * sc, sc.min(n_samples.saturating_sub(k * sc)), sc)
+        } else {
+            (0, 1, 1)
+        };
+        let nr = (self.records.saturating_sub(first_record) as usize).min(vc);
+        if nr == 0 || ns == 0 {
+            return Ok(None);
+        }
+        let old_shape = self.inner_shape(spec, old);
+        let raw = match enc {
+            Some(b) => old_codec.decode(b, &old_shape)?,
+            None => {
+                let n = old_shape.iter().product::<u64>() as usize;
+                match old.dtype.size() {
+                    Some(sz) => Raw::Fixed(vec![0; n * sz]),
+                    None => Raw::Strings {
+                        bytes: Vec::new(),
+                        offsets: vec![0; n + 1],
+                    },
+                }
+            }
+        };
+        let col = column_from_raw(spec, raw, old, vc, cols, absent)?;
+        let view = ChunkView {
+            r0: 0,
+            nr,
+            s0: 0,
+            ns,
+            rows: vc,
+            cols,
+        };
+        let _ = s0;
+        let raw = materialize(spec, &col, new, &view);
+        if raw.is_fill() {
+            return Ok(None);
+        }
+        new_codec
+            .encode(&raw, &self.inner_shape(spec, new))
+            .map(Some)
+    }
+
+    /// Assembles and writes every shard of the current row.
+    fn flush_row(&mut self) -> Result<()> {
+        if self.row.iter().all(|r| r.iter().all(Option::is_none)) {
+            return Ok(());
+        }
+        let layouts = self.layouts();
+        let codecs = self.codecs_for(&layouts)?;
+        let mut old_codecs = HashMap::new();
+        for (a, row) in self.row.iter().enumerate() {
+            for s in row.iter().flatten() {
+                let key = (s.layout.dtype, self.set.arrays[a].bitshuffle);
+                old_codecs.entry(key).or_insert(());
+            }
+        }
+        for key in old_codecs.keys().copied().collect::<Vec<_>>() {
+            self.codec(key.0, key.1)?;
+        }
+        let cps = self.chunks_per_sample_shard();
+        let ips = self.inner_per_shard();
+        let row_index = self.row_index;
+        let vc = self.g.variants_chunk;
+        // (array, sample shard) jobs.
+        let jobs: Vec<(usize, usize)> = self
+            .set
+            .arrays
+            .iter()
+            .enumerate()
+            .flat_map(|(a, spec)| {
+                let n = self.sample_chunks(spec).div_ceil(cps);
+                (0..n).map(move |j| (a, j))
+            })
+            .collect();
+        let this = &*self;
+        let results: Vec<Result<()>> = jobs
+            .par_iter()
+            .map(|&(a, j)| {
+                let spec = &this.set.arrays[a];
+                let n_sc = this.sample_chunks(spec);
+                let row = &this.row[a];
+                let absent = &this.row_absent[a];
+                let ks: Vec<usize> = if spec.per_sample {
+                    (j * cps..(j * cps + cps)).collect()
+                } else {
+                    vec![0]
+                };
+                let mut chunks = Vec::with_capacity(ips * ks.len());
+                for vi in 0..ips {
+                    for &k in &ks {
+                        let slot = if k < n_sc && !row.is_empty() {
+                            row[vi * n_sc + k].as_ref()
+                        } else {
+                            None
+                        };
+                        let c = match slot {
+                            None => None,
+                            Some(s) if s.layout == layouts[a] => s.bytes.clone(),
+                            Some(s) => {
+                                let old_codec = &this.codecs[&(s.layout.dtype, spec.bitshuffle)];
+                                let off = vi * vc as usize;
+                                this.transcode(
+                                    a,
+                                    s.bytes.as_deref(),
+                                    &s.layout,
+                                    &layouts[a],
+                                    old_codec,
+                                    &codecs[a],
+                                    row_index * this.g.variants_shard + off as u64,
+                                    k,
+                                    &|r| bit(absent, off + r),
+                                )?
+                            }
+                        };
+                        chunks.push(c);
+                    }
+                }
+                if let Some(bytes) = shard::assemble(&chunks) {
+                    let path = this.store.shard_path(
+                        &spec.name,
+                        &this.shard_indices(spec, &layouts[a], row_index, j),
+                    );
+                    this.store.write(&path, &bytes)?;
+                }
+                Ok(())
+            })
+            .collect();
+        results.into_iter().collect::<Result<()>>()?;
+        for (a, spec) in self.set.arrays.iter().enumerate() {
+            let absent = self.row_absent[a].take();
+            self.history[a].push(RowInfo {
+                layout: layouts[a],
+                absent: if spec.growable() { absent } else { None },
+            });
+            self.row[a].iter_mut().for_each(|s| *s = None);
+        }
+        self.row_index += 1;
+        Ok(())
+    }
+
+    fn shard_indices(&self, spec: &ArraySpec, l: &Layout, row: u64, j: usize) -> Vec<u64> {
+        let mut idx = vec![row];
+        if spec.per_sample {
+            idx.push(j as u64);
+        }
+        if l.width.is_some() {
+            idx.push(0);
+        }
+        idx
+    }
+
+    /// Re-encodes shard rows written under a layout that later data outgrew.
+    fn rewrite_outgrown(&mut self, finals: &[Layout]) -> Result<()> {
+        let mut jobs = Vec::new();
+        for (a, rows) in self.history.iter().enumerate() {
+            for (r, info) in rows.iter().enumerate() {
+                if info.layout != finals[a] {
+                    jobs.push((a, r));
+                }
+            }
+        }
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        for &(a, r) in &jobs {
+            let bitshuffle = self.set.arrays[a].bitshuffle;
+            self.codec(self.history[a][r].layout.dtype, bitshuffle)?;
+            self.codec(finals[a].dtype, bitshuffle)?;
+        }
+        let cps = self.chunks_per_sample_shard();
+        let ips = self.inner_per_shard();
+        let vc = self.g.variants_chunk;
+        let this = &*self;
+        let counts: Vec<Result<u64>> = jobs
+            .par_iter()
+            .map(|&(a, r)| {
+                let spec = &this.set.arrays[a];
+                let info = &this.history[a][r];
+                let old_codec = &this.codecs[&(info.layout.dtype, spec.bitshuffle)];
+                let new_codec = &this.codecs[&(finals[a].dtype, spec.bitshuffle)];
+                let n_sc = this.sample_chunks(spec);
+                let n_shards = n_sc.div_ceil(cps);
+                let mut written = 0;
+                for j in 0..n_shards {
+                    let old_path = this.store.shard_path(
+                        &spec.name,
+                        &this.shard_indices(spec, &info.layout, r as u64, j),
+                    );
+                    let new_path = this.store.shard_path(
+                        &spec.name,
+                        &this.shard_indices(spec, &finals[a], r as u64, j),
+                    );
+                    let ks: Vec<usize> = if spec.per_sample {
+                        (j * cps..(j * cps + cps)).collect()
+                    } else {
+                        vec![0]
+                    };
+                    let old_bytes = match std::fs::read(&old_path) {
+                        Ok(b) => Some(b),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                        Err(e) => return Err(Error::io(&old_path, e)),
+                    };
+                    let parts = match &old_bytes {
+                        Some(b) => shard::parse(&old_path, b, ips * ks.len())?,
+                        None => vec![None; ips * ks.len()],
+                    };
+                    let mut chunks = Vec::with_capacity(parts.len());
+                    for vi in 0..ips {
+                        for (kk, &k) in ks.iter().enumerate() {
+                            let enc = parts[vi * ks.len() + kk];
+                            let off = vi * vc as usize;
+                            let c = if k < n_sc {
+                                this.transcode(
+                                    a,
+                                    enc,
+                                    &info.layout,
+                                    &finals[a],
+                                    old_codec,
+                                    new_codec,
+                                    r as u64 * this.g.variants_shard + off as u64,
+                                    k,
+                                    &|x| bit(&info.absent, off + x),
+                                )?
+                            } else {
+                                None
+                            };
+                            chunks.push(c);
+                        }
+                    }
+                    if old_bytes.is_some() {
+                        std::fs::remove_file(&old_path).map_err(|e| Error::io(&old_path, e))?;
+                    }
+                    if let Some(bytes) = shard::assemble(&chunks) {
+                        this.store.write(&new_path, &bytes)?;
+                        written += 1;
+                    }
+                }
+                Ok(written)
+            })
+            .collect();
+        for c in counts {
+            self.rewritten += c?;
+        }
+        // Arrays whose trailing dimension appeared or vanished leave old directories.
+        for &(a, _) in &jobs {
+            let spec = &self.set.arrays[a];
+            let l = finals[a];
+            if l.width.is_none() {
+                // Old rows had a trailing index level: c/<row>/<j>/0; nothing is left
+                // there now, so drop any empty directories.
+                remove_empty_dirs(&self.store.root.join(&spec.name).join("c"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a small array that is not on the variants axis as one shard holding
+    /// one inner chunk.
+    fn write_small(
+        &mut self,
+        name: &str,
+        dims: &[&str],
+        shape: &[u64],
+        dtype: Dtype,
+        raw: Raw,
+    ) -> Result<()> {
+        let chunk: Vec<u64> = shape.iter().map(|&s| s.max(1)).collect();
+        let dim_names: Vec<String> = dims.iter().map(|s| s.to_string()).collect();
+        let meta = array_metadata(
+            shape,
+            &chunk,
+            &chunk,
+            &dim_names,
+            dtype,
+            false,
+            self.g.zstd_level,
+            "",
+        );
+        self.store.write_json(name, &meta)?;
+        if shape.iter().product::<u64>() == 0 || raw.is_fill() {
+            return Ok(());
+        }
+        let codec = self.codec(dtype, false)?;
+        let enc = codec.encode(&raw, &chunk)?;
+        let bytes = shard::assemble(&[Some(enc)]).expect("one chunk");
+        let path = self.store.shard_path(name, &vec![0; shape.len()]);
+        self.store.write(&path, &bytes)
+    }
+
+    /// Writes `sample_id` on the same samples grid as the call arrays (readers such as
+    /// vcztools take the samples chunk size from it).
+    fn write_sample_ids(&mut self) -> Result<()> {
+        let samples = self.schema.samples.clone();
+        let (sc, ss) = (self.g.samples_chunk as usize, self.g.samples_shard as usize);
+        let n = samples.len() as u64;
+        let meta = array_metadata(
+            &[n],
+            &[ss as u64],
+            &[sc as u64],
+            &["samples".to_string()],
+            Dtype::Str,
+            false,
+            self.g.zstd_level,
+            "",
+        );
+        self.store.write_json("sample_id", &meta)?;
+        let codec = self.codec(Dtype::Str, false)?;
+        for (j, shard_names) in samples.chunks(ss).enumerate() {
+            let mut chunks = Vec::new();
+            for names in shard_names.chunks(sc) {
+                let mut bytes = Vec::new();
+                let mut offsets = vec![0];
+                for k in 0..sc {
+                    if let Some(s) = names.get(k) {
+                        bytes.extend_from_slice(s.as_bytes());
+                    }
+                    offsets.push(bytes.len());
+                }
+                let raw = Raw::Strings { bytes, offsets };
+                chunks.push(if raw.is_fill() {
+                    None
+                } else {
+                    Some(codec.encode(&raw, &[sc as u64])?)
+                });
+            }
+            chunks.resize(ss / sc, None);
+            if let Some(bytes) = shard::assemble(&chunks) {
+                self.store
+                    .write(&self.store.shard_path("sample_id", &[j as u64]), &bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.flush_row()?;
+        let finals = self.layouts();
+        self.rewrite_outgrown(&finals)?;
+        let n = self.records;
+        let s = self.n_samples() as u64;
+        for (a, spec) in self.set.arrays.iter().enumerate() {
+            let l = &finals[a];
+            let [shape, shard, inner] = spec.shapes(l, n, s, &self.g);
+            let meta = array_metadata(
+                &shape,
+                &shard,
+                &inner,
+                &spec.dimension_names(l),
+                l.dtype,
+                spec.bitshuffle,
+                self.g.zstd_level,
+                &spec.description,
+            );
+            self.store.write_json(&spec.name, &meta)?;
+        }
+        let strings = |v: Vec<&str>| {
+            let mut bytes = Vec::new();
+            let mut offsets = vec![0];
+            for s in v {
+                bytes.extend_from_slice(s.as_bytes());
+                offsets.push(bytes.len());
+            }
+            Raw::Strings { bytes, offsets }
+        };
+        let schema = self.schema.clone();
+        self.write_sample_ids()?;
+        let nc = schema.contigs.len() as u64;
+        self.write_small(
+            "contig_id",
+            &["contigs"],
+            &[nc],
+            Dtype::Str,
+            strings(schema.contigs.iter().map(|c| c.name.as_str()).collect()),
+        )?;
+        self.write_small(
+            "contig_length",
+            &["contigs"],
+            &[nc],
+            Dtype::I64,
+            Raw::Fixed(
+                schema
+                    .contigs
+                    .iter()
+                    .flat_map(|c| c.length.to_le_bytes())
+                    .collect(),
+            ),
+        )?;
+        let nf = schema.filters.len() as u64;
+        self.write_small(
+            "filter_id",
+            &["filters"],
+            &[nf],
+            Dtype::Str,
+            strings(schema.filters.iter().map(|f| f.id.as_str()).collect()),
+        )?;
+        self.write_small(
+            "filter_description",
+            &["filters"],
+            &[nf],
+            Dtype::Str,
+            strings(
+                schema
+                    .filters
+                    .iter()
+                    .map(|f| f.description.as_str())
+                    .collect(),
+            ),
+        )?;
+
+        // region_index takes variant_position's type, as bio2zarr does (widened if a
+        // max-end would not fit).
+        let pos_dtype = finals[self
+            .set
+            .arrays
+            .iter()
+            .position(|a| a.name == "variant_position")
+            .expect("pos")]
+        .dtype;
+        let (lo, hi) = self
+            .region
+            .iter()
+            .flatten()
+            .fold((0i64, 0i64), |(l, h), &v| (l.min(v), h.max(v)));
+        let dtype = match (pos_dtype, Dtype::smallest_int(lo, hi)) {
+            (p, r) if r.size() > p.size() => r,
+            (p, _) => p,
+        };
+        let mut bytes = Vec::new();
+        for v in self.region.iter().flatten() {
+            match dtype {
+                Dtype::I8 => bytes.push(*v as i8 as u8),
+                Dtype::I16 => bytes.extend_from_slice(&(*v as i16).to_le_bytes()),
+                Dtype::I32 => bytes.extend_from_slice(&(*v as i32).to_le_bytes()),
+                _ => bytes.extend_from_slice(&v.to_le_bytes()),
+            }
+        }
+        let nr = self.region.len() as u64;
+        self.write_small(
+            "region_index",
+            &["region_index_values", "region_index_fields"],
+            &[nr, 6],
+            dtype,
+            Raw::Fixed(bytes),
+        )?;
+
+        let root = json!({
+            "zarr_format": 3,
+            "node_type": "group",
+            "attributes": {
+                "vcf_zarr_version": "0.5",
+                "source": format!("svar2-{}", env!("CARGO_PKG_VERSION")),
+                "vcf_meta_information": schema.meta_information.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+                "svar2": {
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "layout": self.g,
+                    "blosc_blocksize": crate::arrays::BLOSC_BLOCKSIZE,
+                }
+            }
+        });
+        // Written last: its presence is what marks the store complete.
+        self.store.write_json("", &root)
+    }
+}
+
+fn remove_empty_dirs(dir: &Path) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.path().is_dir() {
+                remove_empty_dirs(&e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+fn progress_bar(enabled: bool) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !enabled || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {elapsed} {human_pos} records ({per_sec}) {msg}",
+        )
+        .expect("template"),
+    );
+    pb.enable_steady_tick(std::time::Duration::from_millis(200));
+    pb
+}
+
+/// Converts `input` (VCF, VCF.gz or BCF) into a VCF Zarr store at `output`.
+pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
+    let t0 = Instant::now();
+    let threads = if opts.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        opts.threads
+    };
+    let mut reader = VcfReader::open(input, threads)?;
+    let schema = reader.schema.clone();
+    let set = ArraySet::new(&schema);
+    let g = normalise(opts.geometry, schema.samples.len() as u64);
+    let store = StoreDir::create(output, opts.force)?;
+    tracing::info!(
+        samples = schema.samples.len(),
+        contigs = schema.contigs.len(),
+        arrays = set.arrays.len(),
+        ?g,
+        "converting {}",
+        input.display()
+    );
+    let mut stats = Stats::new(&set);
+    if let Some(a) = set.arrays.iter().find(|a| a.name == "variant_contig") {
+        stats.columns[a.column].max = schema.contigs.len() as i64;
+    }
+    let n_arrays = set.arrays.len();
+    let mut w = Writer {
+        schema: schema.clone(),
+        set: set.clone(),
+        g,
+        store,
+        stats,
+        codecs: HashMap::new(),
+        records: 0,
+        row: vec![Vec::new(); n_arrays],
+        row_absent: vec![None; n_arrays],
+        row_index: 0,
+        history: (0..n_arrays).map(|_| Vec::new()).collect(),
+        region: Vec::new(),
+        rewritten: 0,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| Error::Usage(format!("cannot start {threads} threads: {e}")))?;
+    let pb = progress_bar(opts.progress);
+    let (tx, rx) = crossbeam_channel::bounded::<Result<Batch>>(1);
+    let vc = g.variants_chunk as usize;
+    let n_samples = schema.samples.len();
+    let path: PathBuf = input.into();
+    let result = std::thread::scope(|scope| {
+        let set_ref = &set;
+        scope.spawn(move || {
+            let mut ex = Extractor::new(&reader, set_ref);
+            let mut rec = reader.empty_record();
+            let mut n: u64 = 0;
+            loop {
+                let mut batch = Batch::new(&set_ref.columns, n_samples, n);
+                while batch.len() < vc {
+                    match reader.next(&mut rec, n) {
+                        Ok(true) => {}
+                        Ok(false) => break,
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    }
+                    if let Err(e) = ex.extract(&path, n, &rec, &mut batch) {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                    n += 1;
+                }
+                let done = batch.len() < vc;
+                if !batch.is_empty() && tx.send(Ok(batch)).is_err() {
+                    return;
+                }
+                if done {
+                    return;
+                }
+            }
+        });
+        pool.install(|| -> Result<()> {
+            for batch in rx.iter() {
+                let batch = batch?;
+                let n = batch.len() as u64;
+                w.add_batch(batch)?;
+                pb.inc(n);
+            }
+            w.finish()
+        })
+    });
+    pb.finish_and_clear();
+    result?;
+    let (store_bytes, files) = disk_usage(output);
+    Ok(Summary {
+        records: w.records,
+        seconds: t0.elapsed().as_secs_f64(),
+        store_bytes,
+        files,
+        rewritten_shards: w.rewritten,
+    })
+}

@@ -1,0 +1,17 @@
+//! `svar2-convert`: VCF/BCF to VCF Zarr (v3, sharded, GPU-decodable inner chunks).
+
+pub mod arrays;
+pub mod codec;
+pub mod column;
+pub mod error;
+pub mod schema;
+
+pub use error::{Error, Result};
+pub mod chunk;
+pub mod convert;
+pub mod shard;
+pub mod source;
+pub mod store;
+
+pub use convert::{convert, Options, Summary};
+pub use store::digest;
