@@ -55,8 +55,10 @@ struct ConvertArgs {
     /// Samples per shard file (rounded up to a multiple of --samples-chunk).
     #[arg(long, default_value_t = 10_000)]
     samples_shard: u64,
-    /// zstd level of every inner chunk (blosc-zstd or zstd). 7 is bio2zarr's level.
-    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(i32).range(1..=22))]
+    /// Compression level of every inner chunk: the blosc clevel (1-9) of numeric
+    /// chunks and the zstd level of string chunks. 3 is ~1.6x faster to write than
+    /// bio2zarr's 7 for a store ~2% larger.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=9))]
     zstd_level: i32,
     /// Encoding threads (0 = all cores).
     #[arg(long, default_value_t = 0)]

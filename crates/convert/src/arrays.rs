@@ -609,3 +609,64 @@ impl ArraySpec {
         [shape, shard, inner]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smallest_int_matches_numpy_rules() {
+        assert_eq!(Dtype::smallest_int(-2, 127), Dtype::I8);
+        assert_eq!(Dtype::smallest_int(-129, 0), Dtype::I16);
+        assert_eq!(Dtype::smallest_int(0, 70000), Dtype::I32);
+        assert_eq!(Dtype::smallest_int(0, 1 << 40), Dtype::I64);
+    }
+
+    #[test]
+    fn genotypes_axis_is_multiset_count() {
+        assert_eq!(choose(3, 2), 3); // 2 alleles, diploid
+        assert_eq!(choose(5, 2), 10); // 4 alleles, diploid
+        assert_eq!(choose(8, 4), 70); // 5 alleles, tetraploid
+    }
+
+    fn spec(width: Width, base: Base) -> ArraySpec {
+        ArraySpec {
+            name: "x".into(),
+            source: Source::Field(0),
+            base,
+            per_sample: false,
+            width,
+            trailing_dim: "d".into(),
+            description: String::new(),
+            column: 0,
+            bitshuffle: false,
+        }
+    }
+
+    #[test]
+    fn own_dimension_appears_only_past_one_value() {
+        let mut stats = Stats {
+            columns: vec![ColumnStats::default()],
+            max_alleles: 2,
+            max_ploidy: 2,
+        };
+        let dims = Dims {
+            alleles: 2,
+            ploidy: 2,
+            genotypes: 3,
+        };
+        let dot = spec(Width::Own { declared: 0 }, Base::Int);
+        stats.columns[0].max_width = 1;
+        assert_eq!(dot.layout(&stats, &dims).width, None);
+        stats.columns[0].max_width = 3;
+        assert_eq!(dot.layout(&stats, &dims).width, Some(3));
+        let pair = spec(Width::Own { declared: 2 }, Base::Int);
+        stats.columns[0].max_width = 0;
+        assert_eq!(pair.layout(&stats, &dims).width, Some(2));
+        // A never-seen integer field is int8, as bio2zarr writes it.
+        assert_eq!(pair.layout(&stats, &dims).dtype, Dtype::I8);
+        stats.columns[0].min = -1;
+        stats.columns[0].max = 40000;
+        assert_eq!(pair.layout(&stats, &dims).dtype, Dtype::I32);
+    }
+}

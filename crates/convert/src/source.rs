@@ -56,9 +56,10 @@ impl VcfReader {
             path: path.into(),
             msg: format!("not a readable VCF/BCF ({e})"),
         })?;
-        if threads > 1 {
-            // Decompression threads help BCF and bgzip'd VCF; harmless otherwise.
-            let _ = reader.set_threads(threads.min(4));
+        if threads >= 4 {
+            // bgzf decompression is a small share of the reader's time; a helper thread
+            // only pays once cores are not all busy parsing and encoding.
+            let _ = reader.set_threads(1);
         }
         let raw = raw_header(reader.header());
         let schema = Schema::from_header(path, reader.header(), &raw)?;

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Convert benchmark: svar2 against its peers on the same input in one run, so the
+# ratios hold on a noisy machine. Prints wall time, peak RSS (/usr/bin/time -v; for
+# multi-process tools the largest process) and output bytes, and svar2's ratio to each.
+#   scripts/bench_convert.sh [INPUT ...]   default: ../shared/corpus/sim.vcf.gz sim.bcf
+# Needs: bcftools, vcf2zarr (bio2zarr[vcf]), genoray; scripts/setup.sh --test installs them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+inputs=("$@")
+if (( ${#inputs[@]} == 0 )); then
+  inputs=(../shared/corpus/sim.vcf.gz ../shared/corpus/sim.bcf)
+fi
+cargo build --release --quiet
+svar2=$PWD/target/release/svar2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# run NAME OUTPUT CMD... : appends "name wall_s rss_mb out_bytes" to $work/rows
+run() {
+  local name=$1 out=$2; shift 2
+  rm -rf "$out"
+  /usr/bin/time -v -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
+    echo "bench: $name failed:" >&2; tail -5 "$work/err" >&2; return 1; }
+  local wall rss bytes
+  wall=$(awk -F': ' '/Elapsed/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; print s}' "$work/time")
+  rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2/1024}' "$work/time")
+  bytes=$( [[ -e $out ]] && du -sb "$out" | cut -f1 || echo 0)
+  echo "$name $wall $rss $bytes" >> "$work/rows"
+}
+
+for input in "${inputs[@]}"; do
+  [[ -e $input ]] || { echo "bench: $input not found" >&2; exit 1; }
+  : > "$work/rows"
+  base=$(basename "$input")
+  run "svar2 --threads 2" "$work/s2.zarr" "$svar2" convert -q --threads 2 "$input" "$work/s2.zarr"
+  run "svar2 --threads 1" "$work/s1.zarr" "$svar2" convert -q --threads 1 "$input" "$work/s1.zarr"
+  run "vcf2zarr convert -p 2" "$work/b.zarr" env BIO2ZARR_DEFAULT_ZARR_FORMAT=3 vcf2zarr convert -p 2 "$input" "$work/b.zarr"
+  run "genoray write vcf -@ 2" "$work/g.svar" genoray write vcf --no-reference -@ 2 "$input" "$work/g.svar"
+  run "bcftools view -Ou" "$work/none" bcftools view -Ou -o /dev/null "$input"
+  echo
+  echo "## $base   (svar2 geometry: 1000x1000 inner chunks, as vcf2zarr's default here)"
+  awk -v ref_wall="$(awk 'NR==1{print $(NF-2)}' "$work/rows")" -v ref_bytes="$(awk 'NR==1{print $NF}' "$work/rows")" '
+    BEGIN { printf "| %-24s | %8s | %8s | %12s | %16s | %16s |\n", "tool", "wall s", "RSS MB", "output B", "svar2 wall ratio", "svar2 size ratio";
+            printf "|%s|%s|%s|%s|%s|%s|\n", "--------------------------", "----------", "----------", "--------------", "------------------", "------------------" }
+    { name=$1; for(i=2;i<=NF-3;i++) name=name" "$i;
+      w=$(NF-2); r=$(NF-1); b=$NF;
+      printf "| %-24s | %8.2f | %8d | %12d | %16.3f | %16s |\n", name, w, r, b, ref_wall/w, (b>0 && name ~ /vcf2zarr/) ? sprintf("%.3f", ref_bytes/b) : "-" }' "$work/rows"
+done
+echo
+echo "svar2 wall ratio = svar2 --threads 2 wall / tool wall (lower is better for svar2);"
+echo "svar2 size ratio = svar2 store bytes / bio2zarr store bytes."

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what svar2 needs to build (and, with --test, what its tests and benchmarks
+# compare against). Safe to re-run: it only installs what is missing.
+#   scripts/setup.sh          build dependencies (C toolchain pieces htslib needs)
+#   scripts/setup.sh --test   plus bcftools/tabix and the Python oracles
+set -euo pipefail
+want_test=0
+[[ "${1:-}" == "--test" ]] && want_test=1
+
+need_apt=()
+have_pkg() { dpkg -s "$1" >/dev/null 2>&1; }
+for p in pkg-config libclang-dev clang zlib1g-dev libbz2-dev liblzma-dev make; do
+  have_pkg "$p" || need_apt+=("$p")
+done
+if (( want_test )); then
+  for p in bcftools tabix python3-pip; do
+    have_pkg "$p" || command -v "${p%%-*}" >/dev/null || need_apt+=("$p")
+  done
+fi
+if (( ${#need_apt[@]} )); then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "setup: apt-get install ${need_apt[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "setup: please install these packages (Debian/Ubuntu names): ${need_apt[*]}" >&2
+    echo "       e.g. sudo apt-get install ${need_apt[*]}" >&2
+    exit 1
+  fi
+fi
+if ! command -v cargo >/dev/null; then
+  echo "setup: cargo not found; install Rust from https://rustup.rs (stable >= 1.85)" >&2
+  exit 1
+fi
+if (( want_test )); then
+  missing_py=()
+  python3 -c 'import bio2zarr, cyvcf2' 2>/dev/null || missing_py+=('bio2zarr[vcf]')
+  python3 -c 'import vcztools' 2>/dev/null || missing_py+=(vcztools)
+  python3 -c 'import zarr' 2>/dev/null || missing_py+=(zarr)
+  python3 -c 'import tensorstore' 2>/dev/null || missing_py+=(tensorstore)
+  python3 -c 'import genoray' 2>/dev/null || missing_py+=(genoray)
+  if (( ${#missing_py[@]} )); then
+    echo "setup: pip install ${missing_py[*]}" >&2
+    python3 -m pip install -q --disable-pip-version-check "${missing_py[@]}" 2>&1 | grep -v "WARNING: Running pip as" >&2 || true
+  fi
+fi

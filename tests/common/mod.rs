@@ -1,0 +1,198 @@
+//! Shared helpers for the integration tests: running svar2 and the oracle tools
+//! (bcftools, vcztools, bio2zarr, zarr-python, tensorstore), and skipping *loudly*
+//! when a tool is missing. Set `SVAR2_REQUIRE_TOOLS=1` (CI does) to turn a skip into a
+//! failure.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A file under `tests/data`.
+pub fn data(name: &str) -> PathBuf {
+    root().join("tests/data").join(name)
+}
+
+/// A script under `tests/py`.
+pub fn py(name: &str) -> String {
+    root().join("tests/py").join(name).display().to_string()
+}
+
+/// A file of the shared benchmark corpus, if this checkout has it.
+pub fn corpus(name: &str) -> Option<PathBuf> {
+    let p = root().join("../shared/corpus").join(name);
+    p.exists().then_some(p)
+}
+
+/// The svar2 binary under test.
+pub fn svar2() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_svar2"))
+}
+
+/// Runs a bash script with `set -euo pipefail`, returning its output.
+pub fn sh(script: &str) -> Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg(format!("set -euo pipefail\n{script}"))
+        .output()
+        .expect("bash runs")
+}
+
+/// Runs a bash script and panics with its stderr unless it succeeds; returns stdout.
+pub fn sh_ok(script: &str) -> String {
+    let out = sh(script);
+    assert!(
+        out.status.success(),
+        "script failed:\n{script}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+fn has_command(cmd: &str) -> bool {
+    sh(&format!("command -v {cmd}")).status.success()
+}
+
+fn has_python_modules(mods: &str) -> bool {
+    sh(&format!("python3 -c 'import {mods}'")).status.success()
+}
+
+/// An external tool a test needs.
+#[derive(Clone, Copy, Debug)]
+pub enum Tool {
+    Bcftools,
+    Vcztools,
+    Bio2zarr,
+    ZarrPython,
+    Tensorstore,
+}
+
+fn available(t: Tool) -> Result<(), String> {
+    let ok = match t {
+        Tool::Bcftools => has_command("bcftools") && has_command("bgzip"),
+        Tool::Vcztools => has_python_modules("vcztools"),
+        Tool::Bio2zarr => has_command("vcf2zarr") && has_python_modules("bio2zarr, cyvcf2"),
+        Tool::ZarrPython => has_python_modules("zarr, numpy"),
+        Tool::Tensorstore => has_python_modules("tensorstore"),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(match t {
+            Tool::Bcftools => "bcftools/bgzip not found (apt-get install bcftools tabix)",
+            Tool::Vcztools => "vcztools not importable (pip install vcztools)",
+            Tool::Bio2zarr => "vcf2zarr not found (pip install 'bio2zarr[vcf]')",
+            Tool::ZarrPython => "zarr-python not importable (pip install zarr)",
+            Tool::Tensorstore => "tensorstore not importable (pip install tensorstore)",
+        }
+        .to_string())
+    }
+}
+
+/// Whether every tool is present. When one is not, prints `SKIP <test>: <why>` and
+/// returns false — or panics if `SVAR2_REQUIRE_TOOLS` is set.
+pub fn tools(test: &str, needs: &[Tool]) -> bool {
+    for &t in needs {
+        if let Err(why) = available(t) {
+            if std::env::var_os("SVAR2_REQUIRE_TOOLS").is_some() {
+                panic!("{test}: {why}, and SVAR2_REQUIRE_TOOLS is set");
+            }
+            eprintln!("SKIP {test}: {why}");
+            println!("SKIP {test}: {why}");
+            return false;
+        }
+    }
+    true
+}
+
+/// Converts `input` into `out` with extra arguments, asserting success.
+pub fn convert(input: &Path, out: &Path, args: &[&str]) {
+    let o = svar2()
+        .arg("convert")
+        .arg("-q")
+        .arg("--force")
+        .args(args)
+        .arg(input)
+        .arg(out)
+        .output()
+        .expect("svar2 runs");
+    assert!(
+        o.status.success(),
+        "svar2 convert {} failed: {}",
+        input.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// `svar2 digest` of a store.
+pub fn digest(store: &Path) -> String {
+    let o = svar2().arg("digest").arg(store).output().expect("svar2 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).expect("utf-8").trim().to_string()
+}
+
+/// Writes `src` (a VCF) as `name.vcf.gz` and `name.bcf` with CSI indexes in `dir`;
+/// returns (plain copy, vcf.gz, bcf).
+pub fn forms(src: &Path, dir: &Path, name: &str) -> [PathBuf; 3] {
+    let vcf = dir.join(format!("{name}.vcf"));
+    let gz = dir.join(format!("{name}.vcf.gz"));
+    let bcf = dir.join(format!("{name}.bcf"));
+    std::fs::copy(src, &vcf).expect("copy fixture");
+    sh_ok(&format!(
+        "bcftools view -Oz -o {gz} {vcf} && bcftools index -f {gz} && bcftools view -Ob -o {bcf} {vcf} && bcftools index -f {bcf}",
+        gz = gz.display(),
+        vcf = vcf.display(),
+        bcf = bcf.display()
+    ));
+    [vcf, gz, bcf]
+}
+
+/// `bcftools query` with every column and field of `input`'s header.
+pub fn query_all(input: &Path, region: Option<&str>) -> String {
+    let fmt = sh_ok(&format!("python3 {} {}", py("query_format.py"), input.display()));
+    match region {
+        None => sh_ok(&format!("bcftools query -f '{fmt}' {}", input.display())),
+        Some(r) => sh_ok(&format!(
+            "bcftools view -r {r} {} | bcftools query -f '{fmt}' -",
+            input.display()
+        )),
+    }
+}
+
+/// The store printed back as VCF by vcztools (through the sharding fix in
+/// `tests/py/vcztools_sharded.py`), then queried like [`query_all`].
+pub fn query_store(input: &Path, store: &Path, region: Option<&str>, patched: bool) -> String {
+    let fmt = sh_ok(&format!("python3 {} {}", py("query_format.py"), input.display()));
+    let vcztools = if patched {
+        format!("python3 {}", py("vcztools_sharded.py"))
+    } else {
+        "vcztools".to_string()
+    };
+    let r = region.map(|r| format!("-r {r}")).unwrap_or_default();
+    sh_ok(&format!(
+        "{vcztools} view {r} {} | bcftools query -f '{fmt}' -",
+        store.display()
+    ))
+}
+
+/// Asserts two multi-line texts are equal, showing the first differing line.
+pub fn assert_same_lines(what: &str, expected: &str, got: &str) {
+    if expected == got {
+        return;
+    }
+    let (e, g): (Vec<_>, Vec<_>) = (expected.lines().collect(), got.lines().collect());
+    let i = e.iter().zip(&g).position(|(a, b)| a != b).unwrap_or(e.len().min(g.len()));
+    panic!(
+        "{what}: outputs differ ({} vs {} lines), first at line {}:\n  expected: {}\n  got:      {}",
+        e.len(),
+        g.len(),
+        i + 1,
+        e.get(i).map_or("<end>", |s| &s[..s.len().min(300)]),
+        g.get(i).map_or("<end>", |s| &s[..s.len().min(300)]),
+    );
+}
