@@ -17,7 +17,10 @@ fn refuses_existing_output_without_force() {
         .unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("already exists") && err.contains("--force"), "{err}");
+    assert!(
+        err.contains("already exists") && err.contains("--force"),
+        "{err}"
+    );
     assert!(out.join("keep.txt").exists(), "nothing touched");
     let o = svar2()
         .args(["convert", "-q", "--force"])
@@ -41,7 +44,10 @@ fn summary_line_reports_records_and_bytes() {
         .unwrap();
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("9 records in") && err.contains("files"), "{err}");
+    assert!(
+        err.contains("9 records in") && err.contains("files"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -55,16 +61,27 @@ fn missing_and_non_vcf_inputs_fail_clearly() {
         .unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("/nonexistent/in.vcf.gz") && err.contains("no such file"), "{err}");
+    assert!(
+        err.contains("/nonexistent/in.vcf.gz") && err.contains("no such file"),
+        "{err}"
+    );
     assert!(!out.exists(), "no store for a missing input");
 
     let junk = dir.path().join("junk.vcf");
     std::fs::write(&junk, "this is not a VCF\n").unwrap();
-    let o = svar2().args(["convert", "-q"]).arg(&junk).arg(&out).output().unwrap();
+    let o = svar2()
+        .args(["convert", "-q"])
+        .arg(&junk)
+        .arg(&out)
+        .output()
+        .unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("junk.vcf"), "{err}");
-    assert!(!out.join("zarr.json").exists(), "never a complete-looking store");
+    assert!(
+        !out.join("zarr.json").exists(),
+        "never a complete-looking store"
+    );
 }
 
 #[test]
@@ -76,11 +93,22 @@ fn record_errors_name_the_locus() {
     let text = text.replacen("1/1:43:5", "3/1:43:5", 1);
     std::fs::write(&bad, text).unwrap();
     let out = dir.path().join("o.zarr");
-    let o = svar2().args(["convert", "-q"]).arg(&bad).arg(&out).output().unwrap();
+    let o = svar2()
+        .args(["convert", "-q"])
+        .arg(&bad)
+        .arg(&out)
+        .output()
+        .unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bad.vcf") && err.contains("chr1:100") && err.contains("allele index 3"), "{err}");
-    assert!(!out.join("zarr.json").exists(), "never a complete-looking store");
+    assert!(
+        err.contains("bad.vcf") && err.contains("chr1:100") && err.contains("allele index 3"),
+        "{err}"
+    );
+    assert!(
+        !out.join("zarr.json").exists(),
+        "never a complete-looking store"
+    );
 }
 
 #[test]

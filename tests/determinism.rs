@@ -9,9 +9,13 @@ fn digest_is_identical_across_runs_and_thread_counts() {
     let src = dir.path().join("growth.vcf");
     // The growth fixture forces re-encoding of outgrown shards, the path most likely
     // to let scheduling leak into bytes; it needs only python3.
-    if !sh(&format!("python3 {} {} 3000", py("make_growth_vcf.py"), src.display()))
-        .status
-        .success()
+    if !sh(&format!(
+        "python3 {} {} 3000",
+        py("make_growth_vcf.py"),
+        src.display()
+    ))
+    .status
+    .success()
     {
         panic!("python3 is required to generate the fixture");
     }

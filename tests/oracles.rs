@@ -21,7 +21,11 @@ const TINY: &[&str] = &[
 
 fn growth_fixture(dir: &Path) -> std::path::PathBuf {
     let p = dir.join("growth_src.vcf");
-    sh_ok(&format!("python3 {} {} 3000", py("make_growth_vcf.py"), p.display()));
+    sh_ok(&format!(
+        "python3 {} {} 3000",
+        py("make_growth_vcf.py"),
+        p.display()
+    ));
     p
 }
 
@@ -53,7 +57,10 @@ fn round_trip(src: &Path, name: &str, geometry: &[&str], regions: &[&str]) {
 
 #[test]
 fn round_trip_every_field_type_and_number() {
-    if !tools("round_trip_every_field_type_and_number", &[Tool::Bcftools, Tool::Vcztools]) {
+    if !tools(
+        "round_trip_every_field_type_and_number",
+        &[Tool::Bcftools, Tool::Vcztools],
+    ) {
         return;
     }
     let regions = ["chr1:150-450", "chrX:1500-3000,chr3:1-5", "chr1:500"];
@@ -63,7 +70,10 @@ fn round_trip_every_field_type_and_number() {
 
 #[test]
 fn round_trip_when_layouts_grow_late() {
-    if !tools("round_trip_when_layouts_grow_late", &[Tool::Bcftools, Tool::Vcztools]) {
+    if !tools(
+        "round_trip_when_layouts_grow_late",
+        &[Tool::Bcftools, Tool::Vcztools],
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -78,14 +88,22 @@ fn round_trip_when_layouts_grow_late() {
         "--samples-shard",
         "20",
     ];
-    round_trip(&src, "growth", &geometry, &["1:10000-30000", "2:1-5000,2:60000-70000"]);
+    round_trip(
+        &src,
+        "growth",
+        &geometry,
+        &["1:10000-30000", "2:1-5000,2:60000-70000"],
+    );
 }
 
 /// vcztools 0.2.0 misreads stores whose shards hold several inner chunks (see
 /// tests/py/vcztools_sharded.py); with one inner chunk per shard it needs no help.
 #[test]
 fn unpatched_vcztools_reads_one_chunk_per_shard_layout() {
-    if !tools("unpatched_vcztools_reads_one_chunk_per_shard_layout", &[Tool::Bcftools, Tool::Vcztools]) {
+    if !tools(
+        "unpatched_vcztools_reads_one_chunk_per_shard_layout",
+        &[Tool::Bcftools, Tool::Vcztools],
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -95,11 +113,28 @@ fn unpatched_vcztools_reads_one_chunk_per_shard_layout() {
     convert(
         &gz,
         &store,
-        &["--variants-chunk", "500", "--variants-shard", "500", "--samples-chunk", "10", "--samples-shard", "10"],
+        &[
+            "--variants-chunk",
+            "500",
+            "--variants-shard",
+            "500",
+            "--samples-chunk",
+            "10",
+            "--samples-shard",
+            "10",
+        ],
     );
-    assert_same_lines("unpatched vcztools", &query_all(&gz, None), &query_store(&gz, &store, None, false));
+    assert_same_lines(
+        "unpatched vcztools",
+        &query_all(&gz, None),
+        &query_store(&gz, &store, None, false),
+    );
     let r = "1:10000-30000";
-    assert_same_lines("unpatched region", &query_all(&gz, Some(r)), &query_store(&gz, &store, Some(r), false));
+    assert_same_lines(
+        "unpatched region",
+        &query_all(&gz, Some(r)),
+        &query_store(&gz, &store, Some(r), false),
+    );
 }
 
 fn compare_with_bio2zarr(input: &Path, geometry: &[&str]) {
@@ -129,7 +164,10 @@ fn compare_with_bio2zarr(input: &Path, geometry: &[&str]) {
 
 #[test]
 fn same_arrays_as_bio2zarr() {
-    if !tools("same_arrays_as_bio2zarr", &[Tool::Bcftools, Tool::Bio2zarr, Tool::ZarrPython]) {
+    if !tools(
+        "same_arrays_as_bio2zarr",
+        &[Tool::Bcftools, Tool::Bio2zarr, Tool::ZarrPython],
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -138,29 +176,60 @@ fn same_arrays_as_bio2zarr() {
     compare_with_bio2zarr(&bcf, &[]);
     let src = growth_fixture(dir.path());
     let [_, ggz, _] = forms(&src, dir.path(), "growth");
-    compare_with_bio2zarr(&ggz, &["--variants-chunk", "100", "--variants-shard", "400"]);
+    compare_with_bio2zarr(
+        &ggz,
+        &["--variants-chunk", "100", "--variants-shard", "400"],
+    );
 }
 
 #[test]
 fn shared_corpus_matches_bio2zarr_and_round_trips() {
     let Some(small) = corpus("sim_small.vcf.gz") else {
-        println!("SKIP shared_corpus_matches_bio2zarr_and_round_trips: ../shared/corpus not present");
-        eprintln!("SKIP shared_corpus_matches_bio2zarr_and_round_trips: ../shared/corpus not present");
+        println!(
+            "SKIP shared_corpus_matches_bio2zarr_and_round_trips: ../shared/corpus not present"
+        );
+        eprintln!(
+            "SKIP shared_corpus_matches_bio2zarr_and_round_trips: ../shared/corpus not present"
+        );
         return;
     };
     if !tools(
         "shared_corpus_matches_bio2zarr_and_round_trips",
-        &[Tool::Bcftools, Tool::Bio2zarr, Tool::Vcztools, Tool::ZarrPython],
+        &[
+            Tool::Bcftools,
+            Tool::Bio2zarr,
+            Tool::Vcztools,
+            Tool::ZarrPython,
+        ],
     ) {
         return;
     }
     compare_with_bio2zarr(&small, &[]);
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.zarr");
-    convert(&small, &store, &["--variants-chunk", "500", "--samples-chunk", "30", "--samples-shard", "60"]);
-    assert_same_lines("sim_small round trip", &query_all(&small, None), &query_store(&small, &store, None, true));
+    convert(
+        &small,
+        &store,
+        &[
+            "--variants-chunk",
+            "500",
+            "--samples-chunk",
+            "30",
+            "--samples-shard",
+            "60",
+        ],
+    );
+    assert_same_lines(
+        "sim_small round trip",
+        &query_all(&small, None),
+        &query_store(&small, &store, None, true),
+    );
     let r = "chr1:10000-200000,chr3:1-50000";
-    assert_same_lines("sim_small regions", &query_all(&small, Some(r)), &query_store(&small, &store, Some(r), true));
+    assert_same_lines(
+        "sim_small regions",
+        &query_all(&small, Some(r)),
+        &query_store(&small, &store, Some(r), true),
+    );
 }
 
 #[test]
@@ -174,7 +243,11 @@ fn zarr_python_and_tensorstore_read_every_array() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("r.zarr");
     convert(&data("all_fields.vcf"), &store, TINY);
-    let out = sh_ok(&format!("python3 {} {}", py("open_everywhere.py"), store.display()));
+    let out = sh_ok(&format!(
+        "python3 {} {}",
+        py("open_everywhere.py"),
+        store.display()
+    ));
     assert!(out.contains("zarr-python read 46 arrays"), "{out}");
     assert!(out.contains("tensorstore read 33 numeric arrays"), "{out}");
 }

@@ -131,9 +131,16 @@ pub fn convert(input: &Path, out: &Path, args: &[&str]) {
 
 /// `svar2 digest` of a store.
 pub fn digest(store: &Path) -> String {
-    let o = svar2().arg("digest").arg(store).output().expect("svar2 runs");
+    let o = svar2()
+        .arg("digest")
+        .arg(store)
+        .output()
+        .expect("svar2 runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).expect("utf-8").trim().to_string()
+    String::from_utf8(o.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_string()
 }
 
 /// Writes `src` (a VCF) as `name.vcf.gz` and `name.bcf` with CSI indexes in `dir`;
@@ -154,7 +161,11 @@ pub fn forms(src: &Path, dir: &Path, name: &str) -> [PathBuf; 3] {
 
 /// `bcftools query` with every column and field of `input`'s header.
 pub fn query_all(input: &Path, region: Option<&str>) -> String {
-    let fmt = sh_ok(&format!("python3 {} {}", py("query_format.py"), input.display()));
+    let fmt = sh_ok(&format!(
+        "python3 {} {}",
+        py("query_format.py"),
+        input.display()
+    ));
     match region {
         None => sh_ok(&format!("bcftools query -f '{fmt}' {}", input.display())),
         Some(r) => sh_ok(&format!(
@@ -167,7 +178,11 @@ pub fn query_all(input: &Path, region: Option<&str>) -> String {
 /// The store printed back as VCF by vcztools (through the sharding fix in
 /// `tests/py/vcztools_sharded.py`), then queried like [`query_all`].
 pub fn query_store(input: &Path, store: &Path, region: Option<&str>, patched: bool) -> String {
-    let fmt = sh_ok(&format!("python3 {} {}", py("query_format.py"), input.display()));
+    let fmt = sh_ok(&format!(
+        "python3 {} {}",
+        py("query_format.py"),
+        input.display()
+    ));
     let vcztools = if patched {
         format!("python3 {}", py("vcztools_sharded.py"))
     } else {
@@ -186,7 +201,11 @@ pub fn assert_same_lines(what: &str, expected: &str, got: &str) {
         return;
     }
     let (e, g): (Vec<_>, Vec<_>) = (expected.lines().collect(), got.lines().collect());
-    let i = e.iter().zip(&g).position(|(a, b)| a != b).unwrap_or(e.len().min(g.len()));
+    let i = e
+        .iter()
+        .zip(&g)
+        .position(|(a, b)| a != b)
+        .unwrap_or(e.len().min(g.len()));
     panic!(
         "{what}: outputs differ ({} vs {} lines), first at line {}:\n  expected: {}\n  got:      {}",
         e.len(),

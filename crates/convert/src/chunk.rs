@@ -349,12 +349,18 @@ mod tests {
         };
         let oc = InnerCodec::new(old.dtype, false, 3).unwrap();
         let nc = InnerCodec::new(new.dtype, false, 3).unwrap();
-        let enc = oc.encode(&materialize(&s, &c, &old, &view), &[4, 3, 2]).unwrap();
+        let enc = oc
+            .encode(&materialize(&s, &c, &old, &view), &[4, 3, 2])
+            .unwrap();
         let dec = oc.decode(&enc, &[4, 3, 2]).unwrap();
         let back = column_from_raw(&s, dec, &old, 4, 3, &|r| r == 1).unwrap();
         let view2 = ChunkView { s0: 0, ..view };
-        let via = nc.encode(&materialize(&s, &back, &new, &view2), &[4, 3, 4]).unwrap();
-        let direct = nc.encode(&materialize(&s, &c, &new, &view), &[4, 3, 4]).unwrap();
+        let via = nc
+            .encode(&materialize(&s, &back, &new, &view2), &[4, 3, 4])
+            .unwrap();
+        let direct = nc
+            .encode(&materialize(&s, &c, &new, &view), &[4, 3, 4])
+            .unwrap();
         assert_eq!(via, direct);
     }
 }
