@@ -59,11 +59,11 @@ pub fn normalise(g: Geometry, n_samples: u64) -> Geometry {
     }
 }
 
-/// One encoded inner chunk waiting in the current shard row, with the layout it was
-/// encoded under (`None` bytes: all fill, not stored).
+/// One encoded inner chunk of the current shard row: where it sits in the shard's
+/// partial file (`None`: all fill, not stored) and the layout it was encoded under.
 #[derive(Clone)]
 struct Slot {
-    bytes: Option<Vec<u8>>,
+    span: Option<(u64, u64)>,
     layout: Layout,
 }
 
@@ -89,6 +89,8 @@ struct Writer {
     records: u64,
     /// Per array: inner chunks of the current shard row, `[inner row][sample chunk]`.
     row: Vec<Vec<Option<Slot>>>,
+    /// Bytes already appended to each (array, sample shard) partial file of the row.
+    part_len: HashMap<(usize, usize), u64>,
     row_absent: Vec<Option<Vec<u64>>>,
     row_index: u64,
     history: Vec<Vec<RowInfo>>,
@@ -225,15 +227,30 @@ impl Writer {
                 codecs[a].encode(&raw, &shape).map(Some)
             })
             .collect();
+        // Encoded chunks go straight to their shard's partial file, in a fixed order,
+        // so memory never holds more than one inner-chunk row of encoded bytes.
+        let cps = self.chunks_per_sample_shard();
         for (&(a, k), r) in tasks.iter().zip(results) {
             let n_sc = self.sample_chunks(&self.set.arrays[a]);
             let ips = self.inner_per_shard();
+            let span = match r? {
+                None => None,
+                Some(bytes) => {
+                    let j = k / cps;
+                    let path = self.part_path(a, j);
+                    let off = self.part_len.entry((a, j)).or_insert(0);
+                    append(&path, &bytes)?;
+                    let span = (*off, bytes.len() as u64);
+                    *off += bytes.len() as u64;
+                    Some(span)
+                }
+            };
             let row = &mut self.row[a];
             if row.is_empty() {
                 row.resize(ips * n_sc, None);
             }
             row[inner_row * n_sc + k] = Some(Slot {
-                bytes: r?,
+                span,
                 layout: layouts[a],
             });
         }
@@ -319,22 +336,32 @@ impl Writer {
             .map(Some)
     }
 
-    /// Assembles and writes every shard of the current row.
+    /// Where a shard's chunks accumulate while its row is being written; the final
+    /// name depends on the layout, known only when the row is flushed.
+    fn part_path(&self, a: usize, j: usize) -> PathBuf {
+        self.store
+            .root
+            .join(&self.set.arrays[a].name)
+            .join("c")
+            .join(format!("{}.{j}.part", self.row_index))
+    }
+
+    /// Finishes every shard of the current row: index appended and renamed into
+    /// place, or re-encoded when some of its chunks were written under an older layout.
     fn flush_row(&mut self) -> Result<()> {
         if self.row.iter().all(|r| r.iter().all(Option::is_none)) {
             return Ok(());
         }
         let layouts = self.layouts();
         let codecs = self.codecs_for(&layouts)?;
-        let mut old_codecs = HashMap::new();
+        let mut keys = Vec::new();
         for (a, row) in self.row.iter().enumerate() {
             for s in row.iter().flatten() {
-                let key = (s.layout.dtype, self.set.arrays[a].bitshuffle);
-                old_codecs.entry(key).or_insert(());
+                keys.push((s.layout.dtype, self.set.arrays[a].bitshuffle));
             }
         }
-        for key in old_codecs.keys().copied().collect::<Vec<_>>() {
-            self.codec(key.0, key.1)?;
+        for (d, b) in keys {
+            self.codec(d, b)?;
         }
         let cps = self.chunks_per_sample_shard();
         let ips = self.inner_per_shard();
@@ -359,46 +386,74 @@ impl Writer {
                 let n_sc = this.sample_chunks(spec);
                 let row = &this.row[a];
                 let absent = &this.row_absent[a];
+                let part = this.part_path(a, j);
                 let ks: Vec<usize> = if spec.per_sample {
                     (j * cps..(j * cps + cps)).collect()
                 } else {
                     vec![0]
                 };
-                let mut chunks = Vec::with_capacity(ips * ks.len());
-                for vi in 0..ips {
-                    for &k in &ks {
-                        let slot = if k < n_sc && !row.is_empty() {
-                            row[vi * n_sc + k].as_ref()
-                        } else {
-                            None
-                        };
-                        let c = match slot {
-                            None => None,
-                            Some(s) if s.layout == layouts[a] => s.bytes.clone(),
-                            Some(s) => {
+                let slots: Vec<Option<&Slot>> = (0..ips)
+                    .flat_map(|vi| {
+                        ks.iter().map(move |&k| {
+                            (k < n_sc && !row.is_empty())
+                                .then(|| row[vi * n_sc + k].as_ref())
+                                .flatten()
+                        })
+                    })
+                    .collect();
+                let stored = slots.iter().flatten().any(|s| s.span.is_some());
+                let current = slots.iter().flatten().all(|s| s.layout == layouts[a]);
+                let path = this.store.shard_path(
+                    &spec.name,
+                    &this.shard_indices(spec, &layouts[a], row_index, j),
+                );
+                if current {
+                    if !stored {
+                        return Ok(());
+                    }
+                    // Fast path: the chunks on disk are final; add the index and rename.
+                    let spans: Vec<Option<(u64, u64)>> =
+                        slots.iter().map(|s| s.and_then(|s| s.span)).collect();
+                    append(&part, &shard::index(&spans))?;
+                    return this.store.rename(&part, &path);
+                }
+                let data = if stored {
+                    std::fs::read(&part).map_err(|e| Error::io(&part, e))?
+                } else {
+                    Vec::new()
+                };
+                let mut chunks = Vec::with_capacity(slots.len());
+                for (i, slot) in slots.iter().enumerate() {
+                    let (vi, kk) = (i / ks.len(), i % ks.len());
+                    let c = match slot {
+                        None => None,
+                        Some(s) => {
+                            let bytes = s.span.map(|(o, n)| &data[o as usize..(o + n) as usize]);
+                            if s.layout == layouts[a] {
+                                bytes.map(<[u8]>::to_vec)
+                            } else {
                                 let old_codec = &this.codecs[&(s.layout.dtype, spec.bitshuffle)];
                                 let off = vi * vc as usize;
                                 this.transcode(
                                     a,
-                                    s.bytes.as_deref(),
+                                    bytes,
                                     &s.layout,
                                     &layouts[a],
                                     old_codec,
                                     &codecs[a],
                                     row_index * this.g.variants_shard + off as u64,
-                                    k,
+                                    ks[kk],
                                     &|r| bit(absent, off + r),
                                 )?
                             }
-                        };
-                        chunks.push(c);
-                    }
+                        }
+                    };
+                    chunks.push(c);
+                }
+                if stored {
+                    std::fs::remove_file(&part).map_err(|e| Error::io(&part, e))?;
                 }
                 if let Some(bytes) = shard::assemble(&chunks) {
-                    let path = this.store.shard_path(
-                        &spec.name,
-                        &this.shard_indices(spec, &layouts[a], row_index, j),
-                    );
                     this.store.write(&path, &bytes)?;
                 }
                 Ok(())
@@ -413,6 +468,7 @@ impl Writer {
             });
             self.row[a].iter_mut().for_each(|s| *s = None);
         }
+        self.part_len.clear();
         self.row_index += 1;
         Ok(())
     }
@@ -741,6 +797,20 @@ impl Writer {
     }
 }
 
+/// Appends bytes to a file, creating it (and its directory) if needed.
+fn append(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(|e| Error::io(path, e))
+}
+
 fn remove_empty_dirs(dir: &Path) {
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
@@ -803,6 +873,7 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
         codecs: HashMap::new(),
         records: 0,
         row: vec![Vec::new(); n_arrays],
+        part_len: HashMap::new(),
         row_absent: vec![None; n_arrays],
         row_index: 0,
         history: (0..n_arrays).map(|_| Vec::new()).collect(),
@@ -814,7 +885,7 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
         .build()
         .map_err(|e| Error::Usage(format!("cannot start {threads} threads: {e}")))?;
     let pb = progress_bar(opts.progress);
-    let (tx, rx) = crossbeam_channel::bounded::<Result<Batch>>(1);
+    let (tx, rx) = crossbeam_channel::bounded::<Result<Batch>>(0);
     let vc = g.variants_chunk as usize;
     let n_samples = schema.samples.len();
     let path: PathBuf = input.into();

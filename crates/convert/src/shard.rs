@@ -34,6 +34,20 @@ pub fn assemble(chunks: &[Option<Vec<u8>>]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The index (and its crc32c) closing a shard whose chunks were appended already;
+/// `spans[i]` is chunk i's (offset, length) or `None` when not stored.
+pub fn index(spans: &[Option<(u64, u64)>]) -> Vec<u8> {
+    let mut index = Vec::with_capacity(spans.len() * 16 + 4);
+    for s in spans {
+        let (o, n) = s.unwrap_or((EMPTY, EMPTY));
+        index.extend_from_slice(&o.to_le_bytes());
+        index.extend_from_slice(&n.to_le_bytes());
+    }
+    let crc = crc32c::crc32c(&index);
+    index.extend_from_slice(&crc.to_le_bytes());
+    index
+}
+
 /// Splits a shard back into its inner chunks, checking the index checksum and bounds.
 pub fn parse<'a>(path: &Path, bytes: &'a [u8], n: usize) -> Result<Vec<Option<&'a [u8]>>> {
     let bad = |msg: &str| Error::Store {

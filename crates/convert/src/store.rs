@@ -45,6 +45,14 @@ impl StoreDir {
         fs::write(path, bytes).map_err(|e| Error::io(path, e))
     }
 
+    /// Moves a finished file into place, creating its directory.
+    pub fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        if let Some(parent) = to.parent() {
+            fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        }
+        fs::rename(from, to).map_err(|e| Error::io(to, e))
+    }
+
     /// Writes `<node>/zarr.json` (pretty, key-sorted JSON: deterministic bytes).
     pub fn write_json(&self, node: &str, value: &serde_json::Value) -> Result<()> {
         let path = if node.is_empty() {
