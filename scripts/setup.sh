@@ -13,9 +13,11 @@ for p in pkg-config libclang-dev clang zlib1g-dev libbz2-dev liblzma-dev make; d
   have_pkg "$p" || need_apt+=("$p")
 done
 if (( want_test )); then
-  for p in bcftools tabix python3-pip; do
-    have_pkg "$p" || command -v "${p%%-*}" >/dev/null || need_apt+=("$p")
+  for p in bcftools tabix; do
+    have_pkg "$p" || command -v "$p" >/dev/null || need_apt+=("$p")
   done
+  [[ -x /usr/bin/time ]] || need_apt+=(time)
+  command -v pip3 >/dev/null || python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 fi
 if (( ${#need_apt[@]} )); then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then

@@ -3,7 +3,10 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use svar2_convert::arrays::Geometry;
+use svar2_convert::planning::{make_plan, PlanRequest};
+use svar2_planner::geometry::Patch;
+use svar2_planner::size::{human, parse_max_mem, MaxMem};
+use svar2_planner::Requested;
 
 #[derive(Parser)]
 #[command(
@@ -25,7 +28,33 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Convert a VCF, bgzipped VCF or BCF into a VCF Zarr v3 store.
-    Convert(ConvertArgs),
+    Convert {
+        /// Input .vcf, .vcf.gz or .bcf.
+        input: PathBuf,
+        /// Output store directory (refused if it exists, unless --force).
+        output: PathBuf,
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Replace an existing output directory.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print the conversion plan (budget, cores, contig order, geometry, predicted
+    /// peak RSS) from the header and index alone; writes nothing.
+    Plan {
+        /// Input .vcf, .vcf.gz or .bcf.
+        input: PathBuf,
+        /// The output the conversion would write (not touched).
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Accepted for clarity: `plan` never writes anything.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the plan as JSON, for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print one blake3 hash over every file (relative path and bytes) of a store.
     Digest {
         /// The store directory.
@@ -34,38 +63,58 @@ enum Command {
 }
 
 #[derive(Args)]
-struct ConvertArgs {
-    /// Input .vcf, .vcf.gz or .bcf.
-    input: PathBuf,
-    /// Output store directory (refused if it exists, unless --force).
-    output: PathBuf,
-    /// Variants per inner chunk: the unit a reader decodes. 1000 keeps decode
-    /// amplification low for patches of a few thousand variants.
-    #[arg(long, default_value_t = 1000)]
-    variants_chunk: u64,
-    /// Samples per inner chunk. 1000 matches bio2zarr's chunking for stores of up to
-    /// a thousand samples and keeps genotype chunks near 2 MB.
-    #[arg(long, default_value_t = 1000)]
-    samples_chunk: u64,
-    /// Variants per shard file (rounded up to a multiple of --variants-chunk). 10000
-    /// keeps file counts ~10x below one-file-per-chunk while a shard row still fits
-    /// comfortably in memory.
-    #[arg(long, default_value_t = 10_000)]
-    variants_shard: u64,
-    /// Samples per shard file (rounded up to a multiple of --samples-chunk).
-    #[arg(long, default_value_t = 10_000)]
-    samples_shard: u64,
+struct PlanArgs {
+    /// Memory budget: `auto` (0.8 x the cgroup limit, else host memory), or a size
+    /// such as 8GiB, 512M, 1000000. Peak RSS is planned to stay under it.
+    #[arg(long, default_value = "auto", value_parser = parse_max_mem)]
+    max_mem: MaxMem,
+    /// Encoding threads (default: every usable core, cgroup quota and affinity applied).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// The patch a reader fetches, VARIANTSxSAMPLES (e.g. 4096x1): inner chunks are
+    /// sized so decoding a random patch costs at most --max-amplification.
+    #[arg(long)]
+    patch: Option<Patch>,
+    /// Bytes decoded / bytes needed allowed for a --patch.
+    #[arg(long, default_value_t = 1.5)]
+    max_amplification: f64,
+    /// Variants per inner chunk (overrides --patch; default 1000, bio2zarr's).
+    #[arg(long)]
+    variants_chunk: Option<u64>,
+    /// Samples per inner chunk (overrides --patch; default 1000).
+    #[arg(long)]
+    samples_chunk: Option<u64>,
+    /// Variants per shard file, a multiple of the inner chunk (default: ~64 MiB of
+    /// genotypes per shard).
+    #[arg(long)]
+    variants_shard: Option<u64>,
+    /// Samples per shard file (default: all samples, up to ~64 MiB per shard).
+    #[arg(long)]
+    samples_shard: Option<u64>,
     /// Compression level of every inner chunk: the blosc clevel (1-9) of numeric
-    /// chunks and the zstd level of string chunks. 3 is ~1.6x faster to write than
+    /// chunks and the zstd level of string chunks. 3 writes ~1.6x faster than
     /// bio2zarr's 7 for a store ~2% larger.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=9))]
     zstd_level: i32,
-    /// Encoding threads (0 = all cores).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
-    /// Replace an existing output directory.
-    #[arg(long)]
-    force: bool,
+}
+
+impl PlanArgs {
+    fn request(&self) -> PlanRequest {
+        PlanRequest {
+            max_mem: self.max_mem,
+            threads: self.threads,
+            patch: self.patch,
+            max_amplification: self.max_amplification,
+            requested: Requested {
+                variants_chunk: self.variants_chunk,
+                samples_chunk: self.samples_chunk,
+                variants_shard: self.variants_shard,
+                samples_shard: self.samples_shard,
+            },
+            readers: None,
+            zstd_level: self.zstd_level,
+        }
+    }
 }
 
 fn init_logging(verbose: u8, quiet: bool) {
@@ -83,40 +132,27 @@ fn init_logging(verbose: u8, quiet: bool) {
         .init();
 }
 
-fn human_bytes(b: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    format!("{v:.1} {}", units[u])
-}
-
 fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
     match cli.command {
-        Command::Convert(a) => {
+        Command::Convert {
+            input,
+            output,
+            plan,
+            force,
+        } => {
             let opts = svar2_convert::Options {
-                geometry: Geometry {
-                    variants_chunk: a.variants_chunk,
-                    samples_chunk: a.samples_chunk,
-                    variants_shard: a.variants_shard,
-                    samples_shard: a.samples_shard,
-                    zstd_level: a.zstd_level,
-                },
-                threads: a.threads,
-                force: a.force,
+                request: plan.request(),
+                force,
                 progress: !cli.quiet,
             };
-            let s = svar2_convert::convert(&a.input, &a.output, &opts)?;
+            let s = svar2_convert::convert(&input, &output, &opts)?;
             if !cli.quiet {
                 eprintln!(
                     "svar2: {} records in {:.2} s -> {} ({} in {} files{})",
                     s.records,
                     s.seconds,
-                    a.output.display(),
-                    human_bytes(s.store_bytes),
+                    output.display(),
+                    human(s.store_bytes),
                     s.files,
                     if s.rewritten_shards > 0 {
                         format!(
@@ -130,6 +166,29 @@ fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
             }
             Ok(())
         }
+        Command::Plan {
+            input,
+            output,
+            plan,
+            dry_run: _,
+            json,
+        } => {
+            let report = make_plan(&input, &plan.request())?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report).expect("json"));
+            } else {
+                print!("{}", report.render());
+                if let Some(o) = output {
+                    if o.exists() {
+                        println!(
+                            "warning        {} exists: convert will refuse it without --force",
+                            o.display()
+                        );
+                    }
+                }
+            }
+            Ok(())
+        }
         Command::Digest { store } => {
             println!("{}", svar2_convert::digest(&store)?);
             Ok(())
@@ -140,6 +199,9 @@ fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet);
+    if cli.verbose == 0 {
+        svar2_convert::source::quiet_htslib();
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

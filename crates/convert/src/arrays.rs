@@ -162,6 +162,9 @@ impl ArraySpec {
 pub struct ColumnSpec {
     pub base: Base,
     pub per_sample: bool,
+    /// Genotype calls: held as i8 (three times less memory than i32 for the
+    /// biggest column) unless an allele index exceeds 127.
+    pub genotype: bool,
 }
 
 /// The arrays (and the columns feeding them) that a schema produces, in store order.
@@ -208,7 +211,11 @@ impl ArraySet {
                    description: &str,
                    column: Option<usize>| {
             let column = column.unwrap_or_else(|| {
-                set.columns.push(ColumnSpec { base, per_sample });
+                set.columns.push(ColumnSpec {
+                    base,
+                    per_sample,
+                    genotype: source == Source::Genotype,
+                });
                 set.columns.len() - 1
             });
             let bitshuffle = base == Base::Bool || matches!(source, Source::Genotype);
@@ -361,6 +368,47 @@ impl ArraySet {
             );
         }
         set
+    }
+}
+
+impl ArraySet {
+    /// Raw in-memory bytes one record is expected to take in a batch, from the header
+    /// alone (ploidy 2, two alleles, one value for `Number=.`). This is the
+    /// `row_bytes` of the planner's peak-RSS law.
+    pub fn row_bytes_estimate(&self, n_samples: u64) -> u64 {
+        let mut total = 0u64;
+        for (c, col) in self.columns.iter().enumerate() {
+            let spec = self
+                .arrays
+                .iter()
+                .find(|a| a.column == c)
+                .expect("column used");
+            let width = match spec.width {
+                Width::Scalar => 1,
+                Width::Fixed(n) => n.max(1) as u64,
+                Width::Alleles | Width::Ploidy => 2,
+                Width::AltAlleles => 1,
+                Width::Genotypes => 3,
+                Width::Own { declared } => declared.max(1) as u64,
+            };
+            let per_value = match col.base {
+                Base::Int if col.genotype => 1,
+                Base::Int | Base::Float => 4,
+                Base::Bool => 1,
+                // One end offset plus a few bytes of text per value.
+                Base::Str | Base::Char => 12,
+            };
+            let cells = if col.per_sample { n_samples } else { 1 };
+            // 16 bytes of start/width bookkeeping per record and column.
+            total += cells * width * per_value + 16;
+        }
+        total
+    }
+
+    /// (arrays with a samples axis, arrays without), for shard counts.
+    pub fn counts(&self) -> (u64, u64) {
+        let call = self.arrays.iter().filter(|a| a.per_sample).count() as u64;
+        (call, self.arrays.len() as u64 - call)
     }
 }
 

@@ -61,30 +61,45 @@ fn lay_out<S: Copy, T: Copy + Default>(
     out
 }
 
-fn int_values(col: &Column) -> &[i32] {
+/// Lays out an integer column (i32 or i8) mapping each canonical value through `f`.
+fn lay_out_ints<T: Copy + Default>(
+    col: &Column,
+    v: &ChunkView,
+    cell: usize,
+    pad: T,
+    absent: T,
+    f: impl Fn(i32) -> T,
+) -> Vec<T> {
     match &col.values {
-        Values::Int(v) => v,
+        Values::Int(vals) => lay_out(col, v, cell, pad, absent, vals, f),
+        Values::Int8(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i32)),
         _ => unreachable!("int column"),
     }
 }
 
 /// Integers narrowed to `dtype` as little-endian bytes.
 fn ints(col: &Column, v: &ChunkView, cell: usize, dtype: Dtype) -> Vec<u8> {
-    let vals = int_values(col);
+    if let (Values::Int8(vals), Dtype::I8) = (&col.values, dtype) {
+        // Genotypes: i8 in, i8 out.
+        return lay_out(col, v, cell, -2i8, -1i8, vals, |x| x)
+            .into_iter()
+            .map(|x| x as u8)
+            .collect();
+    }
     match dtype {
-        Dtype::I8 => lay_out(col, v, cell, -2i8, -1i8, vals, |x| x as i8)
+        Dtype::I8 => lay_out_ints(col, v, cell, -2i8, -1i8, |x| x as i8)
             .into_iter()
             .map(|x| x as u8)
             .collect(),
-        Dtype::I16 => lay_out(col, v, cell, -2i16, -1i16, vals, |x| x as i16)
+        Dtype::I16 => lay_out_ints(col, v, cell, -2i16, -1i16, |x| x as i16)
             .into_iter()
             .flat_map(i16::to_le_bytes)
             .collect(),
-        Dtype::I32 => lay_out(col, v, cell, -2i32, -1i32, vals, |x| x)
+        Dtype::I32 => lay_out_ints(col, v, cell, -2i32, -1i32, |x| x)
             .into_iter()
             .flat_map(i32::to_le_bytes)
             .collect(),
-        Dtype::I64 => lay_out(col, v, cell, -2i64, -1i64, vals, |x| x as i64)
+        Dtype::I64 => lay_out_ints(col, v, cell, -2i64, -1i64, |x| x as i64)
             .into_iter()
             .flat_map(i64::to_le_bytes)
             .collect(),
@@ -104,9 +119,7 @@ pub fn materialize(spec: &ArraySpec, col: &Column, layout: &Layout, v: &ChunkVie
     let cell = layout.cell();
     match (spec.base, spec.source) {
         (_, Source::GenotypeMask) => {
-            Raw::Fixed(lay_out(col, v, cell, 1u8, 1u8, int_values(col), |x| {
-                u8::from(x < 0)
-            }))
+            Raw::Fixed(lay_out_ints(col, v, cell, 1u8, 1u8, |x| u8::from(x < 0)))
         }
         (_, Source::IdMask) => {
             let idx = lay_out_indices(col, v, 1);
@@ -286,6 +299,7 @@ mod tests {
             &crate::arrays::ColumnSpec {
                 base: Base::Int,
                 per_sample: true,
+                genotype: false,
             },
             2,
         );

@@ -16,6 +16,8 @@ pub const FLOAT32_FILL: u32 = 0x7F80_0002;
 pub enum Values {
     /// Canonical integers: −1 missing, −2 fill.
     Int(Vec<i32>),
+    /// Canonical integers that fit in i8 (genotype calls).
+    Int8(Vec<i8>),
     /// f32 bit patterns.
     Float(Vec<u32>),
     Bool(Vec<u8>),
@@ -30,6 +32,7 @@ impl Values {
     fn len(&self) -> usize {
         match self {
             Values::Int(v) => v.len(),
+            Values::Int8(v) => v.len(),
             Values::Float(v) => v.len(),
             Values::Bool(v) => v.len(),
             Values::Str { ends, .. } => ends.len(),
@@ -64,6 +67,7 @@ impl Column {
     /// An empty column for `spec`; `per_record` is the sample count for FORMAT columns.
     pub fn new(spec: &ColumnSpec, n_samples: usize) -> Column {
         let values = match spec.base {
+            Base::Int if spec.genotype => Values::Int8(Vec::new()),
             Base::Int => Values::Int(Vec::new()),
             Base::Float => Values::Float(Vec::new()),
             Base::Bool => Values::Bool(Vec::new()),
@@ -124,16 +128,30 @@ impl Column {
         self.stats.max = hi;
     }
 
-    /// Appends canonical integers and updates the value range.
+    /// Appends canonical integers and updates the value range. An i8 column widens
+    /// to i32 (once) when a value does not fit.
     pub fn push_ints(&mut self, vals: &[i32], width: u32) {
         self.begin(width);
+        let (mut lo, mut hi) = (i32::MAX, i32::MIN);
+        for &c in vals {
+            lo = lo.min(c);
+            hi = hi.max(c);
+        }
+        if !vals.is_empty() {
+            self.stats.min = self.stats.min.min(lo as i64);
+            self.stats.max = self.stats.max.max(hi as i64);
+        }
+        if let Values::Int8(v) = &mut self.values {
+            if lo >= i8::MIN as i32 && hi <= i8::MAX as i32 {
+                v.extend(vals.iter().map(|&x| x as i8));
+                return;
+            }
+            let wide = v.iter().map(|&x| x as i32).collect();
+            self.values = Values::Int(wide);
+        }
         let Values::Int(v) = &mut self.values else {
             unreachable!("int column")
         };
-        for &c in vals {
-            self.stats.min = self.stats.min.min(c as i64);
-            self.stats.max = self.stats.max.max(c as i64);
-        }
         v.extend_from_slice(vals);
     }
 
@@ -170,10 +188,28 @@ impl Column {
         ends.push(bytes.len());
     }
 
+    /// Empties the column, keeping its allocations for the next batch.
+    pub fn clear(&mut self) {
+        match &mut self.values {
+            Values::Int(v) => v.clear(),
+            Values::Int8(v) => v.clear(),
+            Values::Float(v) => v.clear(),
+            Values::Bool(v) => v.clear(),
+            Values::Str { bytes, ends } => {
+                bytes.clear();
+                ends.clear();
+            }
+        }
+        self.starts.clear();
+        self.widths.clear();
+        self.stats = ColumnStats::default();
+    }
+
     /// Raw bytes held, for memory accounting.
     pub fn heap_bytes(&self) -> usize {
         let v = match &self.values {
             Values::Int(v) => v.len() * 4,
+            Values::Int8(v) => v.len(),
             Values::Float(v) => v.len() * 4,
             Values::Bool(v) => v.len(),
             Values::Str { bytes, ends } => bytes.len() + ends.len() * 8,
@@ -210,6 +246,17 @@ impl Batch {
     /// Records held.
     pub fn len(&self) -> usize {
         self.loci.len()
+    }
+
+    /// Empties the batch for reuse as the row starting at record `first`; buffers keep
+    /// their capacity, so steady state allocates nothing and peak memory is exactly
+    /// the batches in flight.
+    pub fn reset(&mut self, first: u64) {
+        self.first = first;
+        self.columns.iter_mut().for_each(Column::clear);
+        self.loci.clear();
+        self.max_alleles = 0;
+        self.max_ploidy = 0;
     }
 
     /// Whether the batch holds no records.

@@ -8,6 +8,7 @@ use crate::chunk::{column_from_raw, materialize, ChunkView};
 use crate::codec::{InnerCodec, Raw};
 use crate::column::Batch;
 use crate::error::{Error, Result};
+use crate::planning::{make_plan, PlanRequest};
 use crate::schema::Schema;
 use crate::shard;
 use crate::source::{Extractor, VcfReader};
@@ -22,9 +23,8 @@ use std::time::Instant;
 /// What the user asked for.
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub geometry: Geometry,
-    /// Worker threads for encoding (0 = all cores).
-    pub threads: usize,
+    /// Budget, chunking and threads, as handed to the planner.
+    pub request: PlanRequest,
     /// Replace an existing output.
     pub force: bool,
     /// Draw a progress bar (only on a terminal).
@@ -155,8 +155,9 @@ impl Writer {
         a.shapes(l, 0, self.n_samples() as u64, &self.g)[2].clone()
     }
 
-    /// Encodes one inner-chunk row of records into the current shard row.
-    fn add_batch(&mut self, batch: Batch) -> Result<()> {
+    /// Encodes one inner-chunk row of records into the current shard row and hands
+    /// the batch back for reuse.
+    fn add_batch(&mut self, batch: Batch) -> Result<Batch> {
         for (s, c) in self.stats.columns.iter_mut().zip(&batch.columns) {
             s.merge(&c.stats);
         }
@@ -273,7 +274,7 @@ impl Writer {
         if inner_row + 1 == self.inner_per_shard() {
             self.flush_row()?;
         }
-        Ok(())
+        Ok(batch)
     }
 
     /// Re-lays one inner chunk from `old` to `new` layout.
@@ -841,15 +842,26 @@ fn progress_bar(enabled: bool) -> indicatif::ProgressBar {
 /// Converts `input` (VCF, VCF.gz or BCF) into a VCF Zarr store at `output`.
 pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     let t0 = Instant::now();
-    let threads = if opts.threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        opts.threads
-    };
+    // Plan first: a plan that cannot fit fails before anything is written.
+    let report = make_plan(input, &opts.request)?;
+    let threads = report.threads;
+    if output.exists() && !opts.force {
+        return Err(Error::OutputExists {
+            path: output.into(),
+        });
+    }
+    tracing::info!(
+        cc = report.plan.cc,
+        w = report.plan.w,
+        predicted_peak_rss = report.plan.predicted_peak_rss,
+        budget = report.budget,
+        "plan\n{}",
+        report.render()
+    );
     let mut reader = VcfReader::open(input, threads)?;
     let schema = reader.schema.clone();
     let set = ArraySet::new(&schema);
-    let g = normalise(opts.geometry, schema.samples.len() as u64);
+    let g = normalise(report.geometry(), schema.samples.len() as u64);
     let store = StoreDir::create(output, opts.force)?;
     tracing::info!(
         samples = schema.samples.len(),
@@ -886,6 +898,8 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
         .map_err(|e| Error::Usage(format!("cannot start {threads} threads: {e}")))?;
     let pb = progress_bar(opts.progress);
     let (tx, rx) = crossbeam_channel::bounded::<Result<Batch>>(0);
+    // Encoded batches come back to the reader to be refilled: two batches exist in all.
+    let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Batch>(2);
     let vc = g.variants_chunk as usize;
     let n_samples = schema.samples.len();
     let path: PathBuf = input.into();
@@ -896,7 +910,13 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
             let mut rec = reader.empty_record();
             let mut n: u64 = 0;
             loop {
-                let mut batch = Batch::new(&set_ref.columns, n_samples, n);
+                let mut batch = match recycle_rx.try_recv() {
+                    Ok(mut b) => {
+                        b.reset(n);
+                        b
+                    }
+                    Err(_) => Batch::new(&set_ref.columns, n_samples, n),
+                };
                 while batch.len() < vc {
                     match reader.next(&mut rec, n) {
                         Ok(true) => {}
@@ -925,7 +945,8 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
             for batch in rx.iter() {
                 let batch = batch?;
                 let n = batch.len() as u64;
-                w.add_batch(batch)?;
+                let batch = w.add_batch(batch)?;
+                let _ = recycle_tx.try_send(batch);
                 pb.inc(n);
             }
             w.finish()

@@ -4,6 +4,9 @@ pub mod arrays;
 pub mod codec;
 pub mod column;
 pub mod error;
+pub mod host;
+pub mod index;
+pub mod planning;
 pub mod schema;
 
 pub use error::{Error, Result};

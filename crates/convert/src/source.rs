@@ -13,6 +13,13 @@ use rust_htslib::htslib;
 use std::ffi::{c_int, c_void, CString};
 use std::path::{Path, PathBuf};
 
+/// Silences htslib's own stderr messages: svar2 reports every failure itself, with
+/// the file and record. `-v` leaves them on for debugging.
+pub fn quiet_htslib() {
+    // SAFETY: sets a global log level; no pointers involved.
+    unsafe { htslib::hts_set_log_level(htslib::htsLogLevel_HTS_LOG_OFF) };
+}
+
 /// An open VCF/BCF file and its parsed header.
 pub struct VcfReader {
     pub path: PathBuf,

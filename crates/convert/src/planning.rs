@@ -1,0 +1,251 @@
+//! Gathers the numbers the planner needs — header, index counts, cgroup memory and
+//! cores — and renders the resulting plan for `svar2 plan` and `convert -v`.
+//! Reads the header and the index only; never a record.
+
+use crate::arrays::{ArraySet, Geometry};
+use crate::error::{Error, Result};
+use crate::host::{Cores, Host, MemoryLimit};
+use crate::index::{contig_counts, IndexKind};
+use crate::source::VcfReader;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use svar2_planner::geometry::Patch;
+use svar2_planner::memory::MEASURED;
+use svar2_planner::order::{ContigCost, CostTier};
+use svar2_planner::size::{human, MaxMem, AUTO_FRACTION};
+use svar2_planner::{plan, Plan, PlanInput, Requested};
+
+/// What the user asked the planner for.
+#[derive(Debug, Clone)]
+pub struct PlanRequest {
+    pub max_mem: MaxMem,
+    /// Encoding threads requested (None: all usable cores).
+    pub threads: Option<usize>,
+    pub patch: Option<Patch>,
+    pub max_amplification: f64,
+    pub requested: Requested,
+    pub readers: Option<u32>,
+    pub zstd_level: i32,
+}
+
+/// The plan and everything it was made from.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PlanReport {
+    pub input: PathBuf,
+    pub samples: u64,
+    pub contig_names: Vec<String>,
+    pub contigs: Vec<ContigCost>,
+    /// Where the contig costs came from.
+    pub counts_from: String,
+    pub index: Option<IndexKind>,
+    pub memory_limit: Option<MemoryLimit>,
+    pub budget: u64,
+    pub budget_from: String,
+    pub cores: Cores,
+    pub threads: usize,
+    pub row_bytes: u64,
+    pub plan: Plan,
+    pub zstd_level: i32,
+}
+
+/// The most contigs this build's executor converts at once.
+pub const EXECUTOR_MAX_CC: usize = 1;
+
+/// Plans a conversion of `input` from its header and index.
+pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
+    let reader = VcfReader::open(input, 1)?;
+    let schema = &reader.schema;
+    let set = ArraySet::new(schema);
+    let names: Vec<String> = schema.contigs.iter().map(|c| c.name.clone()).collect();
+    let (contigs, counts_from, index): (Vec<ContigCost>, String, _) =
+        match contig_counts(input, &names) {
+            Ok(ic) => (
+                names
+                    .iter()
+                    .zip(&ic.counts)
+                    .map(|(n, &c)| ContigCost {
+                        name: n.clone(),
+                        tier: CostTier::IndexCount,
+                        cost: c,
+                    })
+                    .collect(),
+                format!(
+                    "{} index {}",
+                    format!("{:?}", ic.kind).to_uppercase(),
+                    ic.path.display()
+                ),
+                Some(ic.kind),
+            ),
+            Err(no) => (
+                schema
+                    .contigs
+                    .iter()
+                    .map(|c| ContigCost {
+                        name: c.name.clone(),
+                        tier: if c.length > 0 {
+                            CostTier::ContigLength
+                        } else {
+                            CostTier::Unestimated
+                        },
+                        cost: c.length.max(0) as u64,
+                    })
+                    .collect(),
+                format!("header contig lengths (fallback: {})", no.reason),
+                None,
+            ),
+        };
+    let host = Host::system();
+    let memory_limit = host.memory_limit();
+    let (budget, budget_from) = match req.max_mem {
+        MaxMem::Bytes(b) => (b, "--max-mem".to_string()),
+        MaxMem::Auto => match &memory_limit {
+            Some(m) => (
+                (m.bytes as f64 * AUTO_FRACTION) as u64,
+                format!(
+                    "auto: {AUTO_FRACTION} x {} from {}",
+                    human(m.bytes),
+                    m.source
+                ),
+            ),
+            None => {
+                return Err(Error::Usage(
+                    "cannot determine this machine's memory; pass --max-mem (e.g. 8GiB)".into(),
+                ))
+            }
+        },
+    };
+    let cores = host.cores();
+    let threads = req.threads.unwrap_or(cores.usable).max(1);
+    let (call_arrays, variant_arrays) = set.counts();
+    let samples = schema.samples.len() as u64;
+    let row_bytes = set.row_bytes_estimate(samples);
+    let input_plan = PlanInput {
+        cores: threads + 1,
+        budget,
+        contigs: contigs.clone(),
+        samples,
+        row_bytes,
+        cell_bytes: 2,
+        call_arrays,
+        variant_arrays,
+        patch: req.patch,
+        max_amplification: req.max_amplification,
+        requested: req.requested,
+        readers: req.readers,
+        probe: None,
+        max_concurrent_contigs: EXECUTOR_MAX_CC,
+        model: MEASURED,
+    };
+    let plan = plan(&input_plan).map_err(|e| Error::Usage(format!("{}: {e}", input.display())))?;
+    Ok(PlanReport {
+        input: input.into(),
+        samples,
+        contig_names: names,
+        contigs,
+        counts_from,
+        index,
+        memory_limit,
+        budget,
+        budget_from,
+        cores,
+        threads,
+        row_bytes,
+        plan,
+        zstd_level: req.zstd_level,
+    })
+}
+
+impl PlanReport {
+    /// The store geometry the plan chose.
+    pub fn geometry(&self) -> Geometry {
+        Geometry {
+            variants_chunk: self.plan.chunks.variants,
+            samples_chunk: self.plan.chunks.samples,
+            variants_shard: self.plan.variants_shard,
+            samples_shard: self.plan.samples_shard,
+            zstd_level: self.zstd_level,
+        }
+    }
+
+    /// The plan as people read it.
+    pub fn render(&self) -> String {
+        let p = &self.plan;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "plan for {} ({} samples)",
+            self.input.display(),
+            self.samples
+        );
+        let _ = writeln!(
+            s,
+            "memory budget  {} ({})",
+            human(self.budget),
+            self.budget_from
+        );
+        if let Some(m) = &self.memory_limit {
+            let _ = writeln!(s, "memory limit   {} from {}", human(m.bytes), m.source);
+        }
+        let quota = match (&self.cores.quota, &self.cores.quota_source) {
+            (Some(q), Some(src)) => format!("cgroup quota {q:.2} cores ({src})"),
+            _ => "no cgroup CPU quota".into(),
+        };
+        let _ = writeln!(
+            s,
+            "cores          {} usable (affinity {}, {}); {} encoding thread(s)",
+            self.cores.usable, self.cores.affinity, quota, self.threads
+        );
+        let _ = writeln!(s, "contig costs   {}", self.counts_from);
+        let _ = writeln!(s, "dispatch order (longest first):");
+        for (rank, &i) in p.order.iter().enumerate() {
+            let c = &self.contigs[i];
+            let what = match c.tier {
+                CostTier::IndexCount => format!("{} records", c.cost),
+                CostTier::ContigLength => format!("{} bp (length; no record count)", c.cost),
+                CostTier::Unestimated => "unestimated (no index, no length)".into(),
+            };
+            let _ = writeln!(s, "  {:>3}. {:<20} {what}", rank + 1, c.name);
+        }
+        let readers = match p.readers_from {
+            svar2_planner::ReaderSource::User => "from --readers",
+            svar2_planner::ReaderSource::Probe => "from the rate probe",
+            svar2_planner::ReaderSource::Default => "default: no probe (one streaming reader)",
+        };
+        let _ = writeln!(
+            s,
+            "concurrency    cc = {} contig(s) at once, w = {} reader(s) per contig ({readers})",
+            p.cc, p.w
+        );
+        let _ = writeln!(
+            s,
+            "chunks         inner {} variants x {} samples; shards {} x {}",
+            p.chunks.variants, p.chunks.samples, p.variants_shard, p.samples_shard
+        );
+        if let Some(a) = p.amplification {
+            let _ = writeln!(s, "amplification  {a:.3} expected for the --patch");
+        }
+        let _ = writeln!(
+            s,
+            "peak RSS       {} predicted ({} per record in flight x {} records; budget {})",
+            human(p.predicted_peak_rss),
+            human(self.row_bytes),
+            p.in_flight_bytes / self.row_bytes.max(1),
+            human(self.budget)
+        );
+        match (p.records, p.shards, p.files) {
+            (Some(r), Some(sh), Some(f)) => {
+                let _ = writeln!(
+                    s,
+                    "output         {r} records; at most {sh} shard files, {f} files in all"
+                );
+            }
+            _ => {
+                let _ = writeln!(s, "output         record count unknown without an index");
+            }
+        }
+        for n in &p.notes {
+            let _ = writeln!(s, "note           {n}");
+        }
+        s
+    }
+}

@@ -1,0 +1,349 @@
+//! Putting it together: cores, memory and data sizes in; concurrency, readers, chunk
+//! geometry and a predicted peak RSS out — or an error that says what would fit.
+
+use crate::geometry::{amplification, chunks_for_patch, shards_for, Chunks, Patch};
+use crate::memory::{RssModel, HEADROOM};
+use crate::order::{dispatch_order, ContigCost, CostTier};
+use crate::size::human;
+
+/// Where the readers-per-contig count came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReaderSource {
+    /// `--readers N`.
+    User,
+    /// The measured rate probe.
+    Probe,
+    /// No probe ran (dry run, or the executor has one reader per contig).
+    Default,
+}
+
+/// Chunk sizes the user fixed on the command line (they override the patch rule).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Requested {
+    pub variants_chunk: Option<u64>,
+    pub samples_chunk: Option<u64>,
+    pub variants_shard: Option<u64>,
+    pub samples_shard: Option<u64>,
+}
+
+/// Everything the planner needs, as plain numbers.
+#[derive(Debug, Clone)]
+pub struct PlanInput {
+    /// Cores this process may use (affinity and cgroup quota applied).
+    pub cores: usize,
+    /// Memory budget in bytes.
+    pub budget: u64,
+    pub contigs: Vec<ContigCost>,
+    pub samples: u64,
+    /// Raw in-memory bytes one record occupies before encoding.
+    pub row_bytes: u64,
+    /// Genotype bytes per call (ploidy × itemsize), for chunk sizing.
+    pub cell_bytes: u64,
+    /// Arrays with and without a samples axis, for shard counts.
+    pub call_arrays: u64,
+    pub variant_arrays: u64,
+    pub patch: Option<Patch>,
+    pub max_amplification: f64,
+    pub requested: Requested,
+    /// `--readers N`, if given; else `probe`, if one ran.
+    pub readers: Option<u32>,
+    pub probe: Option<u32>,
+    /// The most contigs the executor can convert at once.
+    pub max_concurrent_contigs: usize,
+    pub model: RssModel,
+}
+
+/// How the conversion will run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Plan {
+    /// Contig indexes in dispatch order.
+    pub order: Vec<usize>,
+    /// Contigs converted at once.
+    pub cc: usize,
+    /// Readers per contig, and where that number came from.
+    pub w: u32,
+    pub readers_from: ReaderSource,
+    pub chunks: Chunks,
+    pub variants_shard: u64,
+    pub samples_shard: u64,
+    /// Decode amplification for the `--patch`, when one was given.
+    pub amplification: Option<f64>,
+    /// Records known from the index (all contigs counted), if every contig was.
+    pub records: Option<u64>,
+    pub in_flight_bytes: u64,
+    pub predicted_peak_rss: u64,
+    pub budget: u64,
+    /// Shard files at most (empty shards are not written), and all files at most.
+    pub shards: Option<u64>,
+    pub files: Option<u64>,
+    /// Decisions worth telling the user (budget-driven shrinking, clamps).
+    pub notes: Vec<String>,
+}
+
+/// A plan that cannot work, with what would.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlanError {
+    /// Even one record per chunk row does not fit.
+    BudgetTooSmall { budget: u64, minimum: u64 },
+    /// The chunk size the user fixed does not fit the budget.
+    ChunkTooLarge {
+        budget: u64,
+        variants_chunk: u64,
+        fits: u64,
+    },
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanError::BudgetTooSmall { budget, minimum } => write!(
+                f,
+                "--max-mem {} is below the smallest plan, which needs {} \
+                 (one record per chunk row); pass --max-mem {} or more",
+                human(*budget),
+                human(*minimum),
+                human(minimum.div_ceil(1 << 20) << 20)
+            ),
+            PlanError::ChunkTooLarge {
+                budget,
+                variants_chunk,
+                fits,
+            } => write!(
+                f,
+                "--variants-chunk {variants_chunk} does not fit --max-mem {}; \
+                 use --variants-chunk {fits} or less, or a larger --max-mem",
+                human(*budget)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// Default inner chunk when no `--patch` is given: bio2zarr's 1000 × 1000.
+const DEFAULT_CHUNKS: Chunks = Chunks {
+    variants: 1000,
+    samples: 1000,
+};
+
+/// Builds the plan. Concurrency is charged by what each contig uses: one core for
+/// its encoder plus one per reader.
+pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
+    let mut notes = Vec::new();
+    let order = dispatch_order(&input.contigs);
+    let all_counted = input.contigs.iter().all(|c| c.tier == CostTier::IndexCount);
+    let records = all_counted.then(|| input.contigs.iter().map(|c| c.cost).sum::<u64>());
+    let biggest = all_counted.then(|| input.contigs.iter().map(|c| c.cost).max().unwrap_or(0));
+    let with_data = if all_counted {
+        input.contigs.iter().filter(|c| c.cost > 0).count()
+    } else {
+        input.contigs.len()
+    }
+    .max(1);
+
+    let (w, readers_from) = match (input.readers, input.probe) {
+        (Some(n), _) => (n.max(1), ReaderSource::User),
+        (None, Some(n)) => (n.clamp(1, 16), ReaderSource::Probe),
+        (None, None) => (1, ReaderSource::Default),
+    };
+    let cores = input.cores.max(1);
+    let by_cores = (cores / (1 + w as usize)).max(1);
+    let mut cc = by_cores
+        .min(with_data)
+        .min(input.max_concurrent_contigs.max(1));
+
+    // Inner chunks: from the patch, then overridden by explicit flags.
+    let (mut chunks, _) = match input.patch {
+        Some(p) => chunks_for_patch(p, input.max_amplification, input.samples, input.cell_bytes),
+        None => (DEFAULT_CHUNKS, 0.0),
+    };
+    if let Some(v) = input.requested.variants_chunk {
+        chunks.variants = v.max(1);
+    }
+    if let Some(s) = input.requested.samples_chunk {
+        chunks.samples = s.max(1);
+    }
+    chunks.samples = chunks.samples.min(input.samples.max(1));
+
+    // Memory: in-flight rows are what the budget buys.
+    let eff_rows = |vc: u64, cc: usize| -> u64 {
+        let cap = if cc == 1 { records } else { biggest };
+        cap.map_or(vc, |n| vc.min(n.max(1)))
+    };
+    let in_flight = |vc: u64, cc: usize| cc as u64 * eff_rows(vc, cc) * input.row_bytes;
+    let m = &input.model;
+    // What the budget allows the law to predict (see HEADROOM).
+    let allowed = (input.budget as f64 / HEADROOM) as u64;
+    let minimum = (m.peak(input.samples, input.row_bytes) as f64 * HEADROOM).ceil() as u64;
+    if minimum > input.budget {
+        return Err(PlanError::BudgetTooSmall {
+            budget: input.budget,
+            minimum,
+        });
+    }
+    while cc > 1 && m.peak(input.samples, in_flight(chunks.variants, cc)) > allowed {
+        cc -= 1;
+        if cc == 1 || m.peak(input.samples, in_flight(chunks.variants, cc)) <= allowed {
+            notes.push(format!(
+                "concurrent contigs reduced to {cc} to fit the memory budget"
+            ));
+        }
+    }
+    if m.peak(input.samples, in_flight(chunks.variants, cc)) > allowed {
+        let room = m.max_in_flight(input.samples, allowed).unwrap_or(0);
+        let fits = (room / (cc as u64 * input.row_bytes.max(1))).max(1);
+        if input.requested.variants_chunk.is_some() {
+            return Err(PlanError::ChunkTooLarge {
+                budget: input.budget,
+                variants_chunk: chunks.variants,
+                fits,
+            });
+        }
+        notes.push(format!(
+            "variants chunk reduced from {} to {fits} records to fit the memory budget \
+             (this changes the store's chunking)",
+            chunks.variants
+        ));
+        chunks.variants = fits;
+    }
+
+    let (mut vs, mut ss) = shards_for(chunks, input.samples, input.cell_bytes);
+    if let Some(v) = input.requested.variants_shard {
+        vs = v.max(chunks.variants).div_ceil(chunks.variants) * chunks.variants;
+    }
+    if let Some(s) = input.requested.samples_shard {
+        ss = s.max(chunks.samples).div_ceil(chunks.samples) * chunks.samples;
+    }
+    let s_full = input.samples.max(1).div_ceil(chunks.samples) * chunks.samples;
+    ss = ss.min(s_full);
+
+    let in_flight_bytes = in_flight(chunks.variants, cc);
+    let predicted_peak_rss = m.peak(input.samples, in_flight_bytes);
+    let amplification = input
+        .patch
+        .map(|p| amplification(p, chunks.variants, chunks.samples, input.samples));
+    if let (Some(a), Some(p)) = (amplification, input.patch) {
+        if a > input.max_amplification {
+            notes.push(format!(
+                "decode amplification {a:.2} for a {}x{} patch exceeds --max-amplification {} \
+                 (chunks are kept at or above the minimum useful size)",
+                p.variants, p.samples, input.max_amplification
+            ));
+        }
+    }
+    if by_cores > cc && cc == input.max_concurrent_contigs {
+        notes.push(format!(
+            "cores allow {by_cores} concurrent contigs; this build converts {cc} at a time"
+        ));
+    }
+    let shard_columns = input.samples.max(1).div_ceil(ss);
+    let shards = records
+        .map(|n| n.div_ceil(vs) * (input.variant_arrays + input.call_arrays * shard_columns));
+    // Metadata per array, the root, and the six small arrays' shards.
+    let files = shards.map(|s| s + input.variant_arrays + input.call_arrays + 1 + 12);
+    Ok(Plan {
+        order,
+        cc,
+        w,
+        readers_from,
+        chunks,
+        variants_shard: vs,
+        samples_shard: ss,
+        amplification,
+        records,
+        in_flight_bytes,
+        predicted_peak_rss,
+        budget: input.budget,
+        shards,
+        files,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::MEASURED;
+
+    fn input(budget: u64, samples: u64) -> PlanInput {
+        PlanInput {
+            cores: 8,
+            budget,
+            contigs: vec![
+                ContigCost {
+                    name: "1".into(),
+                    tier: CostTier::IndexCount,
+                    cost: 100_000,
+                },
+                ContigCost {
+                    name: "2".into(),
+                    tier: CostTier::IndexCount,
+                    cost: 50_000,
+                },
+            ],
+            samples,
+            row_bytes: samples * 9 + 200,
+            cell_bytes: 2,
+            call_arrays: 3,
+            variant_arrays: 8,
+            patch: None,
+            max_amplification: 1.5,
+            requested: Requested::default(),
+            readers: None,
+            probe: None,
+            max_concurrent_contigs: 1,
+            model: MEASURED,
+        }
+    }
+
+    #[test]
+    fn roomy_budget_keeps_defaults() {
+        let p = plan(&input(8 << 30, 1000)).unwrap();
+        assert_eq!(p.chunks, DEFAULT_CHUNKS);
+        assert_eq!(p.cc, 1);
+        assert_eq!(p.readers_from, ReaderSource::Default);
+        assert!(p.predicted_peak_rss <= 8 << 30);
+        assert_eq!(p.records, Some(150_000));
+        assert!(p.notes.iter().any(|n| n.contains("cores allow")));
+    }
+
+    #[test]
+    fn tight_budget_shrinks_chunk_rows() {
+        let p = plan(&input(256 << 20, 100_000)).unwrap();
+        assert!(p.chunks.variants < 1000);
+        assert!(p.predicted_peak_rss as f64 * HEADROOM <= (256u64 << 20) as f64);
+        assert!(p.notes.iter().any(|n| n.contains("reduced")));
+    }
+
+    #[test]
+    fn impossible_budget_names_the_minimum() {
+        let e = plan(&input(1 << 20, 1000)).unwrap_err();
+        let PlanError::BudgetTooSmall { minimum, .. } = e.clone() else {
+            panic!("{e:?}")
+        };
+        assert!(minimum > 1 << 20);
+        assert!(e.to_string().contains("pass --max-mem"));
+        // The minimum it names really plans.
+        assert!(plan(&input(minimum, 1000)).is_ok());
+    }
+
+    #[test]
+    fn explicit_chunk_that_cannot_fit_is_an_error() {
+        let mut i = input(256 << 20, 100_000);
+        i.requested.variants_chunk = Some(1000);
+        assert!(matches!(plan(&i), Err(PlanError::ChunkTooLarge { .. })));
+    }
+
+    #[test]
+    fn cores_are_charged_per_reader_plus_encoder() {
+        let mut i = input(64 << 30, 1000);
+        i.max_concurrent_contigs = 64;
+        i.cores = 8;
+        i.readers = Some(3);
+        let p = plan(&i).unwrap();
+        assert_eq!(p.cc, 2); // 8 cores / (1 encoder + 3 readers)
+        i.readers = Some(1);
+        assert_eq!(plan(&i).unwrap().cc, 2); // only two contigs have data
+    }
+}

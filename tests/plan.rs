@@ -1,0 +1,234 @@
+//! `svar2 plan`: the budget, the dispatch order and the failure modes, checked against
+//! bcftools' own index statistics.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+fn plan_json(input: &Path, extra: &[&str]) -> serde_json::Value {
+    let o = svar2()
+        .args(["plan", "--dry-run", "--json"])
+        .args(extra)
+        .arg(input)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn order_names(plan: &serde_json::Value) -> Vec<(String, u64)> {
+    let contigs = plan["contigs"].as_array().unwrap();
+    plan["plan"]["order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let c = &contigs[i.as_u64().unwrap() as usize];
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["cost"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// bcftools' per-contig counts, longest first, ties by name; contigs it does not list
+/// (no records) last with 0.
+fn bcftools_order(input: &Path, header_contigs: &[&str]) -> Vec<(String, u64)> {
+    let out = sh_ok(&format!("bcftools index -s {}", input.display()));
+    let mut v: Vec<(String, u64)> = out
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[0].to_string(), f[2].parse().unwrap())
+        })
+        .collect();
+    for c in header_contigs {
+        if !v.iter().any(|(n, _)| n == c) {
+            v.push((c.to_string(), 0));
+        }
+    }
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v
+}
+
+#[test]
+fn dispatch_order_matches_bcftools_index_stats_for_csi_and_tbi() {
+    if !tools(
+        "dispatch_order_matches_bcftools_index_stats_for_csi_and_tbi",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let vcf = dir.path().join("u.vcf");
+    let spec = [
+        "chrA:40", "chrB:310", "chrC:0", "chrD:125", "chrE:125", "chrF:7",
+    ];
+    sh_ok(&format!(
+        "python3 {} {} {}",
+        py("make_unequal_vcf.py"),
+        vcf.display(),
+        spec.join(" ")
+    ));
+    let names: Vec<&str> = spec.iter().map(|s| s.split(':').next().unwrap()).collect();
+    let gz = dir.path().join("u.vcf.gz");
+    let bcf = dir.path().join("u.bcf");
+    sh_ok(&format!(
+        "bcftools view -Oz -o {gz} {vcf} && bcftools view -Ob -o {bcf} {vcf} && bcftools index {bcf}",
+        gz = gz.display(),
+        vcf = vcf.display(),
+        bcf = bcf.display()
+    ));
+    // The fixture is really unequal (else longest-first proves nothing).
+    let expected = bcftools_order(&bcf, &names);
+    assert_eq!(expected[0], ("chrB".to_string(), 310));
+    assert!(expected.windows(2).filter(|w| w[0].1 != w[1].1).count() >= 4);
+
+    for (kind, cmd) in [
+        ("csi", "bcftools index -f"),
+        ("tbi", "bcftools index -t -f"),
+    ] {
+        sh_ok(&format!("rm -f {0}.csi {0}.tbi && {cmd} {0}", gz.display()));
+        let plan = plan_json(&gz, &[]);
+        assert_eq!(plan["index"], kind);
+        assert_eq!(order_names(&plan), bcftools_order(&gz, &names), "{kind}");
+        assert_eq!(plan["plan"]["records"], 607);
+    }
+    let plan = plan_json(&bcf, &[]);
+    assert_eq!(plan["index"], "csi");
+    assert_eq!(order_names(&plan), expected, "bcf");
+}
+
+#[test]
+fn without_an_index_the_plan_falls_back_and_says_so() {
+    let plan = plan_json(&data("all_fields.vcf"), &[]);
+    assert!(plan["index"].is_null());
+    let from = plan["counts_from"].as_str().unwrap();
+    assert!(
+        from.contains("fallback") && from.contains("bcftools index"),
+        "{from}"
+    );
+    // chrUn has no length: unestimated, dispatched first.
+    let first = order_names(&plan)[0].0.clone();
+    assert_eq!(first, "chrUn");
+    assert_eq!(plan["contigs"][0]["tier"], "contig_length");
+    let text = sh_ok(&format!(
+        "{} plan --dry-run {}",
+        env!("CARGO_BIN_EXE_svar2"),
+        data("all_fields.vcf").display()
+    ));
+    assert!(
+        text.contains("fallback") && text.contains("unestimated"),
+        "{text}"
+    );
+}
+
+#[test]
+fn budget_below_the_minimum_fails_fast_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never.zarr");
+    for cmd in ["convert", "plan"] {
+        let o = svar2()
+            .args([cmd, "--max-mem", "1MiB"])
+            .arg(data("all_fields.vcf"))
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{cmd}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("all_fields.vcf")
+                && err.contains("smallest plan")
+                && err.contains("pass --max-mem"),
+            "{err}"
+        );
+        assert!(!out.exists(), "{cmd} wrote something");
+    }
+    // The budget the message names really works.
+    let o = svar2()
+        .args(["convert", "-q", "--max-mem", "1MiB"])
+        .arg(data("all_fields.vcf"))
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let minimum = err
+        .split("pass --max-mem ")
+        .nth(1)
+        .unwrap()
+        .split(" or more")
+        .next()
+        .unwrap();
+    let minimum = minimum.replace(' ', "");
+    convert(&data("all_fields.vcf"), &out, &["--max-mem", &minimum]);
+}
+
+#[test]
+fn plan_writes_nothing_and_reports_geometry() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.zarr");
+    let text = sh_ok(&format!(
+        "{} plan --dry-run --patch 4096x1 {} {}",
+        env!("CARGO_BIN_EXE_svar2"),
+        data("all_fields.vcf").display(),
+        out.display()
+    ));
+    assert!(!out.exists());
+    for want in [
+        "memory budget",
+        "cores",
+        "dispatch order",
+        "cc = 1",
+        "w = 1",
+        "amplification",
+        "peak RSS",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+}
+
+/// `--max-mem` is a promise: the measured peak RSS of a conversion whose budget forces
+/// smaller chunk rows stays under it.
+#[test]
+fn measured_peak_rss_stays_under_max_mem() {
+    if !Path::new("/usr/bin/time").exists() {
+        println!("SKIP measured_peak_rss_stays_under_max_mem: /usr/bin/time missing (apt-get install time)");
+        assert!(
+            std::env::var_os("SVAR2_REQUIRE_TOOLS").is_none(),
+            "/usr/bin/time required"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let vcf = dir.path().join("wide.vcf");
+    sh_ok(&format!(
+        "python3 {}/scripts/make_wide_vcf.py {} 4000 1500",
+        root().display(),
+        vcf.display()
+    ));
+    let out = dir.path().join("w.zarr");
+    for budget_mib in [40u64, 64] {
+        let plan = plan_json(&vcf, &["--max-mem", &format!("{budget_mib}MiB")]);
+        let report = sh_ok(&format!(
+            "/usr/bin/time -v {} convert -q --force --max-mem {budget_mib}MiB {} {} 2>&1 >/dev/null",
+            env!("CARGO_BIN_EXE_svar2"),
+            vcf.display(),
+            out.display()
+        ));
+        let kb: u64 = report
+            .lines()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("Maximum resident set size (kbytes): ")
+            })
+            .unwrap()
+            .parse()
+            .unwrap();
+        let predicted = plan["plan"]["predicted_peak_rss"].as_u64().unwrap();
+        assert!(
+            kb * 1024 <= budget_mib << 20,
+            "peak {kb} KiB over --max-mem {budget_mib}MiB (predicted {predicted})"
+        );
+    }
+}
