@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Measures svar2 convert's peak RSS over a sweep that varies sample count and chunk
-# rows independently, fits peak = base + per_sample*S + kappa*in_flight jointly (least
-# squares, weighted for relative error), and prints the coefficients for crates/planner/src/memory.rs (MEASURED)
+# Measures svar2 convert's peak RSS over a sweep that varies sample count, chunk rows
+# and encoder threads independently, fits
+# peak = base + per_sample*S + kappa*in_flight + tau*scratch jointly (least squares,
+# weighted for relative error), and prints the coefficients for crates/planner/src/memory.rs (MEASURED)
 # with a predicted-vs-measured table.
 #   scripts/calibrate_rss.sh [WORKDIR]
 set -euo pipefail
@@ -12,33 +13,39 @@ work=${1:-$(mktemp -d)}
 mkdir -p "$work"
 rows=$work/rows.tsv
 : > "$rows"
-for S in 100 1000 5000 20000; do
-  vcf=$work/w$S.vcf.gz
+# Long enough files (many chunk rows) that steady-state allocator behaviour shows.
+declare -A records=([100]=40000 [1000]=20000 [5000]=8000 [20000]=4000)
+measure() { # S vc threads
+  local vcf=$work/w$1.vcf.gz
   if [[ ! -e $vcf ]]; then
-    python3 scripts/make_wide_vcf.py "$work/w$S.vcf" "$S" 4000
-    bgzip -f "$work/w$S.vcf" && bcftools index -f "$vcf"
+    python3 scripts/make_wide_vcf.py "$work/w$1.vcf" "$1" "${records[$1]}"
+    bgzip -f "$work/w$1.vcf" && bcftools index -f "$vcf"
   fi
-  for vc in 100 500 1000 2000; do
-    args=(--variants-chunk "$vc" --max-mem 64GiB --threads 2)
-    json=$("$svar2" plan "${args[@]}" --json "$vcf")
-    inflight=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["in_flight_bytes"])' <<< "$json")
-    /usr/bin/time -v -o "$work/time" "$svar2" convert -q --force "${args[@]}" "$vcf" "$work/out.zarr"
-    rss=$(awk -F': ' '/Maximum resident/ {print $2*1024}' "$work/time")
-    printf '%s\t%s\t%s\t%s\n' "$S" "$vc" "$inflight" "$rss" | tee -a "$rows"
-  done
+  local args=(--variants-chunk "$2" --max-mem 64GiB --threads "$3")
+  local json inflight scratch rss
+  json=$("$svar2" plan "${args[@]}" --json "$vcf")
+  inflight=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["in_flight_bytes"])' <<< "$json")
+  scratch=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["scratch_bytes"])' <<< "$json")
+  /usr/bin/time -v -o "$work/time" "$svar2" convert -q --force "${args[@]}" "$vcf" "$work/out.zarr"
+  rss=$(awk -F': ' '/Maximum resident/ {print $2*1024}' "$work/time")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$inflight" "$scratch" "$rss" | tee -a "$rows"
+}
+for S in 100 1000 5000 20000; do
+  for vc in 100 500 1000 2000; do measure "$S" "$vc" 2; done
 done
+for vc in 500 2000; do measure 1000 "$vc" 1; measure 20000 "$vc" 1; done
 python3 - "$rows" <<'PY'
 import sys
 import numpy as np
 d = np.loadtxt(sys.argv[1], ndmin=2)
-S, vc, X, rss = d.T
-A = np.column_stack([np.ones_like(S), S, X])
+S, vc, T, X, K, rss = d.T
+A = np.column_stack([np.ones_like(S), S, X, K])
 # Weighted by 1/measured: the planner's promise is about relative error.
 w = 1.0 / rss
 coef, *_ = np.linalg.lstsq(A * w[:, None], rss * w, rcond=None)
 pred = A @ coef
-print(f"\nMEASURED = RssModel {{ base: {coef[0]:.4e}, per_sample: {coef[1]:.1f}, kappa: {coef[2]:.3f} }}")
-print(f"{'S':>6} {'vc':>5} {'in-flight MB':>13} {'measured MB':>12} {'predicted MB':>13} {'error':>7}")
-for s, v, x, r, p in zip(S, vc, X, rss, pred):
-    print(f"{int(s):>6} {int(v):>5} {x/1e6:>13.1f} {r/1e6:>12.1f} {p/1e6:>13.1f} {100*(p-r)/r:>6.1f}%")
+print(f"\nMEASURED = RssModel {{ base: {coef[0]:.4e}, per_sample: {coef[1]:.1f}, kappa: {coef[2]:.3f}, tau: {coef[3]:.3f} }}")
+print(f"{'S':>6} {'vc':>5} {'thr':>3} {'in-flight MB':>13} {'scratch MB':>11} {'measured MB':>12} {'predicted MB':>13} {'error':>7}")
+for s, v, t, x, k, r, p in zip(S, vc, T, X, K, rss, pred):
+    print(f"{int(s):>6} {int(v):>5} {int(t):>3} {x/1e6:>13.1f} {k/1e6:>11.1f} {r/1e6:>12.1f} {p/1e6:>13.1f} {100*(p-r)/r:>6.1f}%")
 PY

@@ -196,7 +196,27 @@ fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
     }
 }
 
+/// Pins glibc's mmap threshold. By default glibc raises it after each large free, so
+/// freed multi-megabyte chunk buffers stay in per-thread arenas and RSS drifts up over
+/// a long conversion (measured: 22.0 MB vs 16.8 MB on the shared corpus, same speed),
+/// which would make peak RSS, and so `--max-mem`, unpredictable.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn pin_malloc_mmap_threshold() {
+    extern "C" {
+        fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
+    }
+    const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
+    // SAFETY: mallopt only sets an allocator parameter; called before any threads start.
+    unsafe {
+        mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn pin_malloc_mmap_threshold() {}
+
 fn main() -> ExitCode {
+    pin_malloc_mmap_threshold();
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet);
     if cli.verbose == 0 {

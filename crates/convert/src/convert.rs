@@ -823,17 +823,27 @@ fn remove_empty_dirs(dir: &Path) {
     let _ = std::fs::remove_dir(dir);
 }
 
-fn progress_bar(enabled: bool) -> indicatif::ProgressBar {
+/// A bar with ETA when the index gave the record count, a spinner otherwise; hidden
+/// unless stderr is a terminal.
+fn progress_bar(enabled: bool, total: Option<u64>) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
     if !enabled || !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
-    let pb = indicatif::ProgressBar::new_spinner();
+    let (pb, template) = match total {
+        Some(n) => (
+            indicatif::ProgressBar::new(n),
+            "{elapsed} [{bar:40}] {human_pos}/{human_len} records ({per_sec}, ETA {eta})",
+        ),
+        None => (
+            indicatif::ProgressBar::new_spinner(),
+            "{spinner} {elapsed} {human_pos} records ({per_sec})",
+        ),
+    };
     pb.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {elapsed} {human_pos} records ({per_sec}) {msg}",
-        )
-        .expect("template"),
+        indicatif::ProgressStyle::with_template(template)
+            .expect("template")
+            .progress_chars("=> "),
     );
     pb.enable_steady_tick(std::time::Duration::from_millis(200));
     pb
@@ -896,7 +906,7 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
         .num_threads(threads)
         .build()
         .map_err(|e| Error::Usage(format!("cannot start {threads} threads: {e}")))?;
-    let pb = progress_bar(opts.progress);
+    let pb = progress_bar(opts.progress, report.plan.records);
     let (tx, rx) = crossbeam_channel::bounded::<Result<Batch>>(0);
     // Encoded batches come back to the reader to be refilled: two batches exist in all.
     let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Batch>(2);

@@ -121,6 +121,7 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
     let row_bytes = set.row_bytes_estimate(samples);
     let input_plan = PlanInput {
         cores: threads + 1,
+        threads,
         budget,
         contigs: contigs.clone(),
         samples,

@@ -32,6 +32,8 @@ pub struct Requested {
 pub struct PlanInput {
     /// Cores this process may use (affinity and cgroup quota applied).
     pub cores: usize,
+    /// Encoding threads (each holds one inner chunk of scratch).
+    pub threads: usize,
     /// Memory budget in bytes.
     pub budget: u64,
     pub contigs: Vec<ContigCost>,
@@ -72,6 +74,8 @@ pub struct Plan {
     /// Records known from the index (all contigs counted), if every contig was.
     pub records: Option<u64>,
     pub in_flight_bytes: u64,
+    /// Encoder scratch: threads × one inner chunk of genotypes.
+    pub scratch_bytes: u64,
     pub predicted_peak_rss: u64,
     pub budget: u64,
     /// Shard files at most (empty shards are not written), and all files at most.
@@ -172,27 +176,32 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         cap.map_or(vc, |n| vc.min(n.max(1)))
     };
     let in_flight = |vc: u64, cc: usize| cc as u64 * eff_rows(vc, cc) * input.row_bytes;
+    let sc = chunks.samples;
+    let scratch_row = input.threads.max(1) as u64 * sc * input.cell_bytes;
+    let scratch = |vc: u64| vc * scratch_row;
     let m = &input.model;
+    let pred = |vc: u64, cc: usize| m.peak(input.samples, in_flight(vc, cc), scratch(vc));
     // What the budget allows the law to predict (see HEADROOM).
     let allowed = (input.budget as f64 / HEADROOM) as u64;
-    let minimum = (m.peak(input.samples, input.row_bytes) as f64 * HEADROOM).ceil() as u64;
+    let minimum = (pred(1, 1) as f64 * HEADROOM).ceil() as u64;
     if minimum > input.budget {
         return Err(PlanError::BudgetTooSmall {
             budget: input.budget,
             minimum,
         });
     }
-    while cc > 1 && m.peak(input.samples, in_flight(chunks.variants, cc)) > allowed {
+    while cc > 1 && pred(chunks.variants, cc) > allowed {
         cc -= 1;
-        if cc == 1 || m.peak(input.samples, in_flight(chunks.variants, cc)) <= allowed {
+        if cc == 1 || pred(chunks.variants, cc) <= allowed {
             notes.push(format!(
                 "concurrent contigs reduced to {cc} to fit the memory budget"
             ));
         }
     }
-    if m.peak(input.samples, in_flight(chunks.variants, cc)) > allowed {
-        let room = m.max_in_flight(input.samples, allowed).unwrap_or(0);
-        let fits = (room / (cc as u64 * input.row_bytes.max(1))).max(1);
+    if pred(chunks.variants, cc) > allowed {
+        let fits = m
+            .max_rows(input.samples, allowed, cc as u64 * input.row_bytes, scratch_row)
+            .max(1);
         if input.requested.variants_chunk.is_some() {
             return Err(PlanError::ChunkTooLarge {
                 budget: input.budget,
@@ -219,7 +228,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     ss = ss.min(s_full);
 
     let in_flight_bytes = in_flight(chunks.variants, cc);
-    let predicted_peak_rss = m.peak(input.samples, in_flight_bytes);
+    let predicted_peak_rss = pred(chunks.variants, cc);
     let amplification = input
         .patch
         .map(|p| amplification(p, chunks.variants, chunks.samples, input.samples));
@@ -253,6 +262,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         amplification,
         records,
         in_flight_bytes,
+        scratch_bytes: scratch(chunks.variants),
         predicted_peak_rss,
         budget: input.budget,
         shards,
@@ -269,6 +279,7 @@ mod tests {
     fn input(budget: u64, samples: u64) -> PlanInput {
         PlanInput {
             cores: 8,
+            threads: 2,
             budget,
             contigs: vec![
                 ContigCost {

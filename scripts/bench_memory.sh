@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# --max-mem benchmark: for each input and budget, the plan's predicted peak RSS next to
+# the measured one (/usr/bin/time -v), and whether the promise held.
+#   scripts/bench_memory.sh [WORKDIR]
+# Inputs: ../shared/corpus/sim.vcf.gz (1,000 samples) and a generated 20,000-sample
+# VCF (scripts/make_wide_vcf.py, 4,000 records; kept in WORKDIR between runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+svar2=$PWD/target/release/svar2
+work=${1:-$(mktemp -d)}
+mkdir -p "$work"
+wide=$work/w20000.vcf.gz
+if [[ ! -e $wide ]]; then
+  python3 scripts/make_wide_vcf.py "$work/w20000.vcf" 20000 4000
+  bgzip -f "$work/w20000.vcf" && bcftools index -f "$wide"
+fi
+printf '| %-22s | %8s | %9s | %12s | %11s | %7s | %6s |\n' input --max-mem "chunk" "predicted MB" "measured MB" "error" "under"
+printf '|%s|%s|%s|%s|%s|%s|%s|\n' ------------------------ ---------- ----------- -------------- ------------- --------- --------
+bench() {
+  local input=$1 budget=$2
+  local json pred vc rss limit
+  json=$("$svar2" plan --json --max-mem "$budget" "$input")
+  pred=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["predicted_peak_rss"])' <<< "$json")
+  vc=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["chunks"]["variants"])' <<< "$json")
+  limit=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["budget"])' <<< "$json")
+  /usr/bin/time -v -o "$work/time" "$svar2" convert -q --force --max-mem "$budget" "$input" "$work/out.zarr"
+  rss=$(awk -F': ' '/Maximum resident/ {print $2*1024}' "$work/time")
+  python3 - "$input" "$budget" "$vc" "$pred" "$rss" "$limit" <<'PY'
+import os, sys
+inp, budget, vc, pred, rss, limit = sys.argv[1:]
+pred, rss, limit = int(pred), int(float(rss)), int(limit)
+err = 100 * (pred - rss) / rss
+print(f"| {os.path.basename(inp):<22} | {budget:>8} | {vc:>9} | {pred/1e6:>12.1f} | {rss/1e6:>11.1f} | {err:>6.1f}% | {'yes' if rss <= limit else 'NO':>6} |")
+PY
+}
+for b in 20MiB 24MiB auto; do bench ../shared/corpus/sim.vcf.gz "$b"; done
+for b in 64MiB 128MiB 256MiB auto; do bench "$wide" "$b"; done
