@@ -33,16 +33,16 @@ pub struct RssModel {
 /// Measured on 2026-11-30 (2 cores, glibc malloc) by `scripts/calibrate_rss.sh`:
 /// 20 runs, S ∈ {100, 1000, 5000, 20000} × variants chunk ∈ {100, 500, 1000, 2000} at
 /// 2 threads plus four 1-thread runs, fitted for relative error; every run landed
-/// within ±19 % of its prediction.
+/// within −13 %…+17 % of its prediction (most within ±5 %).
 pub const MEASURED: RssModel = RssModel {
-    base: 1.1549e7,
-    per_sample: 1096.1,
-    kappa: 2.327,
-    tau: 1.338,
+    base: 1.1723e7,
+    per_sample: 730.3,
+    kappa: 1.905,
+    tau: 0.898,
 };
 
 /// Plans keep `predicted × HEADROOM ≤ budget`: the law's worst under-prediction in
-/// calibration was 18 %, and `--max-mem` is a promise, not a target.
+/// calibration was 13 %, and `--max-mem` is a promise, not a target.
 pub const HEADROOM: f64 = 1.25;
 
 impl RssModel {
@@ -56,7 +56,13 @@ impl RssModel {
 
     /// The most chunk rows that keep the predicted peak within `budget`, when each
     /// row adds `in_flight_per_row` and `scratch_per_row` bytes.
-    pub fn max_rows(&self, samples: u64, budget: u64, in_flight_per_row: u64, scratch_per_row: u64) -> u64 {
+    pub fn max_rows(
+        &self,
+        samples: u64,
+        budget: u64,
+        in_flight_per_row: u64,
+        scratch_per_row: u64,
+    ) -> u64 {
         let room = budget as f64 - self.base - self.per_sample * samples as f64;
         let per_row = self.kappa * in_flight_per_row as f64 + self.tau * scratch_per_row as f64;
         if room <= 0.0 || per_row <= 0.0 {

@@ -200,7 +200,12 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     }
     if pred(chunks.variants, cc) > allowed {
         let fits = m
-            .max_rows(input.samples, allowed, cc as u64 * input.row_bytes, scratch_row)
+            .max_rows(
+                input.samples,
+                allowed,
+                cc as u64 * input.row_bytes,
+                scratch_row,
+            )
             .max(1);
         if input.requested.variants_chunk.is_some() {
             return Err(PlanError::ChunkTooLarge {
