@@ -912,12 +912,10 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Batch>(2);
     let vc = g.variants_chunk as usize;
     let n_samples = schema.samples.len();
-    let path: PathBuf = input.into();
     let result = std::thread::scope(|scope| {
         let set_ref = &set;
         scope.spawn(move || {
             let mut ex = Extractor::new(&reader, set_ref);
-            let mut rec = reader.empty_record();
             let mut n: u64 = 0;
             loop {
                 let mut batch = match recycle_rx.try_recv() {
@@ -928,19 +926,14 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
                     Err(_) => Batch::new(&set_ref.columns, n_samples, n),
                 };
                 while batch.len() < vc {
-                    match reader.next(&mut rec, n) {
-                        Ok(true) => {}
+                    match reader.read_into(&mut ex, &mut batch, n) {
+                        Ok(true) => n += 1,
                         Ok(false) => break,
                         Err(e) => {
                             let _ = tx.send(Err(e));
                             return;
                         }
                     }
-                    if let Err(e) = ex.extract(&path, n, &rec, &mut batch) {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                    n += 1;
                 }
                 let done = batch.len() < vc;
                 if !batch.is_empty() && tx.send(Ok(batch)).is_err() {

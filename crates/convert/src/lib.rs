@@ -4,6 +4,7 @@ pub mod arrays;
 pub mod codec;
 pub mod column;
 pub mod error;
+pub mod fastvcf;
 pub mod host;
 pub mod index;
 pub mod planning;

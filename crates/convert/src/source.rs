@@ -7,6 +7,7 @@
 use crate::arrays::{ArraySet, Source};
 use crate::column::{Batch, BCF_INT32_MISSING, BCF_INT32_VECTOR_END};
 use crate::error::{Error, Result};
+use crate::fastvcf::TextReader;
 use crate::schema::{Category, Schema, VcfType};
 use rust_htslib::bcf::{self, Read};
 use rust_htslib::htslib;
@@ -23,8 +24,15 @@ pub fn quiet_htslib() {
 /// An open VCF/BCF file and its parsed header.
 pub struct VcfReader {
     pub path: PathBuf,
-    reader: bcf::Reader,
+    inner: Inner,
     pub schema: Schema,
+}
+
+/// BCF goes through htslib's record reader; VCF text is read line by line so simple
+/// records can skip htslib's full parse (see `fastvcf`).
+enum Inner {
+    Hts(bcf::Reader, bcf::Record),
+    Text(Box<TextReader>),
 }
 
 fn raw_header(header: &bcf::header::HeaderView) -> String {
@@ -59,50 +67,88 @@ impl VcfReader {
                 msg: "no such file".into(),
             });
         }
-        let mut reader = bcf::Reader::from_path(path).map_err(|e| Error::Open {
-            path: path.into(),
-            msg: format!("not a readable VCF/BCF ({e})"),
-        })?;
-        if threads >= 4 {
-            // bgzf decompression is a small share of the reader's time; a helper thread
-            // only pays once cores are not all busy parsing and encoding.
-            let _ = reader.set_threads(1);
+        let inner = match TextReader::open(path)? {
+            Some(t) => Inner::Text(Box::new(t)),
+            None => {
+                let mut reader = bcf::Reader::from_path(path).map_err(|e| Error::Open {
+                    path: path.into(),
+                    msg: format!("not a readable VCF/BCF ({e})"),
+                })?;
+                if threads >= 4 {
+                    // bgzf decompression is a small share of the reader's time; a
+                    // helper thread only pays once cores are not all busy.
+                    let _ = reader.set_threads(1);
+                }
+                let rec = reader.empty_record();
+                Inner::Hts(reader, rec)
+            }
+        };
+        let header = match &inner {
+            Inner::Hts(r, _) => r.header(),
+            Inner::Text(t) => t.header(),
+        };
+        let raw = raw_header(header);
+        let schema = Schema::from_header(path, header, &raw)?;
+        let mut inner = inner;
+        if let Inner::Text(t) = &mut inner {
+            t.set_filters(&schema);
         }
-        let raw = raw_header(reader.header());
-        let schema = Schema::from_header(path, reader.header(), &raw)?;
         Ok(VcfReader {
             path: path.into(),
-            reader,
+            inner,
             schema,
         })
     }
 
-    /// A fresh record buffer bound to this file's header.
-    pub fn empty_record(&self) -> bcf::Record {
-        self.reader.empty_record()
+    /// The file's header.
+    pub fn header(&self) -> &bcf::header::HeaderView {
+        match &self.inner {
+            Inner::Hts(r, _) => r.header(),
+            Inner::Text(t) => t.header(),
+        }
     }
 
-    /// Reads the next record into `rec`; `Ok(false)` at end of file. On a parse error
-    /// the message names the last good record, since the bad one has no usable locus.
-    pub fn next(&mut self, rec: &mut bcf::Record, record_no: u64) -> Result<bool> {
-        let last = (record_no > 0).then(|| (rec.rid().unwrap_or(0), rec.pos() + 1));
-        match self.reader.read(rec) {
-            None => Ok(false),
-            Some(Ok(())) => Ok(true),
-            Some(Err(e)) => {
-                let locus = match last {
-                    Some((rid, pos)) => format!(
-                        "after {}:{pos}",
-                        String::from_utf8_lossy(self.reader.header().rid2name(rid).unwrap_or(b"?"))
-                    ),
-                    None => "first record".into(),
-                };
-                Err(Error::Record {
-                    path: self.path.clone(),
-                    record: record_no + 1,
-                    locus,
-                    msg: format!("htslib could not parse the record ({e})"),
-                })
+    /// Reads the next record into `batch`; `Ok(false)` at end of file.
+    pub fn read_into(
+        &mut self,
+        ex: &mut Extractor,
+        batch: &mut Batch,
+        record_no: u64,
+    ) -> Result<bool> {
+        match &mut self.inner {
+            Inner::Hts(reader, rec) => {
+                let last = (record_no > 0).then(|| (rec.rid().unwrap_or(0), rec.pos() + 1));
+                match reader.read(rec) {
+                    None => Ok(false),
+                    Some(Ok(())) => ex.extract(&self.path, record_no, rec, batch).map(|_| true),
+                    Some(Err(e)) => {
+                        let locus = match last {
+                            Some((rid, pos)) => format!(
+                                "after {}:{pos}",
+                                String::from_utf8_lossy(
+                                    reader.header().rid2name(rid).unwrap_or(b"?")
+                                )
+                            ),
+                            None => "first record".into(),
+                        };
+                        Err(Error::Record {
+                            path: self.path.clone(),
+                            record: record_no + 1,
+                            locus,
+                            msg: format!("htslib could not parse the record ({e})"),
+                        })
+                    }
+                }
+            }
+            Inner::Text(t) => {
+                if !t.next_line(&self.path, record_no)? {
+                    return Ok(false);
+                }
+                if ex.extract_simple_line(&self.path, record_no, t.line(), t.lookups(), batch)? {
+                    return Ok(true);
+                }
+                let rec = t.parse_line(&self.path, record_no)?;
+                ex.extract(&self.path, record_no, rec, batch).map(|_| true)
             }
         }
     }
@@ -141,35 +187,47 @@ impl Drop for HtsBuf {
     }
 }
 
-struct FieldSlot {
-    tag: CString,
-    category: Category,
-    ty: VcfType,
-    column: usize,
-    name: String,
+pub(crate) struct FieldSlot {
+    pub(crate) tag: CString,
+    pub(crate) category: Category,
+    pub(crate) ty: VcfType,
+    pub(crate) column: usize,
+    pub(crate) name: String,
+}
+
+/// A record's fixed columns, however they were parsed.
+pub(crate) struct Site<'a> {
+    pub rid: u32,
+    /// 1-based POS.
+    pub pos: i64,
+    pub rlen: i64,
+    pub id: &'a [u8],
+    pub alleles: &'a [&'a [u8]],
+    /// QUAL as f32 bits (missing: 0x7F800001).
+    pub qual: u32,
 }
 
 /// Pulls every stored value out of a record into the batch's columns.
 pub struct Extractor {
-    fields: Vec<FieldSlot>,
-    gt: Option<(CString, usize, usize)>,
-    col_contig: usize,
-    col_pos: usize,
-    col_len: usize,
-    col_id: usize,
-    col_allele: usize,
-    col_qual: usize,
-    col_filter: usize,
+    pub(crate) fields: Vec<FieldSlot>,
+    pub(crate) gt: Option<(CString, usize, usize)>,
+    pub(crate) col_contig: usize,
+    pub(crate) col_pos: usize,
+    pub(crate) col_len: usize,
+    pub(crate) col_id: usize,
+    pub(crate) col_allele: usize,
+    pub(crate) col_qual: usize,
+    pub(crate) col_filter: usize,
     /// htslib filter id → index in `filter_id`.
-    filter_index: Vec<Option<usize>>,
-    n_filters: usize,
-    n_samples: usize,
+    pub(crate) filter_index: Vec<Option<usize>>,
+    pub(crate) n_filters: usize,
+    pub(crate) n_samples: usize,
     /// htslib counts a buffer's capacity in elements of the requested type, so each
     /// type gets its own buffer.
     bufs: [HtsBuf; 3],
-    gt_vals: Vec<i32>,
-    phased: Vec<u8>,
-    flags: Vec<u8>,
+    pub(crate) gt_vals: Vec<i32>,
+    pub(crate) phased: Vec<u8>,
+    pub(crate) flags: Vec<u8>,
 }
 
 fn column_of(set: &ArraySet, source: Source) -> usize {
@@ -184,7 +242,7 @@ impl Extractor {
     /// Prepares lookups for a header.
     pub fn new(reader: &VcfReader, set: &ArraySet) -> Extractor {
         let schema = &reader.schema;
-        let header = reader.reader.header();
+        let header = reader.header();
         let fields = schema
             .fields
             .iter()
@@ -234,6 +292,37 @@ impl Extractor {
         }
     }
 
+    /// Appends a record's fixed columns (filters already set in `self.flags`).
+    pub(crate) fn push_site(
+        &mut self,
+        batch: &mut Batch,
+        site: &Site,
+    ) -> std::result::Result<(), String> {
+        let pos32 =
+            i32::try_from(site.pos).map_err(|_| "POS does not fit in 32 bits".to_string())?;
+        let rlen32 =
+            i32::try_from(site.rlen).map_err(|_| format!("length {} too large", site.rlen))?;
+        let cols = &mut batch.columns;
+        cols[self.col_contig].push_ints(&[site.rid as i32], 1);
+        cols[self.col_pos].push_ints(&[pos32], 1);
+        cols[self.col_len].push_ints(&[rlen32], 1);
+        batch
+            .loci
+            .push((site.rid as i32, site.pos, site.pos + site.rlen - 1));
+        let c = &mut cols[self.col_id];
+        c.begin_strs(1);
+        c.push_str(site.id);
+        batch.max_alleles = batch.max_alleles.max(site.alleles.len() as u32);
+        let c = &mut cols[self.col_allele];
+        c.begin_strs(site.alleles.len() as u32);
+        for a in site.alleles {
+            c.push_str(a);
+        }
+        cols[self.col_qual].push_floats(&[site.qual], 1);
+        cols[self.col_filter].push_bools(&self.flags, self.n_filters as u32);
+        Ok(())
+    }
+
     /// Appends one record to `batch`. `locus` names the record in errors.
     pub fn extract(
         &mut self,
@@ -255,30 +344,8 @@ impl Extractor {
             ),
             msg,
         };
-        let pos32 = i32::try_from(pos).map_err(|_| err("POS does not fit in 32 bits".into()))?;
         let rlen = rec.rlen();
-        let rlen32 = i32::try_from(rlen).map_err(|_| err(format!("length {rlen} too large")))?;
-        let cols = &mut batch.columns;
-        cols[self.col_contig].push_ints(&[rid as i32], 1);
-        cols[self.col_pos].push_ints(&[pos32], 1);
-        cols[self.col_len].push_ints(&[rlen32], 1);
-        batch.loci.push((rid as i32, pos, pos + rlen - 1));
-
-        let id = rec.id();
-        let c = &mut cols[self.col_id];
-        c.begin_strs(1);
-        c.push_str(&id);
-
         let alleles = rec.alleles();
-        batch.max_alleles = batch.max_alleles.max(alleles.len() as u32);
-        let c = &mut cols[self.col_allele];
-        c.begin_strs(alleles.len() as u32);
-        for a in &alleles {
-            c.push_str(a);
-        }
-
-        cols[self.col_qual].push_floats(&[rec.qual().to_bits()], 1);
-
         self.flags.clear();
         self.flags.resize(self.n_filters, 0);
         for f in rec.filters() {
@@ -287,7 +354,16 @@ impl Extractor {
                 None => return Err(err(format!("FILTER id {} is not in the header", f.0))),
             }
         }
-        cols[self.col_filter].push_bools(&self.flags, self.n_filters as u32);
+        let site = Site {
+            rid,
+            pos,
+            rlen,
+            id: &rec.id(),
+            alleles: &alleles,
+            qual: rec.qual().to_bits(),
+        };
+        self.push_site(batch, &site).map_err(err)?;
+        let cols = &mut batch.columns;
 
         let s = self.n_samples;
         for slot in &self.fields {

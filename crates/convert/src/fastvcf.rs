@@ -1,0 +1,402 @@
+//! VCF text read line by line, with a direct parse for the commonest record shape:
+//! INFO `.` and FORMAT `GT` (simulations, imputed panels, most biobank releases).
+//! Such a line goes straight from text to columns — CHROM, POS, ID, alleles, QUAL,
+//! FILTER and the calls — without htslib building a BCF record first. Any other line
+//! (or anything unusual in one) is handed to htslib's `vcf_parse` unchanged, so the
+//! values stored are exactly those of the htslib path; the oracle tests hold both.
+
+use crate::column::Batch;
+use crate::error::{Error, Result};
+use crate::schema::{Category, Schema, VcfType};
+use crate::source::{Extractor, Site};
+use rust_htslib::bcf::{self, header::HeaderView};
+use rust_htslib::htslib;
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Name lookups the direct parse needs.
+#[derive(Default)]
+pub struct Lookups {
+    contigs: HashMap<Vec<u8>, u32>,
+    /// FILTER name → htslib id.
+    filters: HashMap<Vec<u8>, u32>,
+}
+
+/// A text VCF (plain or bgzipped) opened with htslib, read a line at a time.
+pub struct TextReader {
+    fp: *mut htslib::htsFile,
+    header: Arc<HeaderView>,
+    ks: htslib::kstring_t,
+    rec: bcf::Record,
+    lookups: Lookups,
+}
+
+// SAFETY: the htsFile and kstring are owned by this value and only used through &mut.
+unsafe impl Send for TextReader {}
+
+const KS_SEP_LINE: i32 = 2;
+
+impl TextReader {
+    /// Opens `path` if it is VCF text; `Ok(None)` for BCF or anything else.
+    pub fn open(path: &Path) -> Result<Option<TextReader>> {
+        let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::Open {
+            path: path.into(),
+            msg: "path contains a NUL byte".into(),
+        })?;
+        // SAFETY: plain htslib calls; every pointer is checked before use and owned by
+        // the returned value (closed in Drop) or closed here.
+        unsafe {
+            let fp = htslib::hts_open(c.as_ptr(), c"r".as_ptr());
+            if fp.is_null() {
+                return Ok(None);
+            }
+            let fmt = htslib::hts_get_format(fp);
+            if fmt.is_null() || (*fmt).format != htslib::htsExactFormat_vcf {
+                htslib::hts_close(fp);
+                return Ok(None);
+            }
+            let hdr = htslib::bcf_hdr_read(fp);
+            if hdr.is_null() {
+                htslib::hts_close(fp);
+                return Err(Error::Header {
+                    path: path.into(),
+                    msg: "no valid VCF header (a #CHROM line and ## meta lines)".into(),
+                });
+            }
+            let header = Arc::new(HeaderView::from_ptr(hdr));
+            let rec = header.empty_record();
+            let mut contigs = HashMap::new();
+            for rid in 0..header.contig_count() {
+                if let Ok(name) = header.rid2name(rid) {
+                    contigs.insert(name.to_vec(), rid);
+                }
+            }
+            Ok(Some(TextReader {
+                fp,
+                header,
+                ks: htslib::kstring_t {
+                    l: 0,
+                    m: 0,
+                    s: std::ptr::null_mut(),
+                },
+                rec,
+                lookups: Lookups {
+                    contigs,
+                    filters: HashMap::new(),
+                },
+            }))
+        }
+    }
+
+    /// Learns the FILTER ids once the schema is known.
+    pub fn set_filters(&mut self, schema: &Schema) {
+        for f in &schema.filters {
+            if let Ok(id) = self.header.name_to_id(f.id.as_bytes()) {
+                self.lookups.filters.insert(f.id.as_bytes().to_vec(), id.0);
+            }
+        }
+    }
+
+    /// The file's header.
+    pub fn header(&self) -> &HeaderView {
+        &self.header
+    }
+
+    /// Lookups for [`Extractor::extract_simple_line`].
+    pub fn lookups(&self) -> &Lookups {
+        &self.lookups
+    }
+
+    /// The current line.
+    pub fn line(&self) -> &[u8] {
+        if self.ks.s.is_null() {
+            return &[];
+        }
+        // SAFETY: htslib keeps ks.l valid bytes at ks.s.
+        unsafe { std::slice::from_raw_parts(self.ks.s as *const u8, self.ks.l) }
+    }
+
+    /// Reads the next non-empty line; `Ok(false)` at end of file.
+    pub fn next_line(&mut self, path: &Path, record_no: u64) -> Result<bool> {
+        loop {
+            // SAFETY: fp is open; htslib grows ks as needed.
+            let r = unsafe { htslib::hts_getline(self.fp, KS_SEP_LINE, &mut self.ks) };
+            if r == -1 {
+                return Ok(false);
+            }
+            if r < -1 {
+                return Err(Error::Record {
+                    path: path.into(),
+                    record: record_no + 1,
+                    locus: "reading".into(),
+                    msg: "the compressed data is truncated or corrupt".into(),
+                });
+            }
+            if self.ks.l > 0 {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Parses the current line with htslib (the general path).
+    pub fn parse_line(&mut self, path: &Path, record_no: u64) -> Result<&bcf::Record> {
+        let line = self.line();
+        let mut cols = line.split(|&b| b == b'\t');
+        let chrom = String::from_utf8_lossy(cols.next().unwrap_or(b"?")).into_owned();
+        let pos = String::from_utf8_lossy(cols.next().unwrap_or(b"?")).into_owned();
+        // SAFETY: ks holds the line; rec was made for this header.
+        let r = unsafe {
+            let r = htslib::vcf_parse(&mut self.ks, self.header.as_ptr(), self.rec.inner);
+            if r == 0 {
+                htslib::bcf_unpack(self.rec.inner, htslib::BCF_UN_ALL as i32);
+            }
+            r
+        };
+        if r != 0 {
+            return Err(Error::Record {
+                path: path.into(),
+                record: record_no + 1,
+                locus: format!("{chrom}:{pos}"),
+                msg: "htslib could not parse the record".into(),
+            });
+        }
+        Ok(&self.rec)
+    }
+}
+
+impl Drop for TextReader {
+    fn drop(&mut self) {
+        // SAFETY: fp was opened by hts_open; ks.s was allocated by htslib.
+        unsafe {
+            htslib::hts_close(self.fp);
+            if !self.ks.s.is_null() {
+                libc_free(self.ks.s as *mut std::ffi::c_void);
+            }
+        }
+    }
+}
+
+extern "C" {
+    #[link_name = "free"]
+    fn libc_free(p: *mut std::ffi::c_void);
+}
+
+fn parse_u64(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 18 {
+        return None;
+    }
+    b.iter().try_fold(0u64, |acc, &c| {
+        c.is_ascii_digit().then(|| acc * 10 + (c - b'0') as u64)
+    })
+}
+
+/// One GT string into canonical alleles (appended to `out`), returning (ploidy,
+/// phased); `None` for anything unusual (left to htslib).
+fn parse_gt(s: &[u8], out: &mut Vec<i32>) -> Option<(usize, bool)> {
+    let mut n = 0;
+    let mut phased = false;
+    let mut i = 0;
+    loop {
+        let a = match s.get(i)? {
+            b'.' => {
+                i += 1;
+                -1
+            }
+            c if c.is_ascii_digit() => {
+                let start = i;
+                while i < s.len() && s[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if i - start > 6 {
+                    return None;
+                }
+                parse_u64(&s[start..i])? as i32
+            }
+            _ => return None,
+        };
+        out.push(a);
+        n += 1;
+        match s.get(i) {
+            None => break,
+            Some(b'|') => phased = true,
+            Some(b'/') => {}
+            Some(_) => return None,
+        }
+        i += 1;
+    }
+    // A haploid call counts as phased (as in the htslib path).
+    Some((n, phased || n == 1))
+}
+
+impl Extractor {
+    /// Appends the current line if it has the simple shape (INFO `.`, FORMAT `GT`, or
+    /// no FORMAT when there are no samples); `Ok(false)` leaves the batch untouched and
+    /// the line to htslib.
+    pub fn extract_simple_line(
+        &mut self,
+        path: &Path,
+        record_no: u64,
+        line: &[u8],
+        lk: &Lookups,
+        batch: &mut Batch,
+    ) -> Result<bool> {
+        let s = self.n_samples;
+        let mut f = line.split(|&b| b == b'\t');
+        let mut next = || f.next();
+        let (
+            Some(chrom),
+            Some(pos),
+            Some(id),
+            Some(r),
+            Some(alt),
+            Some(qual),
+            Some(filter),
+            Some(info),
+        ) = (
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+        )
+        else {
+            return Ok(false);
+        };
+        if info != b"." || r.is_empty() || id.is_empty() || alt.is_empty() {
+            return Ok(false);
+        }
+        let Some(&rid) = lk.contigs.get(chrom) else {
+            return Ok(false);
+        };
+        let Some(pos) = parse_u64(pos) else {
+            return Ok(false);
+        };
+        let qual = if qual == b"." {
+            crate::column::FLOAT32_MISSING
+        } else {
+            match std::str::from_utf8(qual)
+                .ok()
+                .and_then(|q| q.parse::<f64>().ok())
+            {
+                Some(q) if q.is_finite() => (q as f32).to_bits(),
+                _ => return Ok(false),
+            }
+        };
+        self.flags.clear();
+        self.flags.resize(self.n_filters, 0);
+        if filter != b"." {
+            for name in filter.split(|&b| b == b';') {
+                let Some(&hid) = lk.filters.get(name) else {
+                    return Ok(false);
+                };
+                let Some(i) = self.filter_index.get(hid as usize).copied().flatten() else {
+                    return Ok(false);
+                };
+                self.flags[i] = 1;
+            }
+        }
+        let mut alleles: Vec<&[u8]> = Vec::with_capacity(4);
+        alleles.push(r);
+        if alt != b"." {
+            for a in alt.split(|&b| b == b',') {
+                if a.is_empty() {
+                    return Ok(false);
+                }
+                alleles.push(a);
+            }
+        }
+        // Calls: FORMAT must be exactly GT and every sample a plain GT.
+        self.gt_vals.clear();
+        self.phased.clear();
+        let mut ploidies: Vec<u8> = Vec::new();
+        let mut max_ploidy = 0;
+        let mut max_allele = -1;
+        match (f.next(), s) {
+            (None, 0) => {}
+            (Some(b"GT"), _) if s > 0 && self.gt.is_some() => {
+                ploidies.reserve(s);
+                for _ in 0..s {
+                    let Some(call) = f.next() else {
+                        return Ok(false);
+                    };
+                    let start = self.gt_vals.len();
+                    let Some((n, ph)) = parse_gt(call, &mut self.gt_vals) else {
+                        return Ok(false);
+                    };
+                    for &a in &self.gt_vals[start..] {
+                        max_allele = max_allele.max(a);
+                    }
+                    max_ploidy = max_ploidy.max(n);
+                    ploidies.push(n as u8);
+                    self.phased.push(u8::from(ph));
+                }
+                if f.next().is_some() || max_ploidy > 255 {
+                    return Ok(false);
+                }
+            }
+            _ => return Ok(false),
+        }
+        let locus = || format!("{}:{pos}", String::from_utf8_lossy(chrom));
+        if max_allele >= alleles.len() as i32 {
+            return Err(Error::Record {
+                path: path.into(),
+                record: record_no + 1,
+                locus: locus(),
+                msg: format!(
+                    "GT allele index {max_allele} but the record has only {} ALT allele(s)",
+                    alleles.len() - 1
+                ),
+            });
+        }
+        // Everything checked: append.
+        let site = Site {
+            rid,
+            pos: pos as i64,
+            rlen: r.len() as i64,
+            id,
+            alleles: &alleles,
+            qual,
+        };
+        self.push_site(batch, &site).map_err(|msg| Error::Record {
+            path: path.into(),
+            record: record_no + 1,
+            locus: locus(),
+            msg,
+        })?;
+        for slot in &self.fields {
+            let col = &mut batch.columns[slot.column];
+            if slot.ty == VcfType::Flag && slot.category == Category::Info {
+                col.push_bools(&[0], 1);
+            } else {
+                col.push_absent();
+            }
+        }
+        if let Some((_, col_gt, col_phased)) = &self.gt {
+            if s > 0 {
+                if max_ploidy > 0 && ploidies.iter().any(|&p| p as usize != max_ploidy) {
+                    // Pad shorter calls with the fill value, as htslib's vector end.
+                    let mut padded = Vec::with_capacity(s * max_ploidy);
+                    let mut k = 0;
+                    for &p in &ploidies {
+                        padded.extend_from_slice(&self.gt_vals[k..k + p as usize]);
+                        padded.extend(std::iter::repeat_n(-2, max_ploidy - p as usize));
+                        k += p as usize;
+                    }
+                    self.gt_vals = padded;
+                }
+                batch.max_ploidy = batch.max_ploidy.max(max_ploidy as u32);
+                batch.columns[*col_gt].push_ints(&self.gt_vals, max_ploidy as u32);
+                batch.columns[*col_phased].push_bools(&self.phased, 1);
+            } else {
+                batch.columns[*col_gt].push_absent();
+                batch.columns[*col_phased].push_bools(&[], 1);
+            }
+        }
+        Ok(true)
+    }
+}
