@@ -4,7 +4,7 @@
 //! to two inner-chunk rows of raw values, whatever the file size.
 
 use crate::arrays::{array_metadata, ArraySet, ArraySpec, Dims, Dtype, Geometry, Layout, Stats};
-use crate::chunk::{column_from_raw, materialize, ChunkView};
+use crate::chunk::{column_from_raw, materialize, recycle, ChunkView};
 use crate::codec::{InnerCodec, Raw};
 use crate::column::Batch;
 use crate::error::{Error, Result};
@@ -222,10 +222,13 @@ impl Writer {
                 };
                 let raw = materialize(spec, col, &layouts[a], &view);
                 if raw.is_fill() {
+                    recycle(raw);
                     return Ok(None);
                 }
                 let shape = spec.shapes(&layouts[a], 0, n_samples as u64, g)[2].clone();
-                codecs[a].encode(&raw, &shape).map(Some)
+                let encoded = codecs[a].encode(&raw, &shape).map(Some);
+                recycle(raw);
+                encoded
             })
             .collect();
         // Encoded chunks go straight to their shard's partial file, in a fixed order,

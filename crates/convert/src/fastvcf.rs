@@ -243,43 +243,37 @@ impl Extractor {
         batch: &mut Batch,
     ) -> Result<bool> {
         let s = self.n_samples;
-        let mut f = line.split(|&b| b == b'\t');
-        let mut next = || f.next();
-        let (
-            Some(chrom),
-            Some(pos),
-            Some(id),
-            Some(r),
-            Some(alt),
-            Some(qual),
-            Some(filter),
-            Some(info),
-        ) = (
-            next(),
-            next(),
-            next(),
-            next(),
-            next(),
-            next(),
-            next(),
-            next(),
-        )
-        else {
-            return Ok(false);
-        };
+        // The eight fixed columns, then `rest` (FORMAT and the calls).
+        let mut fixed: [&[u8]; 8] = [&[]; 8];
+        let mut rest: &[u8] = &[];
+        let mut cursor = line;
+        for (k, slot) in fixed.iter_mut().enumerate() {
+            match cursor.iter().position(|&c| c == b'\t') {
+                Some(t) => {
+                    *slot = &cursor[..t];
+                    cursor = &cursor[t + 1..];
+                    if k == 7 {
+                        rest = cursor;
+                    }
+                }
+                None if k == 7 => *slot = cursor,
+                None => return Ok(false),
+            }
+        }
+        let [chrom, pos_b, id, r, alt, qual_b, filter, info] = fixed;
         if info != b"." || r.is_empty() || id.is_empty() || alt.is_empty() {
             return Ok(false);
         }
         let Some(&rid) = lk.contigs.get(chrom) else {
             return Ok(false);
         };
-        let Some(pos) = parse_u64(pos) else {
+        let Some(pos) = parse_u64(pos_b) else {
             return Ok(false);
         };
-        let qual = if qual == b"." {
+        let qual = if qual_b == b"." {
             crate::column::FLOAT32_MISSING
         } else {
-            match std::str::from_utf8(qual)
+            match std::str::from_utf8(qual_b)
                 .ok()
                 .and_then(|q| q.parse::<f64>().ok())
             {
@@ -313,33 +307,60 @@ impl Extractor {
         // Calls: FORMAT must be exactly GT and every sample a plain GT.
         self.gt_vals.clear();
         self.phased.clear();
-        let mut ploidies: Vec<u8> = Vec::new();
+        self.ploidies.clear();
         let mut max_ploidy = 0;
         let mut max_allele = -1;
-        match (f.next(), s) {
-            (None, 0) => {}
-            (Some(b"GT"), _) if s > 0 && self.gt.is_some() => {
-                ploidies.reserve(s);
-                for _ in 0..s {
-                    let Some(call) = f.next() else {
-                        return Ok(false);
-                    };
-                    let start = self.gt_vals.len();
-                    let Some((n, ph)) = parse_gt(call, &mut self.gt_vals) else {
-                        return Ok(false);
-                    };
-                    for &a in &self.gt_vals[start..] {
-                        max_allele = max_allele.max(a);
-                    }
-                    max_ploidy = max_ploidy.max(n);
-                    ploidies.push(n as u8);
-                    self.phased.push(u8::from(ph));
-                }
-                if f.next().is_some() || max_ploidy > 255 {
-                    return Ok(false);
-                }
+        if s == 0 {
+            if !rest.is_empty() {
+                return Ok(false);
             }
-            _ => return Ok(false),
+        } else {
+            if self.gt.is_none() || !rest.starts_with(b"GT\t") {
+                return Ok(false);
+            }
+            let b = &rest[3..];
+            let mut p = 0;
+            for _ in 0..s {
+                if p > b.len() {
+                    return Ok(false); // fewer calls than samples
+                }
+                // The common call: one digit, a separator, one digit.
+                if p + 3 <= b.len()
+                    && b[p].is_ascii_digit()
+                    && (b[p + 1] == b'|' || b[p + 1] == b'/')
+                    && b[p + 2].is_ascii_digit()
+                    && (p + 3 == b.len() || b[p + 3] == b'\t')
+                {
+                    let (a0, a1) = ((b[p] - b'0') as i32, (b[p + 2] - b'0') as i32);
+                    self.gt_vals.push(a0);
+                    self.gt_vals.push(a1);
+                    max_allele = max_allele.max(a0).max(a1);
+                    max_ploidy = max_ploidy.max(2);
+                    self.ploidies.push(2);
+                    self.phased.push(u8::from(b[p + 1] == b'|'));
+                    p += 4;
+                    continue;
+                }
+                let end = b[p..]
+                    .iter()
+                    .position(|&c| c == b'\t')
+                    .map_or(b.len(), |e| p + e);
+                let start = self.gt_vals.len();
+                let Some((n, ph)) = parse_gt(&b[p..end], &mut self.gt_vals) else {
+                    return Ok(false);
+                };
+                for &a in &self.gt_vals[start..] {
+                    max_allele = max_allele.max(a);
+                }
+                max_ploidy = max_ploidy.max(n);
+                self.ploidies.push(n as u8);
+                self.phased.push(u8::from(ph));
+                p = end + 1;
+            }
+            // Exactly one call per sample: the last one must end the line.
+            if p != b.len() + 1 || max_ploidy > 255 {
+                return Ok(false);
+            }
         }
         let locus = || format!("{}:{pos}", String::from_utf8_lossy(chrom));
         if max_allele >= alleles.len() as i32 {
@@ -378,11 +399,11 @@ impl Extractor {
         }
         if let Some((_, col_gt, col_phased)) = &self.gt {
             if s > 0 {
-                if max_ploidy > 0 && ploidies.iter().any(|&p| p as usize != max_ploidy) {
+                if max_ploidy > 0 && self.ploidies.iter().any(|&p| p as usize != max_ploidy) {
                     // Pad shorter calls with the fill value, as htslib's vector end.
                     let mut padded = Vec::with_capacity(s * max_ploidy);
                     let mut k = 0;
-                    for &p in &ploidies {
+                    for &p in &self.ploidies {
                         padded.extend_from_slice(&self.gt_vals[k..k + p as usize]);
                         padded.extend(std::iter::repeat_n(-2, max_ploidy - p as usize));
                         k += p as usize;

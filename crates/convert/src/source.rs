@@ -227,6 +227,8 @@ pub struct Extractor {
     bufs: [HtsBuf; 3],
     pub(crate) gt_vals: Vec<i32>,
     pub(crate) phased: Vec<u8>,
+    /// Per-sample ploidy of the current record (direct text parse).
+    pub(crate) ploidies: Vec<u8>,
     pub(crate) flags: Vec<u8>,
 }
 
@@ -288,6 +290,7 @@ impl Extractor {
             bufs: [HtsBuf::new(), HtsBuf::new(), HtsBuf::new()],
             gt_vals: Vec::new(),
             phased: Vec::new(),
+            ploidies: Vec::new(),
             flags: Vec::new(),
         }
     }

@@ -33,16 +33,16 @@ pub struct RssModel {
 /// Measured on 2026-11-30 (2 cores, glibc malloc) by `scripts/calibrate_rss.sh`:
 /// 20 runs, S ∈ {100, 1000, 5000, 20000} × variants chunk ∈ {100, 500, 1000, 2000} at
 /// 2 threads plus four 1-thread runs, fitted for relative error; every run landed
-/// within −13 %…+17 % of its prediction (most within ±5 %).
+/// within −12 %…+10 % of its prediction.
 pub const MEASURED: RssModel = RssModel {
-    base: 1.1723e7,
-    per_sample: 730.3,
-    kappa: 1.905,
-    tau: 0.898,
+    base: 1.0850e7,
+    per_sample: 1027.8,
+    kappa: 1.942,
+    tau: 2.461,
 };
 
 /// Plans keep `predicted × HEADROOM ≤ budget`: the law's worst under-prediction in
-/// calibration was 13 %, and `--max-mem` is a promise, not a target.
+/// calibration was 12 %, and `--max-mem` is a promise, not a target.
 pub const HEADROOM: f64 = 1.25;
 
 impl RssModel {
