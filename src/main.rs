@@ -91,6 +91,10 @@ struct PlanArgs {
     /// Samples per shard file (default: all samples, up to ~64 MiB per shard).
     #[arg(long)]
     samples_shard: Option<u64>,
+    /// Readers per contig (sub-contig pieces read through the index in parallel).
+    /// Default: one streaming reader.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    readers: Option<u32>,
     /// Compression level of every inner chunk: the blosc clevel (1-9) of numeric
     /// chunks and the zstd level of string chunks. 3 writes ~1.6x faster than
     /// bio2zarr's 7 for a store ~2% larger.
@@ -111,7 +115,7 @@ impl PlanArgs {
                 variants_shard: self.variants_shard,
                 samples_shard: self.samples_shard,
             },
-            readers: None,
+            readers: self.readers,
             zstd_level: self.zstd_level,
         }
     }

@@ -107,3 +107,125 @@ fn direct_text_parse_matches_htslib_parse() {
     std::fs::write(b.join("zarr.json"), "{}").unwrap();
     assert_eq!(digest(&a), digest(&b));
 }
+
+/// Schedule invariance: sub-contig readers, their count, the piece count and the
+/// thread count never move a byte. The fixture has deliberately unequal contigs (else
+/// any order is the same order) and multiallelic and long-allele records.
+#[test]
+fn readers_and_threads_do_not_move_bytes() {
+    if !tools("readers_and_threads_do_not_move_bytes", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let vcf = dir.path().join("u.vcf");
+    let spec = [
+        "c1:2600", "c2:700", "c3:0", "c4:1900", "c5:90", "c6:1250", "c7:3",
+    ];
+    sh_ok(&format!(
+        "python3 {} {} {}",
+        py("make_unequal_vcf.py"),
+        vcf.display(),
+        spec.join(" ")
+    ));
+    let gz = dir.path().join("u.vcf.gz");
+    let bcf = dir.path().join("u.bcf");
+    sh_ok(&format!(
+        "bcftools view -Oz -o {gz} {vcf} && bcftools index {gz} && bcftools view -Ob -o {bcf} {vcf} && bcftools index {bcf}",
+        gz = gz.display(),
+        vcf = vcf.display(),
+        bcf = bcf.display()
+    ));
+    // The fixture is what it claims.
+    let counts = sh_ok(&format!(
+        "bcftools index -s {} | cut -f3 | sort -u | wc -l",
+        gz.display()
+    ));
+    assert_eq!(counts.trim(), "6", "six distinct contig sizes");
+    let multi = sh_ok(&format!("bcftools view -H -m3 {} | wc -l", gz.display()));
+    assert!(
+        multi.trim().parse::<u32>().unwrap() > 100,
+        "multiallelic records"
+    );
+    let long = sh_ok(&format!(
+        "bcftools query -i 'strlen(REF)>=300' -f '%POS\\n' {} | wc -l",
+        gz.display()
+    ));
+    assert!(long.trim().parse::<u32>().unwrap() > 100, "long alleles");
+
+    for input in [&gz, &bcf] {
+        let mut digests = Vec::new();
+        for (readers, threads, chunk) in [
+            ("1", "1", "256"),
+            ("2", "2", "256"),
+            ("3", "1", "256"),
+            ("5", "2", "256"),
+        ] {
+            let out = dir.path().join(format!("r{readers}t{threads}.zarr"));
+            convert(
+                input,
+                &out,
+                &[
+                    "--readers",
+                    readers,
+                    "--threads",
+                    threads,
+                    "--variants-chunk",
+                    chunk,
+                    "--variants-shard",
+                    "1024",
+                ],
+            );
+            digests.push((readers, digest(&out)));
+        }
+        for (r, d) in &digests[1..] {
+            assert_eq!(
+                d,
+                &digests[0].1,
+                "{}: --readers {r} differs from one reader",
+                input.display()
+            );
+        }
+    }
+}
+
+/// A count that disagrees with the index is a clear error, not a silently short store.
+#[test]
+fn stale_index_is_an_error() {
+    if !tools("stale_index_is_an_error", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.vcf"), dir.path().join("b.vcf"));
+    sh_ok(&format!(
+        "python3 {} {} c1:300 c2:200",
+        py("make_unequal_vcf.py"),
+        a.display()
+    ));
+    sh_ok(&format!(
+        "python3 {} {} c1:250 c2:200",
+        py("make_unequal_vcf.py"),
+        b.display()
+    ));
+    let gz = dir.path().join("x.vcf.gz");
+    // Index one file, then replace it with another: the index is now stale.
+    sh_ok(&format!(
+        "bcftools view -Oz -o {gz} {a} && bcftools index {gz} && bcftools view -Oz -o {gz}.tmp {b} && mv {gz}.tmp {gz}",
+        gz = gz.display(),
+        a = a.display(),
+        b = b.display()
+    ));
+    let out = dir.path().join("o.zarr");
+    let o = svar2()
+        .args(["convert", "-q", "--readers", "2"])
+        .arg(&gz)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("stale") && err.contains("bcftools index -f"),
+        "{err}"
+    );
+    assert!(!out.join("zarr.json").exists());
+}

@@ -2,7 +2,8 @@
 
 Usage: make_unequal_vcf.py OUT.vcf NAME:COUNT [NAME:COUNT ...]
 Every NAME is declared in the header (in the order given, with a length); COUNT may
-be 0 for a contig with no records. Four samples, random diploid genotypes, seeded.
+be 0 for a contig with no records. Four samples, random diploid genotypes, seeded;
+every 9th record is multiallelic (three ALTs) and every 13th has a 300 bp REF.
 """
 import random
 import sys
@@ -19,10 +20,15 @@ def main(out, specs):
         f.write("#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\ta\tb\tc\td\n")
         for name, count in contigs:
             pos = 0
-            for _ in range(count):
+            for k in range(count):
                 pos += rng.randint(1, 100)
-                gts = "\t".join(f"{rng.randint(0, 1)}|{rng.randint(0, 1)}" for _ in range(4))
-                f.write(f"{name}\t{pos}\t.\tA\tC\t.\tPASS\t.\tGT\t{gts}\n")
+                ref, alt, top = "A", "C", 1
+                if k % 9 == 8:
+                    alt, top = "C,G,T", 3
+                if k % 13 == 12:
+                    ref = "A" * 300
+                gts = "\t".join(f"{rng.randint(0, top)}|{rng.randint(0, top)}" for _ in range(4))
+                f.write(f"{name}\t{pos}\t.\t{ref}\t{alt}\t.\tPASS\t.\tGT\t{gts}\n")
 
 
 if __name__ == "__main__":

@@ -188,6 +188,51 @@ impl Column {
         ends.push(bytes.len());
     }
 
+    /// Appends records `r0..r1` of `src` (a column of the same kind).
+    pub fn append_range(&mut self, src: &Column, r0: usize, r1: usize) {
+        if r0 >= r1 {
+            return;
+        }
+        let v0 = src.starts[r0];
+        let v1 = if r1 < src.len() {
+            src.starts[r1]
+        } else {
+            src.values.len()
+        };
+        let base = self.values.len();
+        self.starts
+            .extend(src.starts[r0..r1].iter().map(|&x| x - v0 + base));
+        self.widths.extend_from_slice(&src.widths[r0..r1]);
+        self.stats.merge(&src.stats);
+        if let (Values::Int8(_), Values::Int(_)) = (&self.values, &src.values) {
+            // The source widened past i8: widen this column too.
+            if let Values::Int8(v) = &self.values {
+                self.values = Values::Int(v.iter().map(|&x| x as i32).collect());
+            }
+        }
+        match (&mut self.values, &src.values) {
+            (Values::Int(d), Values::Int(s)) => d.extend_from_slice(&s[v0..v1]),
+            (Values::Int(d), Values::Int8(s)) => d.extend(s[v0..v1].iter().map(|&x| x as i32)),
+            (Values::Int8(d), Values::Int8(s)) => d.extend_from_slice(&s[v0..v1]),
+            (Values::Float(d), Values::Float(s)) => d.extend_from_slice(&s[v0..v1]),
+            (Values::Bool(d), Values::Bool(s)) => d.extend_from_slice(&s[v0..v1]),
+            (
+                Values::Str { bytes, ends },
+                Values::Str {
+                    bytes: sb,
+                    ends: se,
+                },
+            ) => {
+                let b0 = if v0 == 0 { 0 } else { se[v0 - 1] };
+                let b1 = if v1 == 0 { 0 } else { se[v1 - 1] };
+                let shift = bytes.len();
+                bytes.extend_from_slice(&sb[b0..b1]);
+                ends.extend(se[v0..v1].iter().map(|&e| e - b0 + shift));
+            }
+            _ => unreachable!("columns of one spec share a kind"),
+        }
+    }
+
     /// Empties the column, keeping its allocations for the next batch.
     pub fn clear(&mut self) {
         match &mut self.values {
@@ -246,6 +291,16 @@ impl Batch {
     /// Records held.
     pub fn len(&self) -> usize {
         self.loci.len()
+    }
+
+    /// Appends records `r0..r1` of `src` (same column specs).
+    pub fn append_range(&mut self, src: &Batch, r0: usize, r1: usize) {
+        for (d, s) in self.columns.iter_mut().zip(&src.columns) {
+            d.append_range(s, r0, r1);
+        }
+        self.loci.extend_from_slice(&src.loci[r0..r1]);
+        self.max_alleles = self.max_alleles.max(src.max_alleles);
+        self.max_ploidy = self.max_ploidy.max(src.max_ploidy);
     }
 
     /// Empties the batch for reuse as the row starting at record `first`; buffers keep

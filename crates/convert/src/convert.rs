@@ -915,38 +915,65 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Batch>(2);
     let vc = g.variants_chunk as usize;
     let n_samples = schema.samples.len();
+    // Sub-contig readers when the plan asks for more than one and the index allows.
+    let counts: Vec<u64> = report.contigs.iter().map(|c| c.cost).collect();
+    let pieces = (report.plan.w > 1 && report.index.is_some())
+        .then(|| crate::pieces::plan_pieces(input, &schema, &counts, 4 * report.plan.w as usize))
+        .flatten();
+    if report.plan.w > 1 && pieces.is_none() {
+        tracing::warn!(
+            "{}: no usable index, so one streaming reader (index it with `bcftools index`)",
+            input.display()
+        );
+    }
     let result = std::thread::scope(|scope| {
         let set_ref = &set;
-        scope.spawn(move || {
-            let mut ex = Extractor::new(&reader, set_ref);
-            let mut n: u64 = 0;
-            loop {
-                let mut batch = match recycle_rx.try_recv() {
-                    Ok(mut b) => {
-                        b.reset(n);
-                        b
-                    }
-                    Err(_) => Batch::new(&set_ref.columns, n_samples, n),
-                };
-                while batch.len() < vc {
-                    match reader.read_into(&mut ex, &mut batch, n) {
-                        Ok(true) => n += 1,
-                        Ok(false) => break,
-                        Err(e) => {
-                            let _ = tx.send(Err(e));
-                            return;
+        if let Some(pieces) = &pieces {
+            let (schema_ref, counts_ref) = (&schema, &counts);
+            let readers = report.plan.w as usize;
+            tracing::info!(
+                readers,
+                pieces = pieces.len(),
+                "reading in sub-contig pieces"
+            );
+            scope.spawn(move || {
+                crate::pieces::read_in_pieces(
+                    input, schema_ref, set_ref, pieces, counts_ref, readers, vc, &tx,
+                );
+            });
+            drop(reader);
+        } else {
+            scope.spawn(move || {
+                let mut ex = Extractor::new(&reader, set_ref);
+                let mut n: u64 = 0;
+                loop {
+                    let mut batch = match recycle_rx.try_recv() {
+                        Ok(mut b) => {
+                            b.reset(n);
+                            b
+                        }
+                        Err(_) => Batch::new(&set_ref.columns, n_samples, n),
+                    };
+                    while batch.len() < vc {
+                        match reader.read_into(&mut ex, &mut batch, n) {
+                            Ok(true) => n += 1,
+                            Ok(false) => break,
+                            Err(e) => {
+                                let _ = tx.send(Err(e));
+                                return;
+                            }
                         }
                     }
+                    let done = batch.len() < vc;
+                    if !batch.is_empty() && tx.send(Ok(batch)).is_err() {
+                        return;
+                    }
+                    if done {
+                        return;
+                    }
                 }
-                let done = batch.len() < vc;
-                if !batch.is_empty() && tx.send(Ok(batch)).is_err() {
-                    return;
-                }
-                if done {
-                    return;
-                }
-            }
-        });
+            });
+        }
         pool.install(|| -> Result<()> {
             for batch in rx.iter() {
                 let batch = batch?;

@@ -7,6 +7,7 @@ pub mod error;
 pub mod fastvcf;
 pub mod host;
 pub mod index;
+pub mod pieces;
 pub mod planning;
 pub mod schema;
 

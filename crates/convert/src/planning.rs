@@ -120,7 +120,7 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
     let samples = schema.samples.len() as u64;
     let row_bytes = set.row_bytes_estimate(samples);
     let input_plan = PlanInput {
-        cores: threads + 1,
+        cores: cores.usable.max(threads),
         threads,
         budget,
         contigs: contigs.clone(),

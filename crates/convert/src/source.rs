@@ -243,8 +243,15 @@ fn column_of(set: &ArraySet, source: Source) -> usize {
 impl Extractor {
     /// Prepares lookups for a header.
     pub fn new(reader: &VcfReader, set: &ArraySet) -> Extractor {
-        let schema = &reader.schema;
-        let header = reader.header();
+        Extractor::for_header(reader.header(), &reader.schema, set)
+    }
+
+    /// Prepares lookups for any handle on the same header (piece readers open their own).
+    pub fn for_header(
+        header: &bcf::header::HeaderView,
+        schema: &Schema,
+        set: &ArraySet,
+    ) -> Extractor {
         let fields = schema
             .fields
             .iter()

@@ -125,6 +125,9 @@ impl std::fmt::Display for PlanError {
 
 impl std::error::Error for PlanError {}
 
+/// Memory one extra piece reader adds beyond its chunk rows (see `plan`).
+const PER_READER_BYTES: u64 = 24 << 20;
+
 /// Default inner chunk when no `--patch` is given: bio2zarr's 1000 × 1000.
 const DEFAULT_CHUNKS: Chunks = Chunks {
     variants: 1000,
@@ -175,12 +178,21 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         let cap = if cc == 1 { records } else { biggest };
         cap.map_or(vc, |n| vc.min(n.max(1)))
     };
-    let in_flight = |vc: u64, cc: usize| cc as u64 * eff_rows(vc, cc) * input.row_bytes;
+    // One streaming reader keeps two chunk rows alive (one filling, one encoding);
+    // `w` piece readers keep about two each plus the sequencer's and the encoder's.
+    let rows_alive = if w > 1 { 1 + w as u64 } else { 1 };
+    let in_flight =
+        |vc: u64, cc: usize| cc as u64 * rows_alive * eff_rows(vc, cc) * input.row_bytes;
     let sc = chunks.samples;
     let scratch_row = input.threads.max(1) as u64 * sc * input.cell_bytes;
     let scratch = |vc: u64| vc * scratch_row;
     let m = &input.model;
-    let pred = |vc: u64, cc: usize| m.peak(input.samples, in_flight(vc, cc), scratch(vc));
+    // Each extra piece reader: its own file handle, header, index and malloc arena.
+    // Provisional bound (sim.vcf.gz and a 20,000-sample file, 2-3 readers); the
+    // calibration sweep does not cover piece readers yet.
+    let readers_extra = cc as u64 * (w as u64).saturating_sub(1) * PER_READER_BYTES;
+    let pred =
+        |vc: u64, cc: usize| m.peak(input.samples, in_flight(vc, cc), scratch(vc)) + readers_extra;
     // What the budget allows the law to predict (see HEADROOM).
     let allowed = (input.budget as f64 / HEADROOM) as u64;
     let minimum = (pred(1, 1) as f64 * HEADROOM).ceil() as u64;

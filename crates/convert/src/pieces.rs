@@ -1,0 +1,510 @@
+//! Sub-contig readers: a contig split into pieces by position, each read through the
+//! index by its own reader, so parsing runs on several cores. A record belongs to the
+//! piece that holds its POS (a record overlapping a boundary is read once). Pieces go
+//! out in file order and their records are re-joined in that order, so the store is
+//! byte-identical to a single streaming reader's.
+
+use crate::arrays::ArraySet;
+use crate::column::Batch;
+use crate::error::{Error, Result};
+use crate::fastvcf::{Lookups, TextReader};
+use crate::schema::Schema;
+use crate::source::Extractor;
+use rust_htslib::bcf::{self, header::HeaderView};
+use rust_htslib::htslib;
+use std::ffi::{c_int, c_void, CString};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One position range of one contig.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    /// Header contig id (what `variant_contig` stores).
+    pub rid: u32,
+    /// The index's id for the contig.
+    pub tid: i32,
+    /// 0-based, half-open.
+    pub beg: i64,
+    pub end: i64,
+    /// True for the contig's last piece (where its record count is checked).
+    pub last_of_contig: bool,
+}
+
+/// An open index: tabix (VCF text) or CSI (BCF).
+struct Index {
+    tbx: *mut htslib::tbx_t,
+    idx: *mut htslib::hts_idx_t,
+}
+
+impl Index {
+    fn load(input: &Path, text: bool) -> Option<Index> {
+        let c = CString::new(input.as_os_str().as_encoded_bytes()).ok()?;
+        for ext in ["csi", "tbi"] {
+            let mut p = input.as_os_str().to_owned();
+            p.push(format!(".{ext}"));
+            let p = PathBuf::from(p);
+            if !p.exists() {
+                continue;
+            }
+            let ci = CString::new(p.as_os_str().as_encoded_bytes()).ok()?;
+            // SAFETY: plain htslib loads; null checked; freed in Drop.
+            unsafe {
+                if text {
+                    let tbx = htslib::tbx_index_load2(c.as_ptr(), ci.as_ptr());
+                    if !tbx.is_null() {
+                        return Some(Index {
+                            tbx,
+                            idx: (*tbx).idx,
+                        });
+                    }
+                } else {
+                    let idx = htslib::hts_idx_load2(c.as_ptr(), ci.as_ptr());
+                    if !idx.is_null() {
+                        return Some(Index {
+                            tbx: std::ptr::null_mut(),
+                            idx,
+                        });
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The index's id for a contig name.
+    fn tid(&self, name: &str, rid: u32) -> Option<i32> {
+        if self.tbx.is_null() {
+            // SAFETY: idx is live.
+            let n = unsafe { htslib::hts_idx_nseq(self.idx) };
+            return ((rid as i32) < n).then_some(rid as i32);
+        }
+        let c = CString::new(name).ok()?;
+        // SAFETY: tbx is live.
+        let t = unsafe { htslib::tbx_name2id(self.tbx, c.as_ptr()) };
+        let n = unsafe { htslib::hts_idx_nseq(self.idx) };
+        (t >= 0 && t < n).then_some(t)
+    }
+
+    fn query(&self, tid: i32, beg: i64, end: i64) -> *mut htslib::hts_itr_t {
+        let readrec = if self.tbx.is_null() {
+            Some(htslib::bcf_readrec as unsafe extern "C" fn(_, _, _, _, _, _) -> _)
+        } else {
+            Some(htslib::tbx_readrec as unsafe extern "C" fn(_, _, _, _, _, _) -> _)
+        };
+        // SAFETY: idx is live; tid bounded by hts_idx_nseq in `tid`.
+        unsafe { htslib::hts_itr_query(self.idx, tid, beg, end, readrec) }
+    }
+
+    /// Compressed offset where a contig's records start (for file order).
+    fn first_offset(&self, tid: i32) -> Option<u64> {
+        let itr = self.query(tid, 0, i64::MAX >> 2);
+        if itr.is_null() {
+            return None;
+        }
+        // SAFETY: itr is live until destroyed below.
+        unsafe {
+            let o = ((*itr).n_off > 0).then(|| (*(*itr).off).u);
+            htslib::hts_itr_destroy(itr);
+            o
+        }
+    }
+}
+
+impl Drop for Index {
+    fn drop(&mut self) {
+        // SAFETY: owned pointers from htslib.
+        unsafe {
+            if self.tbx.is_null() {
+                htslib::hts_idx_destroy(self.idx);
+            } else {
+                htslib::tbx_destroy(self.tbx);
+            }
+        }
+    }
+}
+
+fn is_text(input: &Path) -> bool {
+    matches!(TextReader::open(input), Ok(Some(_)))
+}
+
+/// Splits every contig with records into about `per_contig` pieces by position
+/// (the header length; one piece when unknown) and orders contigs as the file does.
+/// `None` when the input has no usable index.
+pub fn plan_pieces(
+    input: &Path,
+    schema: &Schema,
+    counts: &[u64],
+    per_contig: usize,
+) -> Option<Vec<Piece>> {
+    let index = Index::load(input, is_text(input))?;
+    let mut contigs = Vec::new();
+    for (rid, c) in schema.contigs.iter().enumerate() {
+        if counts.get(rid).copied().unwrap_or(0) == 0 {
+            continue;
+        }
+        let tid = index.tid(&c.name, rid as u32)?;
+        contigs.push((index.first_offset(tid)?, rid as u32, tid, c.length));
+    }
+    contigs.sort();
+    let mut pieces = Vec::new();
+    for (_, rid, tid, length) in contigs {
+        let k = if length > 0 {
+            per_contig.max(1) as i64
+        } else {
+            1
+        };
+        let step = if length > 0 { (length + k - 1) / k } else { 0 };
+        for i in 0..k {
+            let beg = i * step;
+            let end = if i + 1 == k {
+                i64::MAX >> 2
+            } else {
+                (i + 1) * step
+            };
+            pieces.push(Piece {
+                rid,
+                tid,
+                beg,
+                end,
+                last_of_contig: i + 1 == k,
+            });
+        }
+    }
+    Some(pieces)
+}
+
+/// A reader of pieces: its own file handle, index, header and extractor.
+pub struct PieceReader {
+    path: PathBuf,
+    fp: *mut htslib::htsFile,
+    index: Index,
+    header: Arc<HeaderView>,
+    rec: bcf::Record,
+    ks: htslib::kstring_t,
+    text: bool,
+    lookups: Option<TextReader>,
+    ex: Extractor,
+}
+
+// SAFETY: all raw handles are owned and used by one thread at a time.
+unsafe impl Send for PieceReader {}
+
+impl PieceReader {
+    /// Opens `input` for piece reading.
+    pub fn open(input: &Path, schema: &Schema, set: &ArraySet) -> Result<PieceReader> {
+        let open_err = |msg: &str| Error::Open {
+            path: input.into(),
+            msg: msg.into(),
+        };
+        let text = is_text(input);
+        let index = Index::load(input, text).ok_or_else(|| open_err("index disappeared"))?;
+        let c =
+            CString::new(input.as_os_str().as_encoded_bytes()).map_err(|_| open_err("bad path"))?;
+        // SAFETY: checked htslib calls; handles owned by the returned value.
+        let (fp, header) = unsafe {
+            let fp = htslib::hts_open(c.as_ptr(), c"r".as_ptr());
+            if fp.is_null() {
+                return Err(open_err("cannot reopen"));
+            }
+            let hdr = htslib::bcf_hdr_read(fp);
+            if hdr.is_null() {
+                htslib::hts_close(fp);
+                return Err(open_err("cannot reread the header"));
+            }
+            (fp, Arc::new(HeaderView::from_ptr(hdr)))
+        };
+        let rec = header.empty_record();
+        let ex = Extractor::for_header(&header, schema, set);
+        let lookups = if text {
+            let mut t = TextReader::open(input)?.ok_or_else(|| open_err("not text"))?;
+            t.set_filters(schema);
+            Some(t)
+        } else {
+            None
+        };
+        Ok(PieceReader {
+            path: input.into(),
+            fp,
+            index,
+            header,
+            rec,
+            ks: htslib::kstring_t {
+                l: 0,
+                m: 0,
+                s: std::ptr::null_mut(),
+            },
+            text,
+            lookups,
+            ex,
+        })
+    }
+
+    fn lookups(&self) -> &Lookups {
+        self.lookups.as_ref().expect("text input").lookups()
+    }
+
+    /// Reads one piece, handing out batches of at most `rows` records. Returns the
+    /// number of records read.
+    pub fn read(
+        &mut self,
+        piece: &Piece,
+        rows: usize,
+        specs: &[crate::arrays::ColumnSpec],
+        n_samples: usize,
+        mut emit: impl FnMut(Batch) -> bool,
+    ) -> Result<u64> {
+        let itr = self.index.query(piece.tid, piece.beg, piece.end);
+        if itr.is_null() {
+            return Ok(0);
+        }
+        let mut batch = Batch::new(specs, n_samples, 0);
+        let mut n = 0u64;
+        let result = (|| -> Result<()> {
+            loop {
+                // SAFETY: fp/itr live; ks/rec are owned buffers htslib fills.
+                let r = unsafe {
+                    let bgzf = htslib::hts_get_bgzfp(self.fp);
+                    if self.text {
+                        htslib::hts_itr_next(
+                            bgzf,
+                            itr,
+                            &mut self.ks as *mut _ as *mut c_void,
+                            self.index.tbx as *mut c_void,
+                        )
+                    } else {
+                        htslib::hts_itr_next(
+                            bgzf,
+                            itr,
+                            self.rec.inner as *mut c_void,
+                            std::ptr::null_mut(),
+                        )
+                    }
+                };
+                if r == -1 {
+                    break;
+                }
+                if r < -1 {
+                    let name = self
+                        .header
+                        .rid2name(piece.rid)
+                        .map(String::from_utf8_lossy)
+                        .unwrap_or_default();
+                    return Err(Error::Record {
+                        path: self.path.clone(),
+                        record: n + 1,
+                        locus: format!("{name}:{}-{}", piece.beg + 1, piece.end.min(i64::MAX >> 3)),
+                        msg: format!(
+                            "cannot read the records the index points to: the index is stale or the \
+                             file is corrupt (re-index with `bcftools index -f {}`)",
+                            self.path.display()
+                        ),
+                    });
+                }
+                if self.text {
+                    let line =
+                        unsafe { std::slice::from_raw_parts(self.ks.s as *const u8, self.ks.l) };
+                    // POS decides which piece owns the record.
+                    let pos = line
+                        .split(|&b| b == b'\t')
+                        .nth(1)
+                        .and_then(|p| std::str::from_utf8(p).ok()?.parse::<i64>().ok())
+                        .unwrap_or(0)
+                        - 1;
+                    if pos < piece.beg || pos >= piece.end {
+                        continue;
+                    }
+                    let lk = self.lookups() as *const Lookups;
+                    // SAFETY: `lookups` is not touched by extract_simple_line.
+                    let done = self.ex.extract_simple_line(
+                        &self.path,
+                        n,
+                        line,
+                        unsafe { &*lk },
+                        &mut batch,
+                    )?;
+                    if !done {
+                        let r = unsafe {
+                            htslib::vcf_parse(&mut self.ks, self.header.as_ptr(), self.rec.inner)
+                        };
+                        if r != 0 {
+                            return Err(Error::Record {
+                                path: self.path.clone(),
+                                record: n + 1,
+                                locus: format!(
+                                    "{}:{}",
+                                    self.header
+                                        .rid2name(piece.rid)
+                                        .map(String::from_utf8_lossy)
+                                        .unwrap_or_default(),
+                                    pos + 1
+                                ),
+                                msg: "htslib could not parse the record".into(),
+                            });
+                        }
+                        unsafe { htslib::bcf_unpack(self.rec.inner, htslib::BCF_UN_ALL as c_int) };
+                        self.ex.extract(&self.path, n, &self.rec, &mut batch)?;
+                    }
+                } else {
+                    let pos = self.rec.pos();
+                    if pos < piece.beg || pos >= piece.end {
+                        continue;
+                    }
+                    unsafe { htslib::bcf_unpack(self.rec.inner, htslib::BCF_UN_ALL as c_int) };
+                    self.ex.extract(&self.path, n, &self.rec, &mut batch)?;
+                }
+                n += 1;
+                if batch.len() == rows {
+                    let full = std::mem::replace(&mut batch, Batch::new(specs, n_samples, 0));
+                    if !emit(full) {
+                        return Ok(());
+                    }
+                }
+            }
+            if !batch.is_empty() {
+                emit(batch);
+            }
+            Ok(())
+        })();
+        // SAFETY: itr from hts_itr_query.
+        unsafe { htslib::hts_itr_destroy(itr) };
+        result.map(|_| n)
+    }
+}
+
+impl Drop for PieceReader {
+    fn drop(&mut self) {
+        // SAFETY: owned handles.
+        unsafe {
+            htslib::hts_close(self.fp);
+            if !self.ks.s.is_null() {
+                libc_free(self.ks.s as *mut c_void);
+            }
+        }
+    }
+}
+
+extern "C" {
+    #[link_name = "free"]
+    fn libc_free(p: *mut c_void);
+}
+
+/// What a piece reader sends back for its piece.
+enum PieceMsg {
+    Rows(Batch),
+    Done,
+    Failed(Error),
+}
+
+/// Reads `pieces` with `w` readers and sends the records, re-joined in piece order, as
+/// inner-chunk rows of `rows` records to `out` — exactly the batches one streaming
+/// reader would send. Each contig's total is checked against the index (`counts`).
+#[allow(clippy::too_many_arguments)]
+pub fn read_in_pieces(
+    input: &Path,
+    schema: &Schema,
+    set: &ArraySet,
+    pieces: &[Piece],
+    counts: &[u64],
+    w: usize,
+    rows: usize,
+    out: &crossbeam_channel::Sender<Result<Batch>>,
+) {
+    let n_samples = schema.samples.len();
+    let specs = &set.columns;
+    let (job_tx, job_rx) =
+        crossbeam_channel::unbounded::<(usize, crossbeam_channel::Sender<PieceMsg>)>();
+    let mut results = Vec::with_capacity(pieces.len());
+    for i in 0..pieces.len() {
+        // One batch of slack per piece: a reader ahead of the sequencer blocks, which
+        // bounds the reorder buffer to about two batches per reader.
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        job_tx.send((i, tx)).expect("receiver alive");
+        results.push(rx);
+    }
+    drop(job_tx);
+    std::thread::scope(|scope| {
+        for _ in 0..w.max(1) {
+            let job_rx = job_rx.clone();
+            scope.spawn(move || {
+                let mut reader = match PieceReader::open(input, schema, set) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        if let Ok((_, tx)) = job_rx.recv() {
+                            let _ = tx.send(PieceMsg::Failed(e));
+                        }
+                        return;
+                    }
+                };
+                for (i, tx) in job_rx.iter() {
+                    let sent = reader.read(&pieces[i], rows, specs, n_samples, |b| {
+                        tx.send(PieceMsg::Rows(b)).is_ok()
+                    });
+                    let msg = match sent {
+                        Ok(_) => PieceMsg::Done,
+                        Err(e) => PieceMsg::Failed(e),
+                    };
+                    if tx.send(msg).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(job_rx);
+        // The sequencer: pieces in order, re-cut into rows aligned to the global grid.
+        let mut cur = Batch::new(specs, n_samples, 0);
+        let mut emitted = 0u64;
+        let mut contig_total = 0u64;
+        for (piece, rx) in pieces.iter().zip(results) {
+            let mut piece_records = 0u64;
+            for msg in rx.iter() {
+                match msg {
+                    PieceMsg::Rows(b) => {
+                        let mut r = 0;
+                        while r < b.len() {
+                            let take = (rows - cur.len()).min(b.len() - r);
+                            cur.append_range(&b, r, r + take);
+                            r += take;
+                            if cur.len() == rows {
+                                emitted += rows as u64;
+                                let full = std::mem::replace(
+                                    &mut cur,
+                                    Batch::new(specs, n_samples, emitted),
+                                );
+                                if out.send(Ok(full)).is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                        piece_records += b.len() as u64;
+                    }
+                    PieceMsg::Done => break,
+                    PieceMsg::Failed(e) => {
+                        let _ = out.send(Err(e));
+                        return;
+                    }
+                }
+            }
+            contig_total += piece_records;
+            if piece.last_of_contig {
+                let expected = counts.get(piece.rid as usize).copied().unwrap_or(0);
+                if contig_total != expected {
+                    let _ = out.send(Err(Error::Record {
+                        path: input.into(),
+                        record: emitted + cur.len() as u64,
+                        locus: schema.contigs[piece.rid as usize].name.clone(),
+                        msg: format!(
+                            "the index lists {expected} records on this contig but {contig_total} were read: \
+                             the index is stale, re-index with `bcftools index -f {}`",
+                            input.display()
+                        ),
+                    }));
+                    return;
+                }
+                contig_total = 0;
+            }
+        }
+        if !cur.is_empty() {
+            let _ = out.send(Ok(cur));
+        }
+    });
+}
