@@ -54,6 +54,10 @@ enum Command {
         /// Print the plan as JSON, for scripts.
         #[arg(long)]
         json: bool,
+        /// Also run the rate probe (parses a bounded prefix of the largest contig,
+        /// writes nothing) so `w` is the one `convert` will use.
+        #[arg(long)]
+        probe: bool,
     },
     /// Print one blake3 hash over every file (relative path and bytes) of a store.
     Digest {
@@ -103,7 +107,7 @@ struct PlanArgs {
 }
 
 impl PlanArgs {
-    fn request(&self) -> PlanRequest {
+    fn request(&self, probe: bool) -> PlanRequest {
         PlanRequest {
             max_mem: self.max_mem,
             threads: self.threads,
@@ -117,6 +121,7 @@ impl PlanArgs {
             },
             readers: self.readers,
             zstd_level: self.zstd_level,
+            probe,
         }
     }
 }
@@ -145,7 +150,7 @@ fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
             force,
         } => {
             let opts = svar2_convert::Options {
-                request: plan.request(),
+                request: plan.request(true),
                 force,
                 progress: !cli.quiet,
             };
@@ -176,8 +181,9 @@ fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
             plan,
             dry_run: _,
             json,
+            probe,
         } => {
-            let report = make_plan(&input, &plan.request())?;
+            let report = make_plan(&input, &plan.request(probe))?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report).expect("json"));
             } else {

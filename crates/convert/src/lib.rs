@@ -9,6 +9,7 @@ pub mod host;
 pub mod index;
 pub mod pieces;
 pub mod planning;
+pub mod probe;
 pub mod schema;
 
 pub use error::{Error, Result};

@@ -26,6 +26,8 @@ pub struct PlanRequest {
     pub requested: Requested,
     pub readers: Option<u32>,
     pub zstd_level: i32,
+    /// Run the rate probe (reads a bounded prefix of records) to choose readers.
+    pub probe: bool,
 }
 
 /// The plan and everything it was made from.
@@ -46,6 +48,8 @@ pub struct PlanReport {
     pub row_bytes: u64,
     pub plan: Plan,
     pub zstd_level: i32,
+    /// What the rate probe measured, when it ran.
+    pub probe: Option<crate::probe::Probe>,
 }
 
 /// The most contigs this build's executor converts at once.
@@ -137,7 +141,34 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
         max_concurrent_contigs: EXECUTOR_MAX_CC,
         model: MEASURED,
     };
-    let plan = plan(&input_plan).map_err(|e| Error::Usage(format!("{}: {e}", input.display())))?;
+    let plan_err = |e: svar2_planner::PlanError| Error::Usage(format!("{}: {e}", input.display()));
+    let mut plan = plan(&input_plan).map_err(plan_err)?;
+    let mut probe = None;
+    if req.probe && req.readers.is_none() && index.is_some() {
+        // Probe the start of the largest contig with the geometry just planned.
+        let counts: Vec<u64> = contigs.iter().map(|c| c.cost).collect();
+        let largest = plan.order.first().copied();
+        let piece = largest.and_then(|rid| {
+            crate::pieces::plan_pieces(input, schema, &counts, 1)?
+                .into_iter()
+                .find(|p| p.rid as usize == rid)
+        });
+        if let Some(piece) = piece {
+            let g = Geometry {
+                variants_chunk: plan.chunks.variants,
+                samples_chunk: plan.chunks.samples,
+                variants_shard: plan.variants_shard,
+                samples_shard: plan.samples_shard,
+                zstd_level: req.zstd_level,
+            };
+            let p = crate::probe::run(input, schema, &set, &piece, &g, threads)?;
+            tracing::info!(?p, "rate probe");
+            let mut with_probe = input_plan.clone();
+            with_probe.probe = Some(p.raw_w);
+            plan = svar2_planner::plan(&with_probe).map_err(plan_err)?;
+            probe = Some(p);
+        }
+    }
     Ok(PlanReport {
         input: input.into(),
         samples,
@@ -153,6 +184,7 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
         row_bytes,
         plan,
         zstd_level: req.zstd_level,
+        probe,
     })
 }
 
@@ -207,10 +239,18 @@ impl PlanReport {
             };
             let _ = writeln!(s, "  {:>3}. {:<20} {what}", rank + 1, c.name);
         }
-        let readers = match p.readers_from {
-            svar2_planner::ReaderSource::User => "from --readers",
-            svar2_planner::ReaderSource::Probe => "from the rate probe",
-            svar2_planner::ReaderSource::Default => "default: no probe (one streaming reader)",
+        let readers = match (p.readers_from, &self.probe) {
+            (svar2_planner::ReaderSource::User, _) => "from --readers".to_string(),
+            (svar2_planner::ReaderSource::Probe, Some(pr)) => format!(
+                "from the rate probe: {} records read in {:.1} ms, encoded in {:.1} ms, ratio {}",
+                pr.records,
+                pr.t_read * 1e3,
+                pr.t_exec * 1e3,
+                pr.raw_w
+            ),
+            _ => "default: no probe ran (plan reads no records unless --probe; \
+                  no index means one streaming reader)"
+                .to_string(),
         };
         let _ = writeln!(
             s,

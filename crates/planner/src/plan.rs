@@ -149,12 +149,28 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     }
     .max(1);
 
+    let cores = input.cores.max(1);
     let (w, readers_from) = match (input.readers, input.probe) {
         (Some(n), _) => (n.max(1), ReaderSource::User),
-        (None, Some(n)) => (n.clamp(1, 16), ReaderSource::Probe),
+        (None, Some(n)) => {
+            if n > 16 {
+                notes.push(format!(
+                    "the rate probe asked for {n} readers, past the clamp of 16: a bad probe \
+                     (tiny prefix or a busy machine); using 16"
+                ));
+            }
+            // A contig costs one core for its encoder plus one per reader.
+            let fit = (cores as u32).saturating_sub(1).max(1);
+            let w = n.clamp(1, 16);
+            if w > fit {
+                notes.push(format!(
+                    "the rate probe asked for {w} readers; {cores} core(s) leave room for {fit}"
+                ));
+            }
+            (w.min(fit), ReaderSource::Probe)
+        }
         (None, None) => (1, ReaderSource::Default),
     };
-    let cores = input.cores.max(1);
     let by_cores = (cores / (1 + w as usize)).max(1);
     let mut cc = by_cores
         .min(with_data)

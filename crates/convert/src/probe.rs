@@ -1,0 +1,120 @@
+//! The rate probe (lesson 5 of `shared/design/convert.md`): how many readers keep the
+//! encoder busy on *this* machine. One reader parses a bounded prefix of the largest
+//! contig; the encoder lays out and compresses those records as it will in the real
+//! run; `w = ⌈t_read / t_exec⌉`, clamped to [1, 16]. Nothing is written.
+
+use crate::arrays::{ArraySet, Dims, Geometry, Stats};
+use crate::chunk::{materialize, ChunkView};
+use crate::codec::InnerCodec;
+use crate::column::Batch;
+use crate::error::Result;
+use crate::pieces::{Piece, PieceReader};
+use crate::schema::Schema;
+use rayon::prelude::*;
+use std::path::Path;
+use std::time::Instant;
+
+/// What the probe measured.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Probe {
+    pub records: u64,
+    /// Seconds one reader took to parse them.
+    pub t_read: f64,
+    /// Seconds the encoder took to lay out and compress them.
+    pub t_exec: f64,
+    /// ⌈t_read / t_exec⌉ before clamping.
+    pub raw_w: u32,
+}
+
+/// Runs the probe on `piece` (the start of the largest contig).
+pub fn run(
+    input: &Path,
+    schema: &Schema,
+    set: &ArraySet,
+    piece: &Piece,
+    g: &Geometry,
+    threads: usize,
+) -> Result<Probe> {
+    let n_samples = schema.samples.len();
+    let rows = g.variants_chunk.clamp(1, 2048) as usize;
+    let mut reader = PieceReader::open(input, schema, set)?;
+    let mut got: Option<Batch> = None;
+    let t0 = Instant::now();
+    reader.read(piece, rows, &set.columns, n_samples, |b| {
+        got = Some(b);
+        false
+    })?;
+    let t_read = t0.elapsed().as_secs_f64();
+    let Some(batch) = got else {
+        return Ok(Probe {
+            records: 0,
+            t_read,
+            t_exec: 0.0,
+            raw_w: 1,
+        });
+    };
+    let mut stats = Stats::new(set);
+    for (s, c) in stats.columns.iter_mut().zip(&batch.columns) {
+        s.merge(&c.stats);
+    }
+    stats.max_alleles = batch.max_alleles;
+    stats.max_ploidy = batch.max_ploidy;
+    let dims = Dims::from_stats(set, &stats, schema.has_gt);
+    let sc = g.samples_chunk.max(1) as usize;
+    let tasks: Vec<(usize, usize)> = set
+        .arrays
+        .iter()
+        .enumerate()
+        .flat_map(|(a, spec)| {
+            let n = if spec.per_sample {
+                n_samples.div_ceil(sc).max(1)
+            } else {
+                1
+            };
+            (0..n).map(move |k| (a, k))
+        })
+        .collect();
+    let codecs: Vec<InnerCodec> = set
+        .arrays
+        .iter()
+        .map(|a| InnerCodec::new(a.layout(&stats, &dims).dtype, a.bitshuffle, g.zstd_level))
+        .collect::<Result<_>>()?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| crate::Error::Usage(format!("cannot start threads: {e}")))?;
+    let t1 = Instant::now();
+    pool.install(|| {
+        tasks.par_iter().try_for_each(|&(a, k)| -> Result<()> {
+            let spec = &set.arrays[a];
+            let layout = spec.layout(&stats, &dims);
+            let (s0, ns, cols) = if spec.per_sample {
+                (k * sc, sc.min(n_samples - k * sc), sc)
+            } else {
+                (0, 1, 1)
+            };
+            let view = ChunkView {
+                r0: 0,
+                nr: batch.len(),
+                s0,
+                ns,
+                rows,
+                cols,
+            };
+            let raw = materialize(spec, &batch.columns[spec.column], &layout, &view);
+            if !raw.is_fill() {
+                let shape = spec.shapes(&layout, 0, n_samples as u64, g)[2].clone();
+                codecs[a].encode(&raw, &shape)?;
+            }
+            crate::chunk::recycle(raw);
+            Ok(())
+        })
+    })?;
+    let t_exec = t1.elapsed().as_secs_f64().max(1e-9);
+    Ok(Probe {
+        records: batch.len() as u64,
+        t_read,
+        t_exec,
+        raw_w: (t_read / t_exec).ceil().clamp(1.0, 1e6) as u32,
+    })
+}
