@@ -193,43 +193,11 @@ impl Writer {
             i = j;
         }
 
-        let tasks: Vec<(usize, usize)> = self
-            .set
-            .arrays
-            .iter()
-            .enumerate()
-            .flat_map(|(a, spec)| (0..self.sample_chunks(spec)).map(move |k| (a, k)))
-            .collect();
-        let set = &self.set;
-        let g = &self.g;
+        let tasks = chunk_tasks(&self.set, n_samples, sc);
+        let (set, g) = (&self.set, &self.g);
         let results: Vec<Result<Option<Vec<u8>>>> = tasks
             .par_iter()
-            .map(|&(a, k)| {
-                let spec = &set.arrays[a];
-                let col = &batch.columns[spec.column];
-                let (s0, ns, cols) = if spec.per_sample {
-                    (k * sc, sc.min(n_samples - k * sc), sc)
-                } else {
-                    (0, 1, 1)
-                };
-                let view = ChunkView {
-                    r0: 0,
-                    nr: batch.len(),
-                    s0,
-                    ns,
-                    rows: vc,
-                    cols,
-                };
-                let raw = materialize(spec, col, &layouts[a], &view);
-                if raw.is_fill() {
-                    recycle(raw);
-                    return Ok(None);
-                }
-                let shape = spec.shapes(&layouts[a], 0, n_samples as u64, g)[2].clone();
-                let encoded = codecs[a].encode(&raw, &shape).map(Some);
-                recycle(raw);
-                encoded
-            })
+            .map(|&(a, k)| encode_chunk(set, &batch, &layouts[a], &codecs[a], g, n_samples, a, k))
             .collect();
         // Encoded chunks go straight to their shard's partial file, in a fixed order,
         // so memory never holds more than one inner-chunk row of encoded bytes.
@@ -799,6 +767,61 @@ impl Writer {
         // Written last: its presence is what marks the store complete.
         self.store.write_json("", &root)
     }
+}
+
+/// Every (array, sample chunk) of one inner-chunk row: the units encoded in parallel.
+pub(crate) fn chunk_tasks(set: &ArraySet, n_samples: usize, sc: usize) -> Vec<(usize, usize)> {
+    set.arrays
+        .iter()
+        .enumerate()
+        .flat_map(|(a, spec)| {
+            let n = if spec.per_sample {
+                n_samples.div_ceil(sc).max(1)
+            } else {
+                1
+            };
+            (0..n).map(move |k| (a, k))
+        })
+        .collect()
+}
+
+/// Lays out and encodes sample chunk `k` of array `a` for a batch; `None` when the
+/// chunk is all fill (not stored).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn encode_chunk(
+    set: &ArraySet,
+    batch: &Batch,
+    layout: &Layout,
+    codec: &InnerCodec,
+    g: &Geometry,
+    n_samples: usize,
+    a: usize,
+    k: usize,
+) -> Result<Option<Vec<u8>>> {
+    let spec = &set.arrays[a];
+    let sc = g.samples_chunk as usize;
+    let (s0, ns, cols) = if spec.per_sample {
+        (k * sc, sc.min(n_samples - k * sc), sc)
+    } else {
+        (0, 1, 1)
+    };
+    let view = ChunkView {
+        r0: 0,
+        nr: batch.len(),
+        s0,
+        ns,
+        rows: g.variants_chunk as usize,
+        cols,
+    };
+    let raw = materialize(spec, &batch.columns[spec.column], layout, &view);
+    if raw.is_fill() {
+        recycle(raw);
+        return Ok(None);
+    }
+    let shape = spec.shapes(layout, 0, n_samples as u64, g)[2].clone();
+    let encoded = codec.encode(&raw, &shape).map(Some);
+    recycle(raw);
+    encoded
 }
 
 /// Appends bytes to a file, creating it (and its directory) if needed.

@@ -4,9 +4,9 @@
 //! run; `w = ⌈t_read / t_exec⌉`, clamped to [1, 16]. Nothing is written.
 
 use crate::arrays::{ArraySet, Dims, Geometry, Stats};
-use crate::chunk::{materialize, ChunkView};
 use crate::codec::InnerCodec;
 use crate::column::Batch;
+use crate::convert::encode_chunk;
 use crate::error::Result;
 use crate::pieces::{Piece, PieceReader};
 use crate::schema::Schema;
@@ -61,53 +61,27 @@ pub fn run(
     stats.max_ploidy = batch.max_ploidy;
     let dims = Dims::from_stats(set, &stats, schema.has_gt);
     let sc = g.samples_chunk.max(1) as usize;
-    let tasks: Vec<(usize, usize)> = set
-        .arrays
-        .iter()
-        .enumerate()
-        .flat_map(|(a, spec)| {
-            let n = if spec.per_sample {
-                n_samples.div_ceil(sc).max(1)
-            } else {
-                1
-            };
-            (0..n).map(move |k| (a, k))
-        })
-        .collect();
+    let tasks = crate::convert::chunk_tasks(set, n_samples, sc);
+    let layouts: Vec<_> = set.arrays.iter().map(|a| a.layout(&stats, &dims)).collect();
     let codecs: Vec<InnerCodec> = set
         .arrays
         .iter()
-        .map(|a| InnerCodec::new(a.layout(&stats, &dims).dtype, a.bitshuffle, g.zstd_level))
+        .zip(&layouts)
+        .map(|(a, l)| InnerCodec::new(l.dtype, a.bitshuffle, g.zstd_level))
         .collect::<Result<_>>()?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .build()
         .map_err(|e| crate::Error::Usage(format!("cannot start threads: {e}")))?;
+    // The probe's rows are the first `rows` records: lay them out on that grid.
+    let g = Geometry {
+        variants_chunk: rows as u64,
+        ..*g
+    };
     let t1 = Instant::now();
     pool.install(|| {
-        tasks.par_iter().try_for_each(|&(a, k)| -> Result<()> {
-            let spec = &set.arrays[a];
-            let layout = spec.layout(&stats, &dims);
-            let (s0, ns, cols) = if spec.per_sample {
-                (k * sc, sc.min(n_samples - k * sc), sc)
-            } else {
-                (0, 1, 1)
-            };
-            let view = ChunkView {
-                r0: 0,
-                nr: batch.len(),
-                s0,
-                ns,
-                rows,
-                cols,
-            };
-            let raw = materialize(spec, &batch.columns[spec.column], &layout, &view);
-            if !raw.is_fill() {
-                let shape = spec.shapes(&layout, 0, n_samples as u64, g)[2].clone();
-                codecs[a].encode(&raw, &shape)?;
-            }
-            crate::chunk::recycle(raw);
-            Ok(())
+        tasks.par_iter().try_for_each(|&(a, k)| {
+            encode_chunk(set, &batch, &layouts[a], &codecs[a], &g, n_samples, a, k).map(|_| ())
         })
     })?;
     let t_exec = t1.elapsed().as_secs_f64().max(1e-9);
