@@ -41,9 +41,12 @@ pub const MEASURED: RssModel = RssModel {
     tau: 2.461,
 };
 
-/// Plans keep `predicted × HEADROOM ≤ budget`: the law's worst under-prediction in
-/// calibration was 12 %, and `--max-mem` is a promise, not a target.
-pub const HEADROOM: f64 = 1.25;
+/// Plans keep `predicted × HEADROOM ≤ budget`, because `--max-mem` is a promise, not
+/// a target: the law's worst under-prediction in calibration was 12 %, and long files
+/// cut into small chunk rows drift up to ~20 % further (allocator fragmentation:
+/// sim.vcf.gz at 305-record rows peaks at 19.9 MB over 198 k records, 15.9 MB over
+/// its first 20 k).
+pub const HEADROOM: f64 = 1.35;
 
 impl RssModel {
     /// Predicted peak RSS in bytes.
