@@ -155,6 +155,20 @@ impl Column {
         v.extend_from_slice(vals);
     }
 
+    /// Appends canonical integers already narrowed to i8, with their range.
+    pub fn push_i8s(&mut self, vals: &[i8], width: u32, lo: i8, hi: i8) {
+        self.begin(width);
+        if !vals.is_empty() {
+            self.stats.min = self.stats.min.min(lo as i64);
+            self.stats.max = self.stats.max.max(hi as i64);
+        }
+        match &mut self.values {
+            Values::Int8(v) => v.extend_from_slice(vals),
+            Values::Int(v) => v.extend(vals.iter().map(|&x| x as i32)),
+            _ => unreachable!("int column"),
+        }
+    }
+
     /// Appends float bit patterns (htslib's sentinels are already VCF Zarr's).
     pub fn push_floats(&mut self, raw: &[u32], width: u32) {
         self.begin(width);

@@ -195,6 +195,24 @@ pub(crate) struct FieldSlot {
     pub(crate) name: String,
 }
 
+/// BCF int8 GT byte → canonical allele: −2 for vector end (0x81), −1 for missing
+/// (0x80, or an allele of 0 meaning "."), else (v >> 1) − 1.
+static GT_ALLELE: [i8; 256] = {
+    let mut t = [0i8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let v = b as u8 as i8;
+        t[b] = match v {
+            -127 => -2,
+            -128 => -1,
+            v if v < 0 => -1,
+            v => (v >> 1) - 1,
+        };
+        b += 1;
+    }
+    t
+};
+
 /// A record's fixed columns, however they were parsed.
 pub(crate) struct Site<'a> {
     pub rid: u32,
@@ -227,6 +245,8 @@ pub struct Extractor {
     bufs: [HtsBuf; 3],
     pub(crate) gt_vals: Vec<i32>,
     pub(crate) phased: Vec<u8>,
+    /// Canonical calls of the current record, when decoded from BCF int8.
+    pub(crate) gt8: Vec<i8>,
     /// Per-sample ploidy of the current record (direct text parse).
     pub(crate) ploidies: Vec<u8>,
     pub(crate) flags: Vec<u8>,
@@ -297,6 +317,7 @@ impl Extractor {
             bufs: [HtsBuf::new(), HtsBuf::new(), HtsBuf::new()],
             gt_vals: Vec::new(),
             phased: Vec::new(),
+            gt8: Vec::new(),
             ploidies: Vec::new(),
             flags: Vec::new(),
         }
@@ -468,6 +489,43 @@ impl Extractor {
         }
 
         if let Some((tag, col_gt, col_phased)) = &self.gt {
+            // BCF stores GT as int8 for fewer than 63 alleles: decode those bytes
+            // directly instead of widening them through bcf_get_format_values.
+            // SAFETY: hdr/rec are live; fmt.p holds n int8 values per sample.
+            let fmt = unsafe { htslib::bcf_get_fmt(hdr, rec.inner, tag.as_ptr()) };
+            if s > 0
+                && !fmt.is_null()
+                && unsafe { (*fmt).type_ } == htslib::BCF_BT_INT8 as c_int
+                && unsafe { (*fmt).n } > 0
+            {
+                let n = unsafe { (*fmt).n } as usize;
+                let data = unsafe { std::slice::from_raw_parts((*fmt).p as *const i8, s * n) };
+                self.gt8.clear();
+                self.phased.clear();
+                for call in data.chunks_exact(n) {
+                    let mut phased = 0u8;
+                    for (j, &v) in call.iter().enumerate() {
+                        let a = GT_ALLELE[v as u8 as usize];
+                        phased |= u8::from(j > 0 && a >= -1 && v & 1 == 1);
+                        self.gt8.push(a);
+                    }
+                    // A haploid call counts as phased (as cyvcf2, and so bio2zarr, has it).
+                    phased |= u8::from(n == 1 || call[1] == -127);
+                    self.phased.push(phased);
+                }
+                let lo = self.gt8.iter().copied().min().unwrap_or(0);
+                let hi = self.gt8.iter().copied().max().unwrap_or(0);
+                if hi as i32 >= alleles.len() as i32 {
+                    return Err(err(format!(
+                        "GT allele index {hi} but the record has only {} ALT allele(s)",
+                        alleles.len().saturating_sub(1)
+                    )));
+                }
+                batch.max_ploidy = batch.max_ploidy.max(n as u32);
+                cols[*col_gt].push_i8s(&self.gt8, n as u32, lo, hi);
+                cols[*col_phased].push_bools(&self.phased, 1);
+                return Ok(());
+            }
             let n = unsafe {
                 htslib::bcf_get_format_values(
                     hdr,
