@@ -215,3 +215,25 @@ pub fn assert_same_lines(what: &str, expected: &str, got: &str) {
         g.get(i).map_or("<end>", |s| &s[..s.len().min(300)]),
     );
 }
+
+/// Runs `svar2 convert -q ARGS INPUT OUT`, asserts it fails and leaves no complete
+/// store, and returns its stderr.
+pub fn convert_fails(input: &Path, out: &Path, args: &[&str]) -> String {
+    let o = svar2()
+        .args(["convert", "-q"])
+        .args(args)
+        .arg(input)
+        .arg(out)
+        .output()
+        .expect("svar2 runs");
+    assert!(
+        !o.status.success(),
+        "convert of {} should fail",
+        input.display()
+    );
+    assert!(
+        !out.join("zarr.json").exists(),
+        "a failed conversion must never leave a complete-looking store"
+    );
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}

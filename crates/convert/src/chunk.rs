@@ -324,6 +324,16 @@ mod tests {
         }
     }
 
+    /// All three records and both samples, in a 4 × 3 chunk (fill past them).
+    const VIEW: ChunkView = ChunkView {
+        r0: 0,
+        nr: 3,
+        s0: 0,
+        ns: 2,
+        rows: 4,
+        cols: 3,
+    };
+
     /// Three records × 2 samples: widths 1, absent, 2.
     fn column() -> Column {
         let mut c = Column::new(
@@ -344,14 +354,7 @@ mod tests {
     fn lays_out_pad_absent_and_fill() {
         let c = column();
         let s = spec(Base::Int, Source::Field(0));
-        let view = ChunkView {
-            r0: 0,
-            nr: 3,
-            s0: 0,
-            ns: 2,
-            rows: 4,
-            cols: 3,
-        };
+        let view = VIEW;
         let l = Layout {
             dtype: Dtype::I8,
             width: Some(2),
@@ -376,14 +379,7 @@ mod tests {
     fn transcode_equals_direct_encode() {
         let c = column();
         let s = spec(Base::Int, Source::Field(0));
-        let view = ChunkView {
-            r0: 0,
-            nr: 3,
-            s0: 0,
-            ns: 2,
-            rows: 4,
-            cols: 3,
-        };
+        let view = VIEW;
         let old = Layout {
             dtype: Dtype::I8,
             width: Some(2),
