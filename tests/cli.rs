@@ -98,3 +98,23 @@ fn digest_refuses_an_incomplete_store() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a complete store"));
 }
+
+#[test]
+fn record_on_an_undeclared_contig_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let vcf = dir.path().join("undeclared.vcf");
+    std::fs::write(
+        &vcf,
+        "##fileformat=VCFv4.3\n##contig=<ID=chr1>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\ts1\n\
+         chr1\t5\t.\tA\tC\t.\tPASS\t.\tGT\t0|1\n\
+         chrZ\t7\t.\tA\tC\t.\tPASS\t.\tGT\t0|1\n",
+    )
+    .unwrap();
+    let err = convert_fails(&vcf, &dir.path().join("o.zarr"), &[]);
+    assert!(
+        err.contains("undeclared.vcf") && err.contains("chrZ:7") && err.contains("not declared"),
+        "{err}"
+    );
+}

@@ -251,3 +251,46 @@ fn zarr_python_and_tensorstore_read_every_array() {
     assert!(out.contains("zarr-python read 46 arrays"), "{out}");
     assert!(out.contains("tensorstore read 33 numeric arrays"), "{out}");
 }
+
+/// Many VCFs in the wild declare no ##contig lines; contigs then come from the
+/// records, in file order (as htslib, and so bio2zarr, sees them).
+#[test]
+fn header_without_contig_lines() {
+    if !tools(
+        "header_without_contig_lines",
+        &[
+            Tool::Bcftools,
+            Tool::Vcztools,
+            Tool::Bio2zarr,
+            Tool::ZarrPython,
+        ],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("nocontig_src.vcf");
+    let text = std::fs::read_to_string(data("all_fields.vcf")).unwrap();
+    let text: String = text
+        .lines()
+        .filter(|l| !l.starts_with("##contig"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&src, text).unwrap();
+    // BCF cannot be written without a contig dictionary: VCF and tabix'd VCF.gz only.
+    let gz = dir.path().join("nocontig.vcf.gz");
+    sh_ok(&format!(
+        "bgzip -c {} > {gz} && tabix -p vcf {gz}",
+        src.display(),
+        gz = gz.display()
+    ));
+    for input in [&src, &gz] {
+        let store = dir.path().join("nc.zarr");
+        convert(input, &store, TINY);
+        assert_same_lines(
+            "no ##contig round trip",
+            &query_all(input, None),
+            &query_store(input, &store, None, true),
+        );
+    }
+    compare_with_bio2zarr(&gz, &[]);
+}

@@ -288,6 +288,8 @@ pub struct Batch {
     pub loci: Vec<(i32, i64, i64)>,
     pub max_alleles: u32,
     pub max_ploidy: u32,
+    /// Contigs first seen in this batch, for headers that declare none: (id, name).
+    pub new_contigs: Vec<(u32, String)>,
 }
 
 impl Batch {
@@ -299,6 +301,7 @@ impl Batch {
             loci: Vec::new(),
             max_alleles: 0,
             max_ploidy: 0,
+            new_contigs: Vec::new(),
         }
     }
 
@@ -315,6 +318,7 @@ impl Batch {
         self.loci.extend_from_slice(&src.loci[r0..r1]);
         self.max_alleles = self.max_alleles.max(src.max_alleles);
         self.max_ploidy = self.max_ploidy.max(src.max_ploidy);
+        self.new_contigs.extend(src.new_contigs.iter().cloned());
     }
 
     /// Empties the batch for reuse as the row starting at record `first`; buffers keep
@@ -326,6 +330,7 @@ impl Batch {
         self.loci.clear();
         self.max_alleles = 0;
         self.max_ploidy = 0;
+        self.new_contigs.clear();
     }
 
     /// Whether the batch holds no records.

@@ -161,6 +161,22 @@ impl Writer {
         for (s, c) in self.stats.columns.iter_mut().zip(&batch.columns) {
             s.merge(&c.stats);
         }
+        for (rid, name) in &batch.new_contigs {
+            let contigs = &mut self.schema.contigs;
+            while contigs.len() <= *rid as usize {
+                contigs.push(crate::schema::Contig {
+                    name: String::new(),
+                    length: -1,
+                });
+            }
+            contigs[*rid as usize].name = name.clone();
+        }
+        if !batch.new_contigs.is_empty() {
+            // bio2zarr sizes variant_contig by the contig count.
+            let col = self.set.arrays[0].column;
+            let n = self.schema.contigs.len() as i64;
+            self.stats.columns[col].max = self.stats.columns[col].max.max(n);
+        }
         self.stats.max_alleles = self.stats.max_alleles.max(batch.max_alleles);
         self.stats.max_ploidy = self.stats.max_ploidy.max(batch.max_ploidy);
         let layouts = self.layouts();

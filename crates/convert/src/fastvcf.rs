@@ -377,6 +377,7 @@ impl Extractor {
         // Everything checked: append.
         let site = Site {
             rid,
+            contig_name: "",
             pos: pos as i64,
             rlen: r.len() as i64,
             id,

@@ -216,6 +216,8 @@ static GT_ALLELE: [i8; 256] = {
 /// A record's fixed columns, however they were parsed.
 pub(crate) struct Site<'a> {
     pub rid: u32,
+    /// CHROM, for contigs learned from records.
+    pub contig_name: &'a str,
     /// 1-based POS.
     pub pos: i64,
     pub rlen: i64,
@@ -240,6 +242,12 @@ pub struct Extractor {
     pub(crate) filter_index: Vec<Option<usize>>,
     pub(crate) n_filters: usize,
     pub(crate) n_samples: usize,
+    /// Contigs declared in the header; htslib invents ids for undeclared ones.
+    pub(crate) n_contigs: usize,
+    /// The header declares no contigs at all: take them from the records.
+    pub(crate) contigs_from_records: bool,
+    /// Contig ids learned so far (when `contigs_from_records`).
+    pub(crate) learned_contigs: usize,
     /// htslib counts a buffer's capacity in elements of the requested type, so each
     /// type gets its own buffer.
     bufs: [HtsBuf; 3],
@@ -314,6 +322,9 @@ impl Extractor {
             filter_index,
             n_filters: schema.filters.len(),
             n_samples: schema.samples.len(),
+            n_contigs: schema.contigs.len(),
+            contigs_from_records: schema.contigs.is_empty(),
+            learned_contigs: 0,
             bufs: [HtsBuf::new(), HtsBuf::new(), HtsBuf::new()],
             gt_vals: Vec::new(),
             phased: Vec::new(),
@@ -329,6 +340,22 @@ impl Extractor {
         batch: &mut Batch,
         site: &Site,
     ) -> std::result::Result<(), String> {
+        if site.rid as usize >= self.n_contigs {
+            if !self.contigs_from_records {
+                return Err(
+                    "the contig is not declared in the header (add a ##contig line, \
+                     e.g. with `bcftools reheader`): the store's contig list is the header's"
+                        .into(),
+                );
+            }
+            // A header without any ##contig: contigs are learned in file order.
+            if site.rid as usize >= self.learned_contigs {
+                self.learned_contigs = site.rid as usize + 1;
+                batch
+                    .new_contigs
+                    .push((site.rid, site.contig_name.to_string()));
+            }
+        }
         let pos32 =
             i32::try_from(site.pos).map_err(|_| "POS does not fit in 32 bits".to_string())?;
         let rlen32 =
@@ -385,8 +412,10 @@ impl Extractor {
                 None => return Err(err(format!("FILTER id {} is not in the header", f.0))),
             }
         }
+        let contig_name = String::from_utf8_lossy(rec.header().rid2name(rid).unwrap_or(b"?"));
         let site = Site {
             rid,
+            contig_name: &contig_name,
             pos,
             rlen,
             id: &rec.id(),
