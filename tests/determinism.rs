@@ -19,16 +19,7 @@ fn digest_is_identical_across_runs_and_thread_counts() {
     {
         panic!("python3 is required to generate the fixture");
     }
-    let geometry = [
-        "--variants-chunk",
-        "100",
-        "--variants-shard",
-        "400",
-        "--samples-chunk",
-        "10",
-        "--samples-shard",
-        "20",
-    ];
+    let geometry = GROWTH_GEOMETRY;
     let mut digests = Vec::new();
     for (input, threads) in [
         (src.clone(), "1"),

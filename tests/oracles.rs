@@ -78,16 +78,7 @@ fn round_trip_when_layouts_grow_late() {
     }
     let dir = tempfile::tempdir().unwrap();
     let src = growth_fixture(dir.path());
-    let geometry = [
-        "--variants-chunk",
-        "100",
-        "--variants-shard",
-        "400",
-        "--samples-chunk",
-        "10",
-        "--samples-shard",
-        "20",
-    ];
+    let geometry = GROWTH_GEOMETRY;
     round_trip(
         &src,
         "growth",

@@ -8,6 +8,19 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Chunking for the 3,000-record growth fixture (23 samples): several inner chunks
+/// per shard on both axes, and shard rows written before the layouts grow.
+pub const GROWTH_GEOMETRY: [&str; 8] = [
+    "--variants-chunk",
+    "100",
+    "--variants-shard",
+    "400",
+    "--samples-chunk",
+    "10",
+    "--samples-shard",
+    "20",
+];
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
