@@ -2,6 +2,7 @@
 
 mod common;
 use common::*;
+use std::path::Path;
 
 #[test]
 fn refuses_existing_output_without_force() {
@@ -9,14 +10,7 @@ fn refuses_existing_output_without_force() {
     let out = dir.path().join("exists.zarr");
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("keep.txt"), "user data").unwrap();
-    let o = svar2()
-        .args(["convert", "-q"])
-        .arg(data("all_fields.vcf"))
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = convert_fails(&data("all_fields.vcf"), &out, &[]);
     assert!(
         err.contains("already exists") && err.contains("--force"),
         "{err}"
@@ -54,13 +48,7 @@ fn summary_line_reports_records_and_bytes() {
 fn missing_and_non_vcf_inputs_fail_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o.zarr");
-    let o = svar2()
-        .args(["convert", "-q", "/nonexistent/in.vcf.gz"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = convert_fails(Path::new("/nonexistent/in.vcf.gz"), &out, &[]);
     assert!(
         err.contains("/nonexistent/in.vcf.gz") && err.contains("no such file"),
         "{err}"

@@ -123,17 +123,22 @@ pub fn tools(test: &str, needs: &[Tool]) -> bool {
     true
 }
 
-/// Converts `input` into `out` with extra arguments, asserting success.
-pub fn convert(input: &Path, out: &Path, args: &[&str]) {
-    let o = svar2()
-        .arg("convert")
-        .arg("-q")
-        .arg("--force")
+/// Runs `svar2 convert -q ARGS INPUT OUT`.
+pub fn run_convert(input: &Path, out: &Path, args: &[&str]) -> Output {
+    svar2()
+        .args(["convert", "-q"])
         .args(args)
         .arg(input)
         .arg(out)
         .output()
-        .expect("svar2 runs");
+        .expect("svar2 runs")
+}
+
+/// Converts `input` into `out` (replacing it) with extra arguments, asserting success.
+pub fn convert(input: &Path, out: &Path, args: &[&str]) {
+    let mut all = vec!["--force"];
+    all.extend_from_slice(args);
+    let o = run_convert(input, out, &all);
     assert!(
         o.status.success(),
         "svar2 convert {} failed: {}",
@@ -232,13 +237,7 @@ pub fn assert_same_lines(what: &str, expected: &str, got: &str) {
 /// Runs `svar2 convert -q ARGS INPUT OUT`, asserts it fails and leaves no complete
 /// store, and returns its stderr.
 pub fn convert_fails(input: &Path, out: &Path, args: &[&str]) -> String {
-    let o = svar2()
-        .args(["convert", "-q"])
-        .args(args)
-        .arg(input)
-        .arg(out)
-        .output()
-        .expect("svar2 runs");
+    let o = run_convert(input, out, args);
     assert!(
         !o.status.success(),
         "convert of {} should fail",

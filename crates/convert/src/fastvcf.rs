@@ -109,6 +109,12 @@ impl TextReader {
         &self.lookups
     }
 
+    /// Keeps only the lookups, closing the file (piece readers read through their own
+    /// indexed handle).
+    pub fn into_lookups(mut self) -> Lookups {
+        std::mem::take(&mut self.lookups)
+    }
+
     /// The current line.
     pub fn line(&self) -> &[u8] {
         if self.ks.s.is_null() {

@@ -182,7 +182,8 @@ pub struct PieceReader {
     rec: bcf::Record,
     ks: htslib::kstring_t,
     text: bool,
-    lookups: Option<TextReader>,
+    /// Name lookups for the direct text parse; `None` for BCF.
+    lookups: Option<Lookups>,
     ex: Extractor,
 }
 
@@ -196,7 +197,12 @@ impl PieceReader {
             path: input.into(),
             msg: msg.into(),
         };
-        let text = is_text(input);
+        // One open tells text from BCF and, for text, yields the parse lookups.
+        let lookups = TextReader::open(input)?.map(|mut t| {
+            t.set_filters(schema);
+            t.into_lookups()
+        });
+        let text = lookups.is_some();
         let index = Index::load(input, text).ok_or_else(|| open_err("index disappeared"))?;
         let c =
             CString::new(input.as_os_str().as_encoded_bytes()).map_err(|_| open_err("bad path"))?;
@@ -215,13 +221,6 @@ impl PieceReader {
         };
         let rec = header.empty_record();
         let ex = Extractor::for_header(&header, schema, set);
-        let lookups = if text {
-            let mut t = TextReader::open(input)?.ok_or_else(|| open_err("not text"))?;
-            t.set_filters(schema);
-            Some(t)
-        } else {
-            None
-        };
         Ok(PieceReader {
             path: input.into(),
             fp,
@@ -240,7 +239,7 @@ impl PieceReader {
     }
 
     fn lookups(&self) -> &Lookups {
-        self.lookups.as_ref().expect("text input").lookups()
+        self.lookups.as_ref().expect("text input")
     }
 
     /// Reads one piece, handing out batches of at most `rows` records. Returns the
