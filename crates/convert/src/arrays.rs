@@ -149,11 +149,6 @@ impl ArraySpec {
     pub fn growable(&self) -> bool {
         !matches!(self.width, Width::Scalar | Width::Fixed(_))
     }
-
-    /// The canonical value used past a record's own values (VCF Zarr "fill").
-    pub fn is_mask(&self) -> bool {
-        self.source == Source::GenotypeMask
-    }
 }
 
 /// A column is the raw per-record data an [`ArraySpec`] reads from; masks share the

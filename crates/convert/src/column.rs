@@ -263,18 +263,6 @@ impl Column {
         self.widths.clear();
         self.stats = ColumnStats::default();
     }
-
-    /// Raw bytes held, for memory accounting.
-    pub fn heap_bytes(&self) -> usize {
-        let v = match &self.values {
-            Values::Int(v) => v.len() * 4,
-            Values::Int8(v) => v.len(),
-            Values::Float(v) => v.len() * 4,
-            Values::Bool(v) => v.len(),
-            Values::Str { bytes, ends } => bytes.len() + ends.len() * 8,
-        };
-        v + self.starts.len() * 12
-    }
 }
 
 /// One inner-chunk row of records: a column per [`ColumnSpec`] plus the facts the
