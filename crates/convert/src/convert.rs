@@ -281,11 +281,12 @@ impl Writer {
         let spec = &self.set.arrays[a];
         let vc = self.g.variants_chunk as usize;
         let n_samples = self.n_samples();
-        let (s0, ns, cols) = if spec.per_sample {
+        // The decoded chunk is its own column: samples are chunk-relative (s0 = 0).
+        let (ns, cols) = if spec.per_sample {
             let sc = self.g.samples_chunk as usize;
-            (k * sc, sc.min(n_samples.saturating_sub(k * sc)), sc)
+            (sc.min(n_samples.saturating_sub(k * sc)), sc)
         } else {
-            (0, 1, 1)
+            (1, 1)
         };
         let nr = (self.records.saturating_sub(first_record) as usize).min(vc);
         if nr == 0 || ns == 0 {
@@ -314,7 +315,6 @@ impl Writer {
             rows: vc,
             cols,
         };
-        let _ = s0;
         let raw = materialize(spec, &col, new, &view);
         if raw.is_fill() {
             return Ok(None);
