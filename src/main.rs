@@ -38,6 +38,10 @@ enum Command {
         /// Replace an existing output directory.
         #[arg(long)]
         force: bool,
+        /// Debugging aid: the contig order readers follow (`planned`, `file`,
+        /// `reverse`). The store's bytes never depend on it.
+        #[arg(long, hide = true, default_value = "planned", value_parser = parse_order)]
+        debug_contig_order: svar2_convert::ContigOrder,
     },
     /// Print the conversion plan (budget, cores, contig order, geometry, predicted
     /// peak RSS) from the header and index alone; writes nothing.
@@ -127,6 +131,16 @@ impl PlanArgs {
     }
 }
 
+fn parse_order(s: &str) -> Result<svar2_convert::ContigOrder, String> {
+    use svar2_convert::ContigOrder::*;
+    match s {
+        "planned" => Ok(Planned),
+        "file" => Ok(File),
+        "reverse" => Ok(Reverse),
+        _ => Err(format!("`{s}`: expected planned, file or reverse")),
+    }
+}
+
 fn init_logging(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
@@ -149,11 +163,13 @@ fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
             output,
             plan,
             force,
+            debug_contig_order,
         } => {
             let opts = svar2_convert::Options {
                 request: plan.request(true),
                 force,
                 progress: !cli.quiet,
+                contig_order: debug_contig_order,
             };
             let s = svar2_convert::convert(&input, &output, &opts)?;
             if !cli.quiet {

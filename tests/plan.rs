@@ -5,17 +5,6 @@ mod common;
 use common::*;
 use std::path::Path;
 
-fn plan_json(input: &Path, extra: &[&str]) -> serde_json::Value {
-    let o = svar2()
-        .args(["plan", "--dry-run", "--json"])
-        .args(extra)
-        .arg(input)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
 fn order_names(plan: &serde_json::Value) -> Vec<(String, u64)> {
     let contigs = plan["contigs"].as_array().unwrap();
     plan["plan"]["order"]
@@ -90,29 +79,41 @@ fn dispatch_order_matches_bcftools_index_stats_for_csi_and_tbi() {
         ("tbi", "bcftools index -t -f"),
     ] {
         sh_ok(&format!("rm -f {0}.csi {0}.tbi && {cmd} {0}", gz.display()));
-        let plan = plan_json(&gz, &[]);
+        // Enough cores for several contigs at once: the longest go first.
+        let plan = plan_json(&gz, &["--threads", "16", "--readers", "1"]);
+        assert!(plan["plan"]["cc"].as_u64().unwrap() > 1);
         assert_eq!(plan["index"], kind);
         assert_eq!(order_names(&plan), bcftools_order(&gz, &names), "{kind}");
         assert_eq!(plan["plan"]["records"], 607);
     }
-    let plan = plan_json(&bcf, &[]);
+    let plan = plan_json(&bcf, &["--threads", "16", "--readers", "1"]);
     assert_eq!(plan["index"], "csi");
     assert_eq!(order_names(&plan), expected, "bcf");
+    // One contig at a time gains nothing from reordering: file order.
+    let plan = plan_json(&bcf, &["--threads", "1"]);
+    assert_eq!(plan["plan"]["cc"], 1);
+    let file: Vec<String> = order_names(&plan).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(file, names);
 }
 
 #[test]
 fn without_an_index_the_plan_falls_back_and_says_so() {
-    let plan = plan_json(&data("all_fields.vcf"), &[]);
+    let plan = plan_json(&data("all_fields.vcf"), &["--threads", "16"]);
     assert!(plan["index"].is_null());
+    // No record counts, no place on the variants axis: one contig at a time.
+    assert_eq!(plan["plan"]["cc"], 1);
+    let notes = plan["plan"]["notes"].to_string();
+    assert!(notes.contains("one contig at a time"), "{notes}");
     let from = plan["counts_from"].as_str().unwrap();
     assert!(
         from.contains("fallback") && from.contains("bcftools index"),
         "{from}"
     );
-    // chrUn has no length: unestimated, dispatched first.
-    let first = order_names(&plan)[0].0.clone();
-    assert_eq!(first, "chrUn");
     assert_eq!(plan["contigs"][0]["tier"], "contig_length");
+    let unestimated = plan["contigs"].as_array().unwrap().iter();
+    assert!(unestimated
+        .filter(|c| c["tier"] == "unestimated")
+        .any(|c| c["name"] == "chrUn"));
     let text = sh_ok(&format!(
         "{} plan --dry-run {}",
         env!("CARGO_BIN_EXE_svar2"),

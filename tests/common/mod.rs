@@ -147,6 +147,18 @@ pub fn convert(input: &Path, out: &Path, args: &[&str]) {
     );
 }
 
+/// `svar2 plan --dry-run --json EXTRA INPUT`, parsed.
+pub fn plan_json(input: &Path, extra: &[&str]) -> serde_json::Value {
+    let o = svar2()
+        .args(["plan", "--dry-run", "--json"])
+        .args(extra)
+        .arg(input)
+        .output()
+        .expect("svar2 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("plan JSON")
+}
+
 /// `svar2 digest` of a store.
 pub fn digest(store: &Path) -> String {
     let o = svar2()

@@ -29,6 +29,20 @@ pub struct Options {
     pub force: bool,
     /// Draw a progress bar (only on a terminal).
     pub progress: bool,
+    /// Which contig goes first (a debugging aid: the store must not depend on it).
+    pub contig_order: ContigOrder,
+}
+
+/// The order contigs are handed to readers when they are read through the index.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ContigOrder {
+    /// The plan's: longest first when contigs run concurrently, else file order.
+    #[default]
+    Planned,
+    /// As they appear in the file.
+    File,
+    /// The file's order backwards (the worst case for stitching).
+    Reverse,
 }
 
 /// What a conversion did, for the closing summary line.
@@ -79,6 +93,19 @@ fn bit(bits: &Option<Vec<u64>>, i: usize) -> bool {
         .is_some_and(|b| b.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1))
 }
 
+/// A shard row still being filled. Concurrent contigs fill several rows at once, in
+/// any order; each is finished when its last record arrives.
+#[derive(Default)]
+struct OpenRow {
+    /// Per array: the row's inner chunks, `[inner row][sample chunk]`.
+    slots: Vec<Vec<Option<Slot>>>,
+    /// Bytes already appended to each (array, sample shard) partial file of the row.
+    part_len: HashMap<(usize, usize), u64>,
+    /// Per growable array: records (row-relative) whose field was absent.
+    absent: Vec<Option<Vec<u64>>>,
+    records: u64,
+}
+
 struct Writer {
     schema: Schema,
     set: ArraySet,
@@ -87,13 +114,10 @@ struct Writer {
     stats: Stats,
     codecs: HashMap<(Dtype, bool), Arc<InnerCodec>>,
     records: u64,
-    /// Per array: inner chunks of the current shard row, `[inner row][sample chunk]`.
-    row: Vec<Vec<Option<Slot>>>,
-    /// Bytes already appended to each (array, sample shard) partial file of the row.
-    part_len: HashMap<(usize, usize), u64>,
-    row_absent: Vec<Option<Vec<u64>>>,
-    row_index: u64,
-    history: Vec<Vec<RowInfo>>,
+    open: std::collections::BTreeMap<u64, OpenRow>,
+    /// Per array, per finished shard row: the layout it was written under.
+    history: Vec<std::collections::BTreeMap<u64, RowInfo>>,
+    /// Region index rows, each tagged with its inner chunk (sorted at the end).
     region: Vec<[i64; 6]>,
     rewritten: u64,
 }
@@ -184,8 +208,16 @@ impl Writer {
         let vc = self.g.variants_chunk as usize;
         let sc = self.g.samples_chunk as usize;
         let n_samples = self.n_samples();
-        let inner_row = ((batch.first / vc as u64) % self.inner_per_shard() as u64) as usize;
+        let ips = self.inner_per_shard();
+        let inner_row = ((batch.first / vc as u64) % ips as u64) as usize;
         let chunk_index = batch.first / vc as u64;
+        let row_index = chunk_index / ips as u64;
+        let n_arrays = self.set.arrays.len();
+        let mut open = self.open.remove(&row_index).unwrap_or_else(|| OpenRow {
+            slots: vec![Vec::new(); n_arrays],
+            absent: vec![None; n_arrays],
+            ..OpenRow::default()
+        });
 
         // Region index rows: one per run of one contig within this inner chunk.
         let mut i = 0;
@@ -220,20 +252,19 @@ impl Writer {
         let cps = self.chunks_per_sample_shard();
         for (&(a, k), r) in tasks.iter().zip(results) {
             let n_sc = self.sample_chunks(&self.set.arrays[a]);
-            let ips = self.inner_per_shard();
             let span = match r? {
                 None => None,
                 Some(bytes) => {
                     let j = k / cps;
-                    let path = self.part_path(a, j);
-                    let off = self.part_len.entry((a, j)).or_insert(0);
+                    let path = self.part_path(row_index, a, j);
+                    let off = open.part_len.entry((a, j)).or_insert(0);
                     append(&path, &bytes)?;
                     let span = (*off, bytes.len() as u64);
                     *off += bytes.len() as u64;
                     Some(span)
                 }
             };
-            let row = &mut self.row[a];
+            let row = &mut open.slots[a];
             if row.is_empty() {
                 row.resize(ips * n_sc, None);
             }
@@ -250,7 +281,7 @@ impl Writer {
             for (r, &w) in col.widths.iter().enumerate() {
                 if w == 0 {
                     let i = inner_row * vc + r;
-                    let bits = self.row_absent[a].get_or_insert_with(|| {
+                    let bits = open.absent[a].get_or_insert_with(|| {
                         vec![0u64; (self.g.variants_shard as usize).div_ceil(64)]
                     });
                     bits[i / 64] |= 1 << (i % 64);
@@ -258,8 +289,11 @@ impl Writer {
             }
         }
         self.records += batch.len() as u64;
-        if inner_row + 1 == self.inner_per_shard() {
-            self.flush_row()?;
+        open.records += batch.len() as u64;
+        if open.records == self.g.variants_shard {
+            self.flush_row(row_index, open)?;
+        } else {
+            self.open.insert(row_index, open);
         }
         Ok(batch)
     }
@@ -275,6 +309,7 @@ impl Writer {
         old_codec: &InnerCodec,
         new_codec: &InnerCodec,
         first_record: u64,
+        end_record: u64,
         k: usize,
         absent: &dyn Fn(usize) -> bool,
     ) -> Result<Option<Vec<u8>>> {
@@ -288,7 +323,7 @@ impl Writer {
         } else {
             (1, 1)
         };
-        let nr = (self.records.saturating_sub(first_record) as usize).min(vc);
+        let nr = (end_record.saturating_sub(first_record) as usize).min(vc);
         if nr == 0 || ns == 0 {
             return Ok(None);
         }
@@ -326,24 +361,24 @@ impl Writer {
 
     /// Where a shard's chunks accumulate while its row is being written; the final
     /// name depends on the layout, known only when the row is flushed.
-    fn part_path(&self, a: usize, j: usize) -> PathBuf {
+    fn part_path(&self, row: u64, a: usize, j: usize) -> PathBuf {
         self.store
             .root
             .join(&self.set.arrays[a].name)
             .join("c")
-            .join(format!("{}.{j}.part", self.row_index))
+            .join(format!("{row}.{j}.part"))
     }
 
-    /// Finishes every shard of the current row: index appended and renamed into
-    /// place, or re-encoded when some of its chunks were written under an older layout.
-    fn flush_row(&mut self) -> Result<()> {
-        if self.row.iter().all(|r| r.iter().all(Option::is_none)) {
+    /// Finishes every shard of a row: index appended and renamed into place, or
+    /// re-encoded when some of its chunks were written under an older layout.
+    fn flush_row(&mut self, row_index: u64, open: OpenRow) -> Result<()> {
+        if open.slots.iter().all(|r| r.iter().all(Option::is_none)) {
             return Ok(());
         }
         let layouts = self.layouts();
         let codecs = self.codecs_for(&layouts)?;
         let mut keys = Vec::new();
-        for (a, row) in self.row.iter().enumerate() {
+        for (a, row) in open.slots.iter().enumerate() {
             for s in row.iter().flatten() {
                 keys.push((s.layout.dtype, self.set.arrays[a].bitshuffle));
             }
@@ -353,8 +388,8 @@ impl Writer {
         }
         let cps = self.chunks_per_sample_shard();
         let ips = self.inner_per_shard();
-        let row_index = self.row_index;
         let vc = self.g.variants_chunk;
+        let end_record = row_index * self.g.variants_shard + open.records;
         // (array, sample shard) jobs.
         let jobs: Vec<(usize, usize)> = self
             .set
@@ -372,9 +407,9 @@ impl Writer {
             .map(|&(a, j)| {
                 let spec = &this.set.arrays[a];
                 let n_sc = this.sample_chunks(spec);
-                let row = &this.row[a];
-                let absent = &this.row_absent[a];
-                let part = this.part_path(a, j);
+                let row = &open.slots[a];
+                let absent = &open.absent[a];
+                let part = this.part_path(row_index, a, j);
                 let ks: Vec<usize> = if spec.per_sample {
                     (j * cps..(j * cps + cps)).collect()
                 } else {
@@ -391,11 +426,18 @@ impl Writer {
                     .collect();
                 let stored = slots.iter().flatten().any(|s| s.span.is_some());
                 let current = slots.iter().flatten().all(|s| s.layout == layouts[a]);
+                // Chunks that arrived out of order (concurrent contigs) are rewritten
+                // in slot order: the bytes must not depend on arrival.
+                let in_order = slots
+                    .iter()
+                    .filter_map(|s| s.and_then(|s| s.span))
+                    .try_fold(0, |at, (o, n)| (o == at).then_some(o + n))
+                    .is_some();
                 let path = this.store.shard_path(
                     &spec.name,
                     &this.shard_indices(spec, &layouts[a], row_index, j),
                 );
-                if current {
+                if current && in_order {
                     if !stored {
                         return Ok(());
                     }
@@ -430,6 +472,7 @@ impl Writer {
                                     old_codec,
                                     &codecs[a],
                                     row_index * this.g.variants_shard + off as u64,
+                                    end_record,
                                     ks[kk],
                                     &|r| bit(absent, off + r),
                                 )?
@@ -448,16 +491,15 @@ impl Writer {
             })
             .collect();
         results.into_iter().collect::<Result<()>>()?;
-        for (a, spec) in self.set.arrays.iter().enumerate() {
-            let absent = self.row_absent[a].take();
-            self.history[a].push(RowInfo {
-                layout: layouts[a],
-                absent: if spec.growable() { absent } else { None },
-            });
-            self.row[a].iter_mut().for_each(|s| *s = None);
+        for (a, (spec, absent)) in self.set.arrays.iter().zip(open.absent).enumerate() {
+            self.history[a].insert(
+                row_index,
+                RowInfo {
+                    layout: layouts[a],
+                    absent: if spec.growable() { absent } else { None },
+                },
+            );
         }
-        self.part_len.clear();
-        self.row_index += 1;
         Ok(())
     }
 
@@ -476,7 +518,7 @@ impl Writer {
     fn rewrite_outgrown(&mut self, finals: &[Layout]) -> Result<()> {
         let mut jobs = Vec::new();
         for (a, rows) in self.history.iter().enumerate() {
-            for (r, info) in rows.iter().enumerate() {
+            for (&r, info) in rows {
                 if info.layout != finals[a] {
                     jobs.push((a, r));
                 }
@@ -487,7 +529,7 @@ impl Writer {
         }
         for &(a, r) in &jobs {
             let bitshuffle = self.set.arrays[a].bitshuffle;
-            self.codec(self.history[a][r].layout.dtype, bitshuffle)?;
+            self.codec(self.history[a][&r].layout.dtype, bitshuffle)?;
             self.codec(finals[a].dtype, bitshuffle)?;
         }
         let cps = self.chunks_per_sample_shard();
@@ -498,21 +540,19 @@ impl Writer {
             .par_iter()
             .map(|&(a, r)| {
                 let spec = &this.set.arrays[a];
-                let info = &this.history[a][r];
+                let info = &this.history[a][&r];
                 let old_codec = &this.codecs[&(info.layout.dtype, spec.bitshuffle)];
                 let new_codec = &this.codecs[&(finals[a].dtype, spec.bitshuffle)];
                 let n_sc = this.sample_chunks(spec);
                 let n_shards = n_sc.div_ceil(cps);
                 let mut written = 0;
                 for j in 0..n_shards {
-                    let old_path = this.store.shard_path(
-                        &spec.name,
-                        &this.shard_indices(spec, &info.layout, r as u64, j),
-                    );
-                    let new_path = this.store.shard_path(
-                        &spec.name,
-                        &this.shard_indices(spec, &finals[a], r as u64, j),
-                    );
+                    let old_path = this
+                        .store
+                        .shard_path(&spec.name, &this.shard_indices(spec, &info.layout, r, j));
+                    let new_path = this
+                        .store
+                        .shard_path(&spec.name, &this.shard_indices(spec, &finals[a], r, j));
                     let ks: Vec<usize> = if spec.per_sample {
                         (j * cps..(j * cps + cps)).collect()
                     } else {
@@ -540,7 +580,8 @@ impl Writer {
                                     &finals[a],
                                     old_codec,
                                     new_codec,
-                                    r as u64 * this.g.variants_shard + off as u64,
+                                    r * this.g.variants_shard + off as u64,
+                                    this.records,
                                     k,
                                     &|x| bit(&info.absent, off + x),
                                 )?
@@ -656,7 +697,12 @@ impl Writer {
     }
 
     fn finish(&mut self) -> Result<()> {
-        self.flush_row()?;
+        // Only the last row is short, but with concurrent contigs it need not arrive last.
+        while let Some((row, open)) = self.open.pop_first() {
+            self.flush_row(row, open)?;
+        }
+        // Rows arrive in any order; each chunk's rows arrived together, in record order.
+        self.region.sort_by_key(|r| r[0]);
         let finals = self.layouts();
         self.rewrite_outgrown(&finals)?;
         let n = self.records;
@@ -936,11 +982,8 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
         stats,
         codecs: HashMap::new(),
         records: 0,
-        row: vec![Vec::new(); n_arrays],
-        part_len: HashMap::new(),
-        row_absent: vec![None; n_arrays],
-        row_index: 0,
-        history: (0..n_arrays).map(|_| Vec::new()).collect(),
+        open: Default::default(),
+        history: (0..n_arrays).map(|_| Default::default()).collect(),
         region: Vec::new(),
         rewritten: 0,
     };
@@ -954,30 +997,54 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Batch>(2);
     let vc = g.variants_chunk as usize;
     let n_samples = schema.samples.len();
-    // Sub-contig readers when the plan asks for more than one and the index allows.
+    // Readers through the index when the plan asks for more than one stream.
+    let (cc, readers) = (report.plan.cc, report.plan.w as usize);
     let counts: Vec<u64> = report.contigs.iter().map(|c| c.cost).collect();
-    let pieces = (report.plan.w > 1 && report.index.is_some())
-        .then(|| crate::pieces::plan_pieces(input, &schema, &counts, 4 * report.plan.w as usize))
+    let parallel = cc > 1 || readers > 1;
+    let pieces = (parallel && report.index.is_some())
+        .then(|| crate::pieces::plan_pieces(input, &schema, &counts, 4 * readers))
         .flatten();
-    if report.plan.w > 1 && pieces.is_none() {
+    if parallel && pieces.is_none() {
         tracing::warn!(
             "{}: no usable index, so one streaming reader (index it with `bcftools index`)",
             input.display()
         );
     }
+    let order: Option<Vec<usize>> = pieces.as_ref().and_then(|p| match opts.contig_order {
+        ContigOrder::Planned => (cc > 1).then(|| report.plan.order.clone()),
+        ContigOrder::File => None,
+        ContigOrder::Reverse => {
+            let mut rids: Vec<usize> = p.iter().map(|p| p.rid as usize).collect();
+            rids.dedup();
+            rids.reverse();
+            Some(rids)
+        }
+    });
+    let mut stitcher = pieces
+        .as_ref()
+        .map(|_| crate::pieces::Stitcher::new(&set, n_samples, vc, counts.iter().sum()));
     let result = std::thread::scope(|scope| {
         let set_ref = &set;
         if let Some(pieces) = &pieces {
-            let (schema_ref, counts_ref) = (&schema, &counts);
-            let readers = report.plan.w as usize;
+            let (schema_ref, counts_ref, order_ref) = (&schema, &counts, order.as_deref());
             tracing::info!(
-                readers,
+                cc,
+                readers_per_contig = readers,
                 pieces = pieces.len(),
-                "reading in sub-contig pieces"
+                order = ?opts.contig_order,
+                "reading through the index"
             );
             scope.spawn(move || {
                 crate::pieces::read_in_pieces(
-                    input, schema_ref, set_ref, pieces, counts_ref, readers, vc, &tx,
+                    input,
+                    schema_ref,
+                    set_ref,
+                    pieces,
+                    counts_ref,
+                    order_ref,
+                    (cc, readers),
+                    vc,
+                    &tx,
                 );
             });
             drop(reader);
@@ -1017,9 +1084,29 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
             for batch in rx.iter() {
                 let batch = batch?;
                 let n = batch.len() as u64;
+                let batch = match &mut stitcher {
+                    None => batch,
+                    Some(s) => match s.push(batch) {
+                        Some(whole) => whole,
+                        None => {
+                            pb.inc(n);
+                            continue;
+                        }
+                    },
+                };
                 let batch = w.add_batch(batch)?;
                 let _ = recycle_tx.try_send(batch);
                 pb.inc(n);
+            }
+            if let Some(s) = &stitcher {
+                if s.pending() > 0 {
+                    return Err(Error::Usage(format!(
+                        "{}: {} inner chunks were left incomplete; the input changed while \
+                         it was read",
+                        input.display(),
+                        s.pending()
+                    )));
+                }
             }
             w.finish()
         })

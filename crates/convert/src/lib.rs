@@ -19,5 +19,5 @@ pub mod shard;
 pub mod source;
 pub mod store;
 
-pub use convert::{convert, Options, Summary};
+pub use convert::{convert, ContigOrder, Options, Summary};
 pub use store::digest;

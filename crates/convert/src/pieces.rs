@@ -394,9 +394,23 @@ enum PieceMsg {
     Failed(Error),
 }
 
-/// Reads `pieces` with `w` readers and sends the records, re-joined in piece order, as
-/// inner-chunk rows of `rows` records to `out` — exactly the batches one streaming
-/// reader would send. Each contig's total is checked against the index (`counts`).
+/// A contig handed to a sequencer: its pieces' record streams, in position order.
+struct ContigJob {
+    rid: u32,
+    /// Where the contig starts on the global variants axis.
+    offset: u64,
+    /// Records the index lists for it.
+    expected: u64,
+    pieces: Vec<crossbeam_channel::Receiver<PieceMsg>>,
+}
+
+/// Reads `pieces` (in file order) with `cc` contigs at once and `w` readers each, and
+/// sends each contig's records as batches aligned to the global grid of `rows`-record
+/// inner chunks. A contig's place on the variants axis is the sum of the index counts
+/// of the contigs before it in the file, so contigs run in any `order` (header ids,
+/// dispatch order; `None`: file order) and the chunks that straddle two contigs arrive
+/// in parts, for a [`Stitcher`]. A contig whose record count disagrees with the index
+/// is an error.
 #[allow(clippy::too_many_arguments)]
 pub fn read_in_pieces(
     input: &Path,
@@ -404,25 +418,60 @@ pub fn read_in_pieces(
     set: &ArraySet,
     pieces: &[Piece],
     counts: &[u64],
-    w: usize,
+    order: Option<&[usize]>,
+    (cc, w): (usize, usize),
     rows: usize,
     out: &crossbeam_channel::Sender<Result<Batch>>,
 ) {
     let n_samples = schema.samples.len();
     let specs = &set.columns;
+    // Contigs in file order, each with its pieces, and their offsets on the axis.
+    let mut file_order: Vec<(u32, Vec<usize>)> = Vec::new();
+    for (i, p) in pieces.iter().enumerate() {
+        match file_order.last_mut() {
+            Some((rid, v)) if *rid == p.rid => v.push(i),
+            _ => file_order.push((p.rid, vec![i])),
+        }
+    }
+    let mut offsets = std::collections::HashMap::new();
+    let mut at = 0u64;
+    for (rid, _) in &file_order {
+        offsets.insert(*rid, at);
+        at += counts.get(*rid as usize).copied().unwrap_or(0);
+    }
+    let dispatch: Vec<&(u32, Vec<usize>)> = match order {
+        None => file_order.iter().collect(),
+        Some(order) => order
+            .iter()
+            .filter_map(|&rid| file_order.iter().find(|(r, _)| *r as usize == rid))
+            .collect(),
+    };
+    // Pieces are queued in dispatch order, so the readers always serve the earliest
+    // unfinished contig first: a reader blocked on a later contig never starves it.
     let (job_tx, job_rx) =
         crossbeam_channel::unbounded::<(usize, crossbeam_channel::Sender<PieceMsg>)>();
-    let mut results = Vec::with_capacity(pieces.len());
-    for i in 0..pieces.len() {
-        // One batch of slack per piece: a reader ahead of the sequencer blocks, which
-        // bounds the reorder buffer to about two batches per reader.
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        job_tx.send((i, tx)).expect("receiver alive");
-        results.push(rx);
+    let (contig_tx, contig_rx) = crossbeam_channel::unbounded::<ContigJob>();
+    for (rid, idx) in dispatch {
+        let mut rxs = Vec::with_capacity(idx.len());
+        for &i in idx {
+            // One batch of slack per piece: a reader ahead of its sequencer blocks,
+            // which bounds the reorder buffer to about two batches per reader.
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            job_tx.send((i, tx)).expect("receiver alive");
+            rxs.push(rx);
+        }
+        contig_tx
+            .send(ContigJob {
+                rid: *rid,
+                offset: offsets[rid],
+                expected: counts.get(*rid as usize).copied().unwrap_or(0),
+                pieces: rxs,
+            })
+            .expect("receiver alive");
     }
-    drop(job_tx);
+    drop((job_tx, contig_tx));
     std::thread::scope(|scope| {
-        for _ in 0..w.max(1) {
+        for _ in 0..(cc * w).max(1) {
             let job_rx = job_rx.clone();
             scope.spawn(move || {
                 let mut reader = match PieceReader::open(input, schema, set) {
@@ -449,61 +498,130 @@ pub fn read_in_pieces(
             });
         }
         drop(job_rx);
-        // The sequencer: pieces in order, re-cut into rows aligned to the global grid.
-        let mut cur = Batch::new(specs, n_samples, 0);
-        let mut emitted = 0u64;
-        let mut contig_total = 0u64;
-        for (piece, rx) in pieces.iter().zip(results) {
-            let mut piece_records = 0u64;
-            for msg in rx.iter() {
-                match msg {
-                    PieceMsg::Rows(b) => {
-                        let mut r = 0;
-                        while r < b.len() {
-                            let take = (rows - cur.len()).min(b.len() - r);
-                            cur.append_range(&b, r, r + take);
-                            r += take;
-                            if cur.len() == rows {
-                                emitted += rows as u64;
-                                let full = std::mem::replace(
-                                    &mut cur,
-                                    Batch::new(specs, n_samples, emitted),
-                                );
-                                if out.send(Ok(full)).is_err() {
-                                    return;
-                                }
-                            }
-                        }
-                        piece_records += b.len() as u64;
-                    }
-                    PieceMsg::Done => break,
-                    PieceMsg::Failed(e) => {
+        for _ in 0..cc.max(1) {
+            let contig_rx = contig_rx.clone();
+            scope.spawn(move || {
+                for job in contig_rx.iter() {
+                    if let Err(e) = sequence_contig(input, schema, specs, job, rows, out) {
                         let _ = out.send(Err(e));
                         return;
                     }
                 }
-            }
-            contig_total += piece_records;
-            if piece.last_of_contig {
-                let expected = counts.get(piece.rid as usize).copied().unwrap_or(0);
-                if contig_total != expected {
-                    let _ = out.send(Err(Error::Record {
-                        path: input.into(),
-                        record: emitted + cur.len() as u64,
-                        locus: schema.contigs[piece.rid as usize].name.clone(),
-                        msg: format!(
-                            "the index lists {expected} records on this contig but {contig_total} were read: \
-                             the index is stale, re-index with `bcftools index -f {}`",
-                            input.display()
-                        ),
-                    }));
-                    return;
-                }
-                contig_total = 0;
-            }
-        }
-        if !cur.is_empty() {
-            let _ = out.send(Ok(cur));
+            });
         }
     });
+}
+
+/// Joins one contig's pieces in order and re-cuts them on the global grid.
+/// `Ok` also when the consumer hung up (it has an error of its own to report).
+fn sequence_contig(
+    input: &Path,
+    schema: &Schema,
+    specs: &[crate::arrays::ColumnSpec],
+    job: ContigJob,
+    rows: usize,
+    out: &crossbeam_channel::Sender<Result<Batch>>,
+) -> Result<()> {
+    let n_samples = schema.samples.len();
+    let rows = rows as u64;
+    let stale = |read: u64, at: u64| Error::Record {
+        path: input.into(),
+        record: at,
+        locus: schema.contigs[job.rid as usize].name.clone(),
+        msg: format!(
+            "the index lists {} records on this contig but {read}{} were read: \
+             the index is stale, re-index with `bcftools index -f {}`",
+            job.expected,
+            if read > job.expected { " or more" } else { "" },
+            input.display()
+        ),
+    };
+    let mut cur = Batch::new(specs, n_samples, job.offset);
+    let mut read = 0u64;
+    for rx in job.pieces {
+        for msg in rx.iter() {
+            let b = match msg {
+                PieceMsg::Rows(b) => b,
+                PieceMsg::Done => break,
+                PieceMsg::Failed(e) => return Err(e),
+            };
+            read += b.len() as u64;
+            if read > job.expected {
+                return Err(stale(read, job.offset + read - 1));
+            }
+            let mut r = 0;
+            while r < b.len() {
+                let end = cur.first + cur.len() as u64;
+                let boundary = (cur.first / rows + 1) * rows;
+                let take = ((boundary - end) as usize).min(b.len() - r);
+                cur.append_range(&b, r, r + take);
+                r += take;
+                if cur.first + cur.len() as u64 == boundary {
+                    let full = std::mem::replace(&mut cur, Batch::new(specs, n_samples, boundary));
+                    if out.send(Ok(full)).is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+    if read != job.expected {
+        return Err(stale(read, job.offset + read));
+    }
+    if !cur.is_empty() {
+        let _ = out.send(Ok(cur));
+    }
+    Ok(())
+}
+
+/// Re-joins the parts of inner chunks that straddle contigs converted separately.
+/// Whole chunks pass straight through; a part waits (under one chunk per contig
+/// boundary) until the rest of its chunk arrives.
+pub struct Stitcher {
+    rows: u64,
+    total: u64,
+    n_samples: usize,
+    specs: Vec<crate::arrays::ColumnSpec>,
+    waiting: std::collections::BTreeMap<u64, (u64, Vec<Batch>)>,
+}
+
+impl Stitcher {
+    /// For `total` records on a grid of `rows`-record chunks.
+    pub fn new(set: &ArraySet, n_samples: usize, rows: usize, total: u64) -> Stitcher {
+        Stitcher {
+            rows: rows as u64,
+            total,
+            n_samples,
+            specs: set.columns.clone(),
+            waiting: Default::default(),
+        }
+    }
+
+    /// Takes a batch; returns a whole chunk when this batch completes one.
+    pub fn push(&mut self, b: Batch) -> Option<Batch> {
+        let chunk = b.first / self.rows;
+        let start = chunk * self.rows;
+        let want = self.rows.min(self.total.saturating_sub(start));
+        if b.first == start && b.len() as u64 == want {
+            return Some(b);
+        }
+        let entry = self.waiting.entry(chunk).or_default();
+        entry.0 += b.len() as u64;
+        entry.1.push(b);
+        if entry.0 < want {
+            return None;
+        }
+        let (_, mut parts) = self.waiting.remove(&chunk).expect("present");
+        parts.sort_by_key(|p| p.first);
+        let mut whole = Batch::new(&self.specs, self.n_samples, start);
+        for p in &parts {
+            whole.append_range(p, 0, p.len());
+        }
+        Some(whole)
+    }
+
+    /// Chunks still incomplete (none after a successful read).
+    pub fn pending(&self) -> usize {
+        self.waiting.len()
+    }
 }

@@ -53,7 +53,7 @@ pub struct PlanReport {
 }
 
 /// The most contigs this build's executor converts at once.
-pub const EXECUTOR_MAX_CC: usize = 1;
+pub const EXECUTOR_MAX_CC: usize = 64;
 
 /// Plans a conversion of `input` from its header and index.
 pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
@@ -229,7 +229,12 @@ impl PlanReport {
             self.cores.usable, self.cores.affinity, quota, self.threads
         );
         let _ = writeln!(s, "contig costs   {}", self.counts_from);
-        let _ = writeln!(s, "dispatch order (longest first):");
+        let how = if p.cc > 1 {
+            "longest first"
+        } else {
+            "file order: one contig at a time"
+        };
+        let _ = writeln!(s, "dispatch order ({how}):");
         for (rank, &i) in p.order.iter().enumerate() {
             let c = &self.contigs[i];
             let what = match c.tier {

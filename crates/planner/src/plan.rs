@@ -175,6 +175,13 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     let mut cc = by_cores
         .min(with_data)
         .min(input.max_concurrent_contigs.max(1));
+    if cc > 1 && !all_counted {
+        // A contig's place on the variants axis is the sum of the counts before it.
+        notes.push(
+            "no index record counts, so one contig at a time (index with `bcftools index`)".into(),
+        );
+        cc = 1;
+    }
 
     // Inner chunks: from the patch, then overridden by explicit flags.
     let (mut chunks, _) = match input.patch {
@@ -196,9 +203,19 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     };
     // One streaming reader keeps two chunk rows alive (one filling, one encoding);
     // `w` piece readers keep about two each plus the sequencer's and the encoder's.
-    let rows_alive = if w > 1 { 1 + w as u64 } else { 1 };
-    let in_flight =
-        |vc: u64, cc: usize| cc as u64 * rows_alive * eff_rows(vc, cc) * input.row_bytes;
+    // Concurrent contigs each run that way too, with one reader or more.
+    let rows_alive = |cc: usize| if w > 1 || cc > 1 { 1 + w as u64 } else { 1 };
+    // Concurrent contigs finish out of file order, so the chunk rows that straddle two
+    // contigs wait in the stitcher for their other part: under one row per boundary.
+    // (One contig with piece readers: a row waits only for the next contig's start.)
+    let stitch_rows = |cc: usize| match (cc, w) {
+        (1, 1) => 0,
+        (1, _) => 1,
+        _ => (with_data - 1) as u64,
+    };
+    let in_flight = |vc: u64, cc: usize| {
+        (cc as u64 * rows_alive(cc) + stitch_rows(cc)) * eff_rows(vc, cc) * input.row_bytes
+    };
     let sc = chunks.samples;
     let scratch_row = input.threads.max(1) as u64 * sc * input.cell_bytes;
     let scratch = |vc: u64| vc * scratch_row;
@@ -206,9 +223,10 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     // Each extra piece reader: its own file handle, header, index and malloc arena.
     // Provisional bound (sim.vcf.gz and a 20,000-sample file, 2-3 readers); the
     // calibration sweep does not cover piece readers yet.
-    let readers_extra = cc as u64 * (w as u64).saturating_sub(1) * PER_READER_BYTES;
-    let pred =
-        |vc: u64, cc: usize| m.peak(input.samples, in_flight(vc, cc), scratch(vc)) + readers_extra;
+    let readers_extra = |cc: usize| (cc as u64 * w as u64 - 1) * PER_READER_BYTES;
+    let pred = |vc: u64, cc: usize| {
+        m.peak(input.samples, in_flight(vc, cc), scratch(vc)) + readers_extra(cc)
+    };
     // What the budget allows the law to predict (see HEADROOM).
     let allowed = (input.budget as f64 / HEADROOM) as u64;
     let minimum = (pred(1, 1) as f64 * HEADROOM).ceil() as u64;
@@ -230,8 +248,8 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         let fits = m
             .max_rows(
                 input.samples,
-                allowed,
-                cc as u64 * input.row_bytes,
+                allowed.saturating_sub(readers_extra(cc)),
+                (cc as u64 * rows_alive(cc) + stitch_rows(cc)) * input.row_bytes,
                 scratch_row,
             )
             .max(1);
@@ -279,6 +297,13 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
             "cores allow {by_cores} concurrent contigs; this build converts {cc} at a time"
         ));
     }
+    // One contig at a time gains nothing from longest-first: keep the file's order,
+    // which streams without stitching.
+    let order = if cc == 1 {
+        (0..input.contigs.len()).collect()
+    } else {
+        order
+    };
     let shard_columns = input.samples.max(1).div_ceil(ss);
     let shards = records
         .map(|n| n.div_ceil(vs) * (input.variant_arrays + input.call_arrays * shard_columns));
@@ -389,5 +414,31 @@ mod tests {
         assert_eq!(p.cc, 2); // 8 cores / (1 encoder + 3 readers)
         i.readers = Some(1);
         assert_eq!(plan(&i).unwrap().cc, 2); // only two contigs have data
+    }
+
+    #[test]
+    fn concurrent_contigs_need_counts_and_pay_for_stitching() {
+        let mut i = input(64 << 30, 1000);
+        i.max_concurrent_contigs = 64;
+        i.readers = Some(1);
+        let p = plan(&i).unwrap();
+        assert_eq!((p.cc, p.order.clone()), (2, vec![0, 1]));
+        // Straddling rows wait for their other part: more in flight than cc rows.
+        assert_eq!(p.in_flight_bytes, (2 * 2 + 1) * 1000 * i.row_bytes);
+        i.contigs[1].tier = CostTier::ContigLength;
+        let p = plan(&i).unwrap();
+        assert_eq!(p.cc, 1);
+        assert!(p.notes.iter().any(|n| n.contains("one contig at a time")));
+    }
+
+    #[test]
+    fn one_contig_at_a_time_keeps_file_order() {
+        let mut i = input(64 << 30, 1000);
+        i.contigs.swap(0, 1); // the longer contig second in the file
+        let p = plan(&i).unwrap();
+        assert_eq!((p.cc, p.order), (1, vec![0, 1]));
+        i.max_concurrent_contigs = 64;
+        i.readers = Some(1);
+        assert_eq!(plan(&i).unwrap().order, vec![1, 0]);
     }
 }
