@@ -827,7 +827,7 @@ impl Writer {
             }
         });
         // Written last: its presence is what marks the store complete.
-        self.store.write_json("", &root)
+        self.store.finish(&root)
     }
 }
 
@@ -940,14 +940,10 @@ fn progress_bar(enabled: bool, total: Option<u64>) -> indicatif::ProgressBar {
 /// Converts `input` (VCF, VCF.gz or BCF) into a VCF Zarr store at `output`.
 pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     let t0 = Instant::now();
-    // Plan first: a plan that cannot fit fails before anything is written.
+    // Nothing is written before the output is known to be writable and the plan to fit.
+    crate::store::check_output(output, opts.force)?;
     let report = make_plan(input, &opts.request)?;
     let threads = report.threads;
-    if output.exists() && !opts.force {
-        return Err(Error::OutputExists {
-            path: output.into(),
-        });
-    }
     tracing::info!(
         cc = report.plan.cc,
         w = report.plan.w,

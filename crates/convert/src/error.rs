@@ -18,7 +18,7 @@ pub enum Error {
         locus: String,
         msg: String,
     },
-    #[error("{path}: {source}")]
+    #[error("{path}: {source}{hint}", hint = io_hint(source))]
     Io {
         path: PathBuf,
         #[source]
@@ -26,12 +26,31 @@ pub enum Error {
     },
     #[error("{path} already exists; pass --force to replace it")]
     OutputExists { path: PathBuf },
+    #[error(
+        "{path}: another svar2 conversion is writing this store; wait for it to finish \
+         or choose another output"
+    )]
+    Locked { path: PathBuf },
     #[error("{path}: {msg}")]
     Store { path: PathBuf, msg: String },
     #[error("{0}")]
     Usage(String),
     #[error("internal codec error: {0}")]
     Codec(String),
+}
+
+/// What to do about the I/O failures users meet on clusters.
+fn io_hint(e: &std::io::Error) -> &'static str {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        StorageFull | QuotaExceeded => {
+            " (free some space or write elsewhere; the store is left incomplete, without its \
+             root zarr.json, and re-running the command starts it again)"
+        }
+        ReadOnlyFilesystem => " (choose an output on a writable file system)",
+        PermissionDenied => " (choose an output you may write to)",
+        _ => "",
+    }
 }
 
 /// Result alias used across the crate.

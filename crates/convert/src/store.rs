@@ -5,27 +5,133 @@ use crate::error::{Error, Result};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// Marks a directory as an svar2 store being written; removed once the root
+/// `zarr.json` is in place. An output holding it is an interrupted conversion.
+pub const IN_PROGRESS: &str = ".svar2-in-progress";
+
 /// A store being written.
 pub struct StoreDir {
     pub root: PathBuf,
+    /// An exclusive lock on the directory itself, held while writing: a second
+    /// conversion into the same output refuses instead of interleaving files. (The
+    /// directory is emptied, never replaced, so the lock stays on the one inode.)
+    _lock: fs::File,
+}
+
+/// What an output path holds before a conversion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Existing {
+    Empty,
+    /// A finished store (root `zarr.json`).
+    Complete,
+    /// An svar2 conversion that was killed or failed.
+    Interrupted,
+    /// Something else: never removed without `--force`.
+    Foreign,
+}
+
+fn classify(root: &Path) -> Result<Existing> {
+    let mut entries = fs::read_dir(root).map_err(|e| Error::io(root, e))?;
+    Ok(if entries.next().is_none() {
+        Existing::Empty
+    } else if root.join("zarr.json").is_file() {
+        Existing::Complete
+    } else if root.join(IN_PROGRESS).is_file() {
+        Existing::Interrupted
+    } else {
+        Existing::Foreign
+    })
+}
+
+fn lock(root: &Path) -> Result<fs::File> {
+    let f = fs::File::open(root).map_err(|e| Error::io(root, e))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(fs::TryLockError::WouldBlock) => Err(Error::Locked { path: root.into() }),
+        Err(fs::TryLockError::Error(e)) => Err(Error::io(root, e)),
+    }
+}
+
+/// Refuses what `existing` forbids without `--force`.
+fn refuse(root: &Path, existing: Existing, force: bool) -> Result<()> {
+    match existing {
+        Existing::Complete if !force => Err(Error::OutputExists { path: root.into() }),
+        Existing::Foreign if !force => Err(Error::Store {
+            path: root.into(),
+            msg: "exists and is not an svar2 store (not empty, no zarr.json); choose another \
+                  output, or pass --force to replace it"
+                .into(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Checks, changing nothing, that a conversion may write `root` (so a conversion
+/// that cannot start fails before its plan's probe runs).
+pub fn check_output(root: &Path, force: bool) -> Result<()> {
+    if !root.exists() {
+        return Ok(());
+    }
+    if !root.is_dir() {
+        return refuse(root, Existing::Foreign, force);
+    }
+    drop(lock(root)?);
+    refuse(root, classify(root)?, force)
 }
 
 impl StoreDir {
-    /// Creates the output directory; refuses an existing path unless `force`.
+    /// Takes the output directory for writing: created if missing, locked, emptied.
+    /// A finished store or a foreign directory is replaced only with `force`; an
+    /// interrupted svar2 conversion is started again from scratch (said in the log).
     pub fn create(root: &Path, force: bool) -> Result<StoreDir> {
-        if root.exists() {
-            if !force {
-                return Err(Error::OutputExists { path: root.into() });
-            }
-            let r = if root.is_dir() {
-                fs::remove_dir_all(root)
-            } else {
-                fs::remove_file(root)
-            };
-            r.map_err(|e| Error::io(root, e))?;
+        if root.exists() && !root.is_dir() {
+            refuse(root, Existing::Foreign, force)?;
+            fs::remove_file(root).map_err(|e| Error::io(root, e))?;
         }
         fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
-        Ok(StoreDir { root: root.into() })
+        let lock = lock(root)?;
+        let existing = classify(root)?;
+        refuse(root, existing, force)?;
+        if existing == Existing::Interrupted {
+            tracing::warn!(
+                "{}: an interrupted svar2 conversion (no root zarr.json); starting it again \
+                 from scratch",
+                root.display()
+            );
+        }
+        for e in fs::read_dir(root).map_err(|e| Error::io(root, e))? {
+            let p = e.map_err(|e| Error::io(root, e))?.path();
+            let r = if p.is_dir() {
+                fs::remove_dir_all(&p)
+            } else {
+                fs::remove_file(&p)
+            };
+            r.map_err(|e| Error::io(&p, e))?;
+        }
+        let store = StoreDir {
+            root: root.into(),
+            _lock: lock,
+        };
+        store.write(
+            &root.join(IN_PROGRESS),
+            format!(
+                "svar2 {} pid {}\n",
+                env!("CARGO_PKG_VERSION"),
+                std::process::id()
+            )
+            .as_bytes(),
+        )?;
+        Ok(store)
+    }
+
+    /// Marks the store complete: the root `zarr.json` appears whole (written aside,
+    /// then renamed) or not at all, and only after everything else.
+    pub fn finish(&self, root_meta: &serde_json::Value) -> Result<()> {
+        let tmp = self.root.join(".zarr.json.tmp");
+        self.write(&tmp, &json_bytes(root_meta))?;
+        self.rename(&tmp, &self.root.join("zarr.json"))?;
+        let marker = self.root.join(IN_PROGRESS);
+        fs::remove_file(&marker).map_err(|e| Error::io(&marker, e))
     }
 
     /// Path of a shard: `<array>/c/<i>/<j>...`.
@@ -60,10 +166,14 @@ impl StoreDir {
         } else {
             self.root.join(node).join("zarr.json")
         };
-        let mut text = serde_json::to_string_pretty(value).expect("json");
-        text.push('\n');
-        self.write(&path, text.as_bytes())
+        self.write(&path, &json_bytes(value))
     }
+}
+
+fn json_bytes(value: &serde_json::Value) -> Vec<u8> {
+    let mut text = serde_json::to_string_pretty(value).expect("json");
+    text.push('\n');
+    text.into_bytes()
 }
 
 /// Total bytes and file count under a directory.
@@ -103,7 +213,8 @@ pub fn digest(root: &Path) -> Result<String> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else {
+            } else if e.file_name() != IN_PROGRESS {
+                // (The marker outlives zarr.json only if killed between the two.)
                 files.push(p);
             }
         }

@@ -1,0 +1,178 @@
+//! Interruptions and concurrent writers: `kill -9` at random moments never leaves a
+//! store that passes as complete, re-running the same command gives the same bytes as
+//! an uninterrupted run, and a second conversion into a store being written refuses.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+const GEOMETRY: [&str; 4] = ["--variants-chunk", "256", "--variants-shard", "1024"];
+
+fn spawn(input: &Path, out: &Path, extra: &[&str]) -> Child {
+    svar2()
+        .args(["convert", "-q"])
+        .args(GEOMETRY)
+        .args(extra)
+        .arg(input)
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("svar2 starts")
+}
+
+/// An indexed fixture of unequal contigs (so concurrent contigs stitch).
+fn fixture(dir: &Path) -> std::path::PathBuf {
+    let vcf = dir.join("k.vcf");
+    sh_ok(&format!(
+        "python3 {} {} c1:24000 c2:6000 c3:15000 c4:900 c5:9000",
+        py("make_unequal_vcf.py"),
+        vcf.display()
+    ));
+    let gz = dir.join("k.vcf.gz");
+    sh_ok(&format!(
+        "bcftools view -Oz -o {gz} {vcf} && bcftools index {gz}",
+        gz = gz.display(),
+        vcf = vcf.display()
+    ));
+    gz
+}
+
+/// A small deterministic generator (the test is reproducible; the moments are not
+/// meant to be clever, only spread over the whole run).
+struct Lcg(u64);
+impl Lcg {
+    fn unit(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[test]
+fn kill_at_random_moments_never_leaves_a_complete_looking_store() {
+    if !tools(
+        "kill_at_random_moments_never_leaves_a_complete_looking_store",
+        &[Tool::Bcftools, Tool::ZarrPython, Tool::Vcztools],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let gz = fixture(dir.path());
+    // Reference stores, and how long an uninterrupted run takes in each setting.
+    let settings: [&[&str]; 2] = [&["--threads", "1"], &["--threads", "4", "--readers", "1"]];
+    let mut reference = Vec::new();
+    for extra in settings {
+        let out = dir.path().join("ref.zarr");
+        let t0 = Instant::now();
+        let o = spawn(&gz, &out, extra).wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        reference.push((digest(&out), t0.elapsed()));
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    assert_eq!(reference[0].0, reference[1].0, "settings agree");
+
+    let mut rng = Lcg(20261130);
+    let mut interrupted = 0;
+    let mut python_checked = 0;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut attempt = 0;
+    while interrupted < 24 && Instant::now() < deadline {
+        let (extra, (want, full)) = (settings[attempt % 2], &reference[attempt % 2]);
+        attempt += 1;
+        let out = dir.path().join(format!("k{attempt}.zarr"));
+        let at = full.mul_f64(0.02 + 0.93 * rng.unit());
+        let mut child = spawn(&gz, &out, extra);
+        std::thread::sleep(at);
+        let killed = child.try_wait().unwrap().is_none();
+        if killed {
+            child.kill().unwrap(); // SIGKILL
+        }
+        let status = child.wait().unwrap();
+        if !killed || status.success() {
+            // It finished first: then it must be whole.
+            assert_eq!(&digest(&out), want, "finished run at {at:?}");
+            continue;
+        }
+        if !out.exists() {
+            continue; // killed before it created anything
+        }
+        interrupted += 1;
+        assert!(
+            !out.join("zarr.json").exists(),
+            "killed at {at:?}, yet the store has its root zarr.json"
+        );
+        let o = svar2().arg("digest").arg(&out).output().unwrap();
+        assert!(!o.status.success(), "digest accepted an interrupted store");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("not a complete store"));
+        if python_checked < 3 {
+            python_checked += 1;
+            let zp = sh(&format!(
+                "python3 -c \"import zarr; zarr.open_group('{}', mode='r')\"",
+                out.display()
+            ));
+            assert!(
+                !zp.status.success(),
+                "zarr-python opened an interrupted store"
+            );
+            let vz = sh(&format!("vcztools view {} > /dev/null", out.display()));
+            assert!(!vz.status.success(), "vcztools read an interrupted store");
+        }
+        // The same command again: starts over and gives the uninterrupted bytes.
+        let o = spawn(&gz, &out, extra).wait_with_output().unwrap();
+        assert!(
+            o.status.success(),
+            "re-run after a kill at {at:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(&digest(&out), want, "re-run after a kill at {at:?}");
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    assert!(
+        interrupted >= 20,
+        "only {interrupted} of {attempt} runs were interrupted mid-way"
+    );
+    eprintln!("{interrupted} interrupted conversions of {attempt}, all recognised and redone");
+}
+
+#[test]
+fn a_second_conversion_into_the_same_store_refuses() {
+    if !tools(
+        "a_second_conversion_into_the_same_store_refuses",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let gz = fixture(dir.path());
+    let want = dir.path().join("want.zarr");
+    convert(&gz, &want, &GEOMETRY);
+    let out = dir.path().join("o.zarr");
+    // Several tries: the first must be caught while still writing.
+    for _ in 0..20 {
+        let _ = std::fs::remove_dir_all(&out);
+        let mut first = spawn(&gz, &out, &["--threads", "1"]);
+        while !out.join(".svar2-in-progress").exists() && first.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let second = spawn(&gz, &out, &["--force"]).wait_with_output().unwrap();
+        let first_done = first.wait().unwrap();
+        assert!(first_done.success());
+        if second.status.success() {
+            continue; // the first had already finished; try again
+        }
+        let err = String::from_utf8_lossy(&second.stderr);
+        assert!(err.contains("another svar2 conversion is writing"), "{err}");
+        assert_eq!(
+            digest(&out),
+            digest(&want),
+            "the first run's store is intact"
+        );
+        return;
+    }
+    panic!("never caught the first conversion while it was writing");
+}
