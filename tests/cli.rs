@@ -12,7 +12,7 @@ fn refuses_existing_output_without_force() {
     std::fs::write(out.join("keep.txt"), "user data").unwrap();
     let err = convert_fails(&data("all_fields.vcf"), &out, &[]);
     assert!(
-        err.contains("already exists") && err.contains("--force"),
+        err.contains("not an svar2 store") && err.contains("--force"),
         "{err}"
     );
     assert!(out.join("keep.txt").exists(), "nothing touched");

@@ -107,6 +107,12 @@ struct OpenRow {
 }
 
 struct Writer {
+    input: PathBuf,
+    /// `--max-mem`, the plan's predicted peak and the encoding threads: wide records
+    /// are checked against what the plan left over.
+    budget: u64,
+    planned_peak: u64,
+    threads: usize,
     schema: Schema,
     set: ArraySet,
     g: Geometry,
@@ -204,6 +210,7 @@ impl Writer {
         self.stats.max_alleles = self.stats.max_alleles.max(batch.max_alleles);
         self.stats.max_ploidy = self.stats.max_ploidy.max(batch.max_ploidy);
         let layouts = self.layouts();
+        self.check_widths(&batch, &layouts)?;
         let codecs = self.codecs_for(&layouts)?;
         let vc = self.g.variants_chunk as usize;
         let sc = self.g.samples_chunk as usize;
@@ -296,6 +303,64 @@ impl Writer {
             self.open.insert(row_index, open);
         }
         Ok(batch)
+    }
+
+    /// Refuses a layout whose inner chunks no longer fit the memory budget. An array
+    /// is as wide as its widest record, so one record with a million values makes
+    /// every chunk of that array a million wide; each encoding thread holds one such
+    /// chunk and its encoded copy.
+    fn check_widths(&self, batch: &Batch, layouts: &[Layout]) -> Result<()> {
+        for (spec, l) in self.set.arrays.iter().zip(layouts) {
+            let Some(width) = l.width else { continue };
+            let shape = self.inner_shape(spec, l);
+            let chunk = shape.iter().product::<u64>() * l.dtype.size().unwrap_or(16) as u64;
+            let need = self
+                .planned_peak
+                .saturating_add(chunk.saturating_mul(2 * self.threads as u64));
+            if need <= self.budget {
+                continue;
+            }
+            let col = &batch.columns[spec.column];
+            let widest = col
+                .widths
+                .iter()
+                .enumerate()
+                .max_by_key(|&(_, w)| *w)
+                .filter(|&(_, &w)| w >= width)
+                .map(|(i, _)| i / col.per_record.max(1));
+            let locus = widest
+                .and_then(|r| batch.loci.get(r))
+                .map(|&(rid, pos, _)| {
+                    let name = self
+                        .schema
+                        .contigs
+                        .get(rid as usize)
+                        .map_or("?", |c| &c.name);
+                    format!("{name}:{pos}")
+                })
+                .unwrap_or_else(|| "header".into());
+            return Err(Error::Record {
+                path: self.input.clone(),
+                record: batch.first + widest.unwrap_or(0) as u64 + 1,
+                locus,
+                msg: format!(
+                    "{} is {width} values wide here; every inner chunk of it would hold {} \
+                     ({}), which does not fit --max-mem {}. Drop the field (`bcftools \
+                     annotate -x`), or pass a smaller --variants-chunk or a larger --max-mem \
+                     (about {})",
+                    spec.name,
+                    shape
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" x "),
+                    svar2_planner::size::human(chunk),
+                    svar2_planner::size::human(self.budget),
+                    svar2_planner::size::human(need.saturating_mul(5) / 4)
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Re-lays one inner chunk from `old` to `new` layout.
@@ -971,6 +1036,10 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     }
     let n_arrays = set.arrays.len();
     let mut w = Writer {
+        input: input.into(),
+        budget: report.budget,
+        planned_peak: report.plan.predicted_peak_rss,
+        threads,
         schema: schema.clone(),
         set: set.clone(),
         g,
@@ -1000,6 +1069,13 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     let pieces = (parallel && report.index.is_some())
         .then(|| crate::pieces::plan_pieces(input, &schema, &counts, 4 * readers))
         .flatten();
+    if pieces.is_none() && opts.request.readers.is_some_and(|r| r > 1) {
+        return Err(Error::Usage(format!(
+            "{0}: --readers {readers} reads the file through its index, and it has none \
+             (bgzip it if needed, then `bcftools index {0}`), or drop --readers",
+            input.display()
+        )));
+    }
     if parallel && pieces.is_none() {
         tracing::warn!(
             "{}: no usable index, so one streaming reader (index it with `bcftools index`)",
@@ -1077,6 +1153,9 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
             });
         }
         pool.install(|| -> Result<()> {
+            // Owned here, so an error below hangs up on the readers instead of leaving
+            // them blocked on a send while the scope waits for them.
+            let rx = rx;
             for batch in rx.iter() {
                 let batch = batch?;
                 let n = batch.len() as u64;
@@ -1109,6 +1188,15 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     });
     pb.finish_and_clear();
     result?;
+    if let Some(listed) = report.plan.records.filter(|&n| n != w.records) {
+        // (Index-driven reading checks each contig and fails; one stream reads it all.)
+        tracing::warn!(
+            "{}: the index lists {listed} records but {} were read: it is stale, \
+             re-index with `bcftools index -f`",
+            input.display(),
+            w.records
+        );
+    }
     let (store_bytes, files) = disk_usage(output);
     Ok(Summary {
         records: w.records,

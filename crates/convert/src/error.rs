@@ -44,8 +44,7 @@ fn io_hint(e: &std::io::Error) -> &'static str {
     use std::io::ErrorKind::*;
     match e.kind() {
         StorageFull | QuotaExceeded => {
-            " (free some space or write elsewhere; the store is left incomplete, without its \
-             root zarr.json, and re-running the command starts it again)"
+            " (free some space or write elsewhere; the partial store was removed)"
         }
         ReadOnlyFilesystem => " (choose an output on a writable file system)",
         PermissionDenied => " (choose an output you may write to)",

@@ -16,12 +16,16 @@ use std::ffi::CString;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Name lookups the direct parse needs.
+/// Name lookups the direct parse and the line checks need.
 #[derive(Default)]
 pub struct Lookups {
     contigs: HashMap<Vec<u8>, u32>,
     /// FILTER name → htslib id.
     filters: HashMap<Vec<u8>, u32>,
+    /// Declared INFO and FORMAT fields (GT included) and their types.
+    info: HashMap<Vec<u8>, VcfType>,
+    format: HashMap<Vec<u8>, VcfType>,
+    samples: Vec<String>,
 }
 
 /// A text VCF (plain or bgzipped) opened with htslib, read a line at a time.
@@ -62,7 +66,10 @@ impl TextReader {
                 htslib::hts_close(fp);
                 return Err(Error::Header {
                     path: path.into(),
-                    msg: "no valid VCF header (a #CHROM line and ## meta lines)".into(),
+                    msg: format!(
+                        "no valid VCF header (## meta lines, then the #CHROM line){}",
+                        crate::source::truncation_hint(path)
+                    ),
                 });
             }
             let header = Arc::new(HeaderView::from_ptr(hdr));
@@ -84,19 +91,31 @@ impl TextReader {
                 rec,
                 lookups: Lookups {
                     contigs,
-                    filters: HashMap::new(),
+                    ..Lookups::default()
                 },
             }))
         }
     }
 
-    /// Learns the FILTER ids once the schema is known.
-    pub fn set_filters(&mut self, schema: &Schema) {
+    /// Learns the FILTER ids and field types once the schema is known.
+    pub fn set_schema(&mut self, schema: &Schema) {
+        let lk = &mut self.lookups;
         for f in &schema.filters {
             if let Ok(id) = self.header.name_to_id(f.id.as_bytes()) {
-                self.lookups.filters.insert(f.id.as_bytes().to_vec(), id.0);
+                lk.filters.insert(f.id.as_bytes().to_vec(), id.0);
             }
         }
+        for f in &schema.fields {
+            let map = match f.category {
+                Category::Info => &mut lk.info,
+                Category::Format => &mut lk.format,
+            };
+            map.insert(f.name.as_bytes().to_vec(), f.ty);
+        }
+        if schema.has_gt {
+            lk.format.insert(b"GT".to_vec(), VcfType::String);
+        }
+        lk.samples = schema.samples.clone();
     }
 
     /// The file's header.
@@ -152,6 +171,14 @@ impl TextReader {
         let mut cols = line.split(|&b| b == b'\t');
         let chrom = String::from_utf8_lossy(cols.next().unwrap_or(b"?")).into_owned();
         let pos = String::from_utf8_lossy(cols.next().unwrap_or(b"?")).into_owned();
+        if let Err(msg) = self.lookups.check_line(line) {
+            return Err(Error::Record {
+                path: path.into(),
+                record: record_no + 1,
+                locus: format!("{chrom}:{pos}"),
+                msg,
+            });
+        }
         // SAFETY: ks holds the line; rec was made for this header.
         let r = unsafe {
             let r = htslib::vcf_parse(&mut self.ks, self.header.as_ptr(), self.rec.inner);
@@ -187,6 +214,143 @@ impl Drop for TextReader {
 extern "C" {
     #[link_name = "free"]
     fn libc_free(p: *mut std::ffi::c_void);
+}
+
+impl Lookups {
+    /// What htslib would silently drop or turn into missing values: the wrong number
+    /// of sample columns, fields the header does not declare, values that are not of
+    /// their declared type, calls that are not genotypes. Checked on lines that take
+    /// htslib's general path (the direct parse refuses anything unusual itself).
+    pub fn check_line(&self, line: &[u8]) -> std::result::Result<(), String> {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let cols: Vec<&[u8]> = line.split(|&b| b == b'\t').collect();
+        let n = self.samples.len();
+        if cols.len() < 8 {
+            return Err(format!(
+                "{} tab-separated columns; a VCF record has at least 8 (is the file \
+                 space-separated or cut short?)",
+                cols.len()
+            ));
+        }
+        if n > 0 && cols.len() != 9 + n {
+            return Err(format!(
+                "{} sample column(s), but the header names {n} sample(s)",
+                cols.len().saturating_sub(9)
+            ));
+        }
+        if n == 0 && cols.len() > 9 {
+            return Err(format!(
+                "{} sample column(s), but the header names no samples",
+                cols.len() - 9
+            ));
+        }
+        let info = cols[7];
+        if info != b"." {
+            for item in info.split(|&b| b == b';').filter(|i| !i.is_empty()) {
+                let (key, value) = match item.iter().position(|&b| b == b'=') {
+                    Some(e) => (&item[..e], Some(&item[e + 1..])),
+                    None => (item, None),
+                };
+                let Some(&ty) = self.info.get(key) else {
+                    return Err(format!(
+                        "INFO/{0} is not declared in the header: declare it (a ##INFO line, \
+                         `bcftools annotate -h`) or drop it (`bcftools annotate -x INFO/{0}`)",
+                        text(key)
+                    ));
+                };
+                if let Some(v) = value {
+                    check_values(ty, v).map_err(|m| format!("INFO/{}: {m}", text(key)))?;
+                }
+            }
+        }
+        if n == 0 || cols[8] == b"." {
+            return Ok(());
+        }
+        let keys: Vec<&[u8]> = cols[8].split(|&b| b == b':').collect();
+        let mut types = Vec::with_capacity(keys.len());
+        for key in &keys {
+            let Some(&ty) = self.format.get(*key) else {
+                return Err(format!(
+                    "FORMAT/{0} is not declared in the header: declare it (a ##FORMAT line, \
+                     `bcftools annotate -h`) or drop it (`bcftools annotate -x FORMAT/{0}`)",
+                    text(key)
+                ));
+            };
+            types.push(ty);
+        }
+        for (k, call) in cols[9..].iter().enumerate() {
+            for (i, v) in call.split(|&b| b == b':').enumerate() {
+                let (Some(key), Some(&ty)) = (keys.get(i), types.get(i)) else {
+                    return Err(format!(
+                        "sample {}: more values than FORMAT keys ({})",
+                        self.samples[k],
+                        text(cols[8])
+                    ));
+                };
+                let checked = if *key == b"GT" {
+                    check_gt(v)
+                } else {
+                    check_values(ty, v)
+                };
+                checked.map_err(|m| {
+                    format!("sample {}, FORMAT/{}: {m}", self.samples[k], text(key))
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Each comma-separated value of `v` is `.` or of type `ty`.
+fn check_values(ty: VcfType, v: &[u8]) -> std::result::Result<(), String> {
+    for item in v.split(|&b| b == b',') {
+        if item == b"." {
+            continue;
+        }
+        let ok = match ty {
+            VcfType::Integer => std::str::from_utf8(item)
+                .ok()
+                .and_then(|s| s.parse::<i32>().ok())
+                .is_some(),
+            VcfType::Float => std::str::from_utf8(item)
+                .ok()
+                .and_then(|s| s.parse::<f32>().ok())
+                .is_some(),
+            VcfType::Flag | VcfType::String | VcfType::Character => true,
+        };
+        if !ok {
+            return Err(format!(
+                "`{}` is not {} (declared Type={ty:?}; `.` marks a missing value)",
+                String::from_utf8_lossy(item),
+                match ty {
+                    VcfType::Integer => "a 32-bit integer",
+                    _ => "a number",
+                }
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A genotype: allele indexes or `.`, separated by `/` or `|` (a leading phase
+/// mark, as VCF 4.4 allows, too).
+fn check_gt(v: &[u8]) -> std::result::Result<(), String> {
+    let body = v
+        .strip_prefix(b"|")
+        .or_else(|| v.strip_prefix(b"/"))
+        .unwrap_or(v);
+    let ok = !body.is_empty()
+        && body.split(|&b| b == b'/' || b == b'|').all(|a| {
+            a == b"." || (!a.is_empty() && a.len() <= 9 && a.iter().all(u8::is_ascii_digit))
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` is not a genotype (allele indexes or `.`, separated by `/` or `|`)",
+            String::from_utf8_lossy(v)
+        ))
+    }
 }
 
 fn parse_u64(b: &[u8]) -> Option<u64> {

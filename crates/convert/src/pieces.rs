@@ -199,7 +199,7 @@ impl PieceReader {
         };
         // One open tells text from BCF and, for text, yields the parse lookups.
         let lookups = TextReader::open(input)?.map(|mut t| {
-            t.set_filters(schema);
+            t.set_schema(schema);
             t.into_lookups()
         });
         let text = lookups.is_some();
@@ -322,6 +322,21 @@ impl PieceReader {
                         &mut batch,
                     )?;
                     if !done {
+                        if let Err(msg) = unsafe { &*lk }.check_line(line) {
+                            return Err(Error::Record {
+                                path: self.path.clone(),
+                                record: n + 1,
+                                locus: format!(
+                                    "{}:{}",
+                                    self.header
+                                        .rid2name(piece.rid)
+                                        .map(String::from_utf8_lossy)
+                                        .unwrap_or_default(),
+                                    pos + 1
+                                ),
+                                msg,
+                            });
+                        }
                         let r = unsafe {
                             htslib::vcf_parse(&mut self.ks, self.header.as_ptr(), self.rec.inner)
                         };

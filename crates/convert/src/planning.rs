@@ -141,6 +141,34 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
         max_concurrent_contigs: EXECUTOR_MAX_CC,
         model: MEASURED,
     };
+    // A header Number so large that one record cannot fit is the header's fault, not
+    // the budget's: say so before the planner says the budget is too small.
+    for f in &schema.fields {
+        if let crate::schema::VcfNumber::Fixed(n) = f.number {
+            let cells = if f.category == crate::schema::Category::Format {
+                samples.max(1)
+            } else {
+                1
+            };
+            let bytes = cells.saturating_mul(n as u64).saturating_mul(4);
+            if bytes > budget / 4 {
+                return Err(Error::Header {
+                    path: input.into(),
+                    msg: format!(
+                        "{:?}/{} declares Number={n}: one record of it takes {}, over a quarter \
+                         of --max-mem {}; fix the header line (Number=. if the count varies) or \
+                         drop the field (`bcftools annotate -x`)",
+                        f.category,
+                        f.name,
+                        human(bytes),
+                        human(budget)
+                    )
+                    .replacen("Info/", "INFO/", 1)
+                    .replacen("Format/", "FORMAT/", 1),
+                });
+            }
+        }
+    }
     let plan_err = |e: svar2_planner::PlanError| Error::Usage(format!("{}: {e}", input.display()));
     let mut plan = plan(&input_plan).map_err(plan_err)?;
     let mut probe = None;

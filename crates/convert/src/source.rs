@@ -26,6 +26,10 @@ pub struct VcfReader {
     pub path: PathBuf,
     inner: Inner,
     pub schema: Schema,
+    /// The last record's (contig, POS) and the contigs already left behind: region
+    /// queries on the store assume the records are sorted.
+    last: Option<(i32, i64)>,
+    left: Vec<bool>,
 }
 
 /// BCF goes through htslib's record reader; VCF text is read line by line so simple
@@ -58,6 +62,34 @@ extern "C" {
     fn libc_free(p: *mut c_void);
 }
 
+/// The empty block every complete BGZF file (bgzipped VCF, BCF) ends with.
+const BGZF_EOF: [u8; 28] = [
+    0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, 0x42, 0x43, 2, 0, 0x1b, 0, 3, 0, 0, 0, 0, 0, 0, 0,
+    0, 0,
+];
+
+/// Names the usual cause of a read failure in a compressed file: it was cut short
+/// (an interrupted download or copy) and lacks the BGZF end-of-file block.
+pub(crate) fn truncation_hint(path: &Path) -> &'static str {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return "";
+    };
+    let mut head = [0u8; 2];
+    let mut tail = [0u8; 28];
+    let truncated = f.read_exact(&mut head).is_ok()
+        && head == [0x1f, 0x8b]
+        && f.seek(SeekFrom::End(-28)).is_ok()
+        && f.read_exact(&mut tail).is_ok()
+        && tail != BGZF_EOF;
+    if truncated {
+        "; the file is truncated (no BGZF end-of-file block): it was cut short, \
+         re-download or re-create it"
+    } else {
+        ""
+    }
+}
+
 impl VcfReader {
     /// Opens a VCF, bgzipped VCF or BCF and reads its header.
     pub fn open(path: &Path, threads: usize) -> Result<VcfReader> {
@@ -72,7 +104,11 @@ impl VcfReader {
             None => {
                 let mut reader = bcf::Reader::from_path(path).map_err(|e| Error::Open {
                     path: path.into(),
-                    msg: format!("not a readable VCF/BCF ({e})"),
+                    msg: format!(
+                        "not a VCF (plain or bgzipped) or BCF file: it does not start with a \
+                         VCF header ({e}){}",
+                        truncation_hint(path)
+                    ),
                 })?;
                 if threads >= 4 {
                     // bgzf decompression is a small share of the reader's time; a
@@ -91,12 +127,14 @@ impl VcfReader {
         let schema = Schema::from_header(path, header, &raw)?;
         let mut inner = inner;
         if let Inner::Text(t) = &mut inner {
-            t.set_filters(&schema);
+            t.set_schema(&schema);
         }
         Ok(VcfReader {
             path: path.into(),
             inner,
             schema,
+            last: None,
+            left: Vec::new(),
         })
     }
 
@@ -108,8 +146,86 @@ impl VcfReader {
         }
     }
 
-    /// Reads the next record into `batch`; `Ok(false)` at end of file.
+    /// Reads the next record into `batch`; `Ok(false)` at end of file. Records must
+    /// be sorted (contigs contiguous, positions non-decreasing within each).
     pub fn read_into(
+        &mut self,
+        ex: &mut Extractor,
+        batch: &mut Batch,
+        record_no: u64,
+    ) -> Result<bool> {
+        let read = self
+            .read_record(ex, batch, record_no)
+            .map_err(|e| match e {
+                // A failure between records: say where, and whether the file was cut short.
+                Error::Record {
+                    path,
+                    record,
+                    locus,
+                    msg,
+                } if locus == "reading" => Error::Record {
+                    locus: match self.last {
+                        Some((rid, pos)) => format!(
+                            "after {}:{pos}",
+                            self.schema
+                                .contigs
+                                .get(rid as usize)
+                                .map_or("?", |c| c.name.as_str())
+                        ),
+                        None => "first record".into(),
+                    },
+                    msg: format!("{msg}{}", truncation_hint(&path)),
+                    path,
+                    record,
+                },
+                e => e,
+            })?;
+        if !read {
+            return Ok(false);
+        }
+        let &(rid, pos, _) = batch.loci.last().expect("a record was added");
+        if let Some((last_rid, last_pos)) = self.last {
+            let name = |r: i32| {
+                self.schema
+                    .contigs
+                    .get(r as usize)
+                    .map_or("?", |c| c.name.as_str())
+                    .to_string()
+            };
+            let unsorted = |msg: String| Error::Record {
+                path: self.path.clone(),
+                record: record_no + 1,
+                locus: format!("{}:{pos}", name(rid)),
+                msg: format!(
+                    "{msg}: the file is not sorted (sort it with `bcftools sort -Oz -o \
+                     sorted.vcf.gz {}`)",
+                    self.path.display()
+                ),
+            };
+            if rid == last_rid && pos < last_pos {
+                return Err(unsorted(format!("comes after {}:{last_pos}", name(rid))));
+            }
+            if rid != last_rid {
+                let r = rid.max(0) as usize;
+                if self.left.get(r).copied().unwrap_or(false) {
+                    return Err(unsorted(format!(
+                        "{} resumes after {} began",
+                        name(rid),
+                        name(last_rid)
+                    )));
+                }
+                let l = last_rid.max(0) as usize;
+                if self.left.len() <= l.max(r) {
+                    self.left.resize(l.max(r) + 1, false);
+                }
+                self.left[l] = true;
+            }
+        }
+        self.last = Some((rid, pos));
+        Ok(true)
+    }
+
+    fn read_record(
         &mut self,
         ex: &mut Extractor,
         batch: &mut Batch,
@@ -135,7 +251,10 @@ impl VcfReader {
                             path: self.path.clone(),
                             record: record_no + 1,
                             locus,
-                            msg: format!("htslib could not parse the record ({e})"),
+                            msg: format!(
+                                "htslib could not read the record ({e}){}",
+                                truncation_hint(&self.path)
+                            ),
                         })
                     }
                 }

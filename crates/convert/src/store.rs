@@ -16,6 +16,18 @@ pub struct StoreDir {
     /// conversion into the same output refuses instead of interleaving files. (The
     /// directory is emptied, never replaced, so the lock stays on the one inode.)
     _lock: fs::File,
+    /// Set once the root `zarr.json` is in place; until then dropping the store (an
+    /// error or a panic) removes the partial output. A killed process leaves it, marked
+    /// by [`IN_PROGRESS`], for the next run to start again.
+    finished: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for StoreDir {
+    fn drop(&mut self) {
+        if !self.finished.load(std::sync::atomic::Ordering::Relaxed) {
+            let _ = fs::remove_dir_all(&self.root);
+        }
+    }
 }
 
 /// What an output path holds before a conversion.
@@ -111,6 +123,7 @@ impl StoreDir {
         let store = StoreDir {
             root: root.into(),
             _lock: lock,
+            finished: std::sync::atomic::AtomicBool::new(false),
         };
         store.write(
             &root.join(IN_PROGRESS),
@@ -130,6 +143,8 @@ impl StoreDir {
         let tmp = self.root.join(".zarr.json.tmp");
         self.write(&tmp, &json_bytes(root_meta))?;
         self.rename(&tmp, &self.root.join("zarr.json"))?;
+        self.finished
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         let marker = self.root.join(IN_PROGRESS);
         fs::remove_file(&marker).map_err(|e| Error::io(&marker, e))
     }

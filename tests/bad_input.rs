@@ -1,0 +1,361 @@
+//! Bad input ends with a non-zero exit and one message naming the file, the place
+//! (contig:pos or record) and what is wrong — never a panic, never a store that looks
+//! complete. One case per row of the table in the README's "When input is bad".
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+const HEADER: &str = "##fileformat=VCFv4.3
+##contig=<ID=chr1,length=100000>
+##contig=<ID=chr2,length=100000>
+##INFO=<ID=DP,Number=1,Type=Integer,Description=\"d\">
+##INFO=<ID=AF,Number=A,Type=Float,Description=\"a\">
+##INFO=<ID=XS,Number=.,Type=Integer,Description=\"x\">
+##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">
+##FORMAT=<ID=AD,Number=R,Type=Integer,Description=\"a\">
+#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\ts1\ts2
+";
+
+/// One record line from space-separated columns (tabs are hard to read in a table).
+fn rec(cols: &str) -> String {
+    cols.split(' ').collect::<Vec<_>>().join("\t") + "\n"
+}
+
+const GOOD: [&str; 3] = [
+    "chr1 10 . A C 30 PASS DP=5 GT:AD 0/1:1,2 1/1:0,3",
+    "chr1 20 . A G 30 PASS DP=6 GT:AD 0/0:3,0 0/1:1,1",
+    "chr2 5 . G T 30 PASS DP=7 GT:AD 1/1:0,4 0/1:2,2",
+];
+
+fn write_vcf(dir: &Path, name: &str, header: &str, records: &[&str]) -> PathBuf {
+    let path = dir.join(name);
+    let body: String = records.iter().map(|r| rec(r)).collect();
+    std::fs::write(&path, format!("{header}{body}")).unwrap();
+    path
+}
+
+/// Converts, expects a refusal whose one-line message holds every `needle`; returns it.
+fn refused(input: &Path, args: &[&str], needles: &[&str]) -> String {
+    let out = input.with_extension("zarr");
+    let err = convert_fails(input, &out, args);
+    let name = input.file_name().unwrap().to_string_lossy();
+    assert!(!err.contains("panicked"), "{name}: a panic: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{name}: one message: {err}");
+    assert!(
+        err.contains(&*name),
+        "{name}: the message names the file: {err}"
+    );
+    for n in needles {
+        assert!(err.contains(n), "{name}: expected `{n}` in: {err}");
+    }
+    assert!(!out.exists(), "{name}: the partial store is removed");
+    err
+}
+
+#[test]
+fn record_and_header_errors_name_file_place_and_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: Vec<(&str, String, Vec<&str>, &[&str])> = vec![
+        (
+            "no_chrom.vcf",
+            HEADER.replace("#CHROM", "##CHROM"),
+            vec![GOOD[0]],
+            &["no valid VCF header", "#CHROM"],
+        ),
+        (
+            "undeclared_contig.vcf",
+            HEADER.into(),
+            vec!["chrX 10 . A C 30 PASS DP=5 GT:AD 0/1:1,2 1/1:0,3"],
+            &["chrX:10", "not declared in the header", "##contig"],
+        ),
+        (
+            "unsorted.vcf",
+            HEADER.into(),
+            vec![GOOD[1], GOOD[0]],
+            &[
+                "chr1:10",
+                "comes after chr1:20",
+                "not sorted",
+                "bcftools sort",
+            ],
+        ),
+        (
+            "unsorted_contigs.vcf",
+            HEADER.into(),
+            vec![GOOD[0], GOOD[2], GOOD[1]],
+            &["chr1:20", "chr1 resumes after chr2", "bcftools sort"],
+        ),
+        (
+            "few_samples.vcf",
+            HEADER.into(),
+            vec![GOOD[0], "chr1 20 . A G 30 PASS DP=6 GT:AD 0/0:3,0"],
+            &[
+                "record 2 (chr1:20)",
+                "1 sample column(s)",
+                "names 2 sample(s)",
+            ],
+        ),
+        (
+            "many_samples.vcf",
+            HEADER.into(),
+            vec!["chr1 20 . A G 30 PASS DP=6 GT:AD 0/0:3,0 0/1:1,1 1/1:0,2"],
+            &["chr1:20", "3 sample column(s)"],
+        ),
+        (
+            "malformed_gt.vcf",
+            HEADER.into(),
+            vec!["chr1 10 . A C 30 PASS DP=5 GT:AD 0/x:1,2 1/1:0,3"],
+            &["chr1:10", "sample s1, FORMAT/GT", "`0/x` is not a genotype"],
+        ),
+        (
+            "allele_beyond_alt.vcf",
+            HEADER.into(),
+            vec!["chr1 10 . A C 30 PASS DP=5 GT:AD 0/1:1,2 2/1:0,3"],
+            &["chr1:10", "allele index 2", "only 1 ALT"],
+        ),
+        (
+            "info_wrong_type.vcf",
+            HEADER.into(),
+            vec!["chr1 10 . A C 30 PASS DP=abc GT:AD 0/1:1,2 1/1:0,3"],
+            &["chr1:10", "INFO/DP", "`abc` is not a 32-bit integer"],
+        ),
+        (
+            "float_wrong_type.vcf",
+            HEADER.into(),
+            vec!["chr1 10 . A C 30 PASS AF=0.5x GT:AD 0/1:1,2 1/1:0,3"],
+            &["chr1:10", "INFO/AF", "`0.5x` is not a number"],
+        ),
+        (
+            "format_wrong_type.vcf",
+            HEADER.into(),
+            vec!["chr1 10 . A C 30 PASS DP=5 GT:AD 0/1:1,2 1/1:0,zz"],
+            &[
+                "chr1:10",
+                "sample s2, FORMAT/AD",
+                "`zz` is not a 32-bit integer",
+            ],
+        ),
+        (
+            "info_not_in_header.vcf",
+            HEADER.into(),
+            vec!["chr1 10 . A C 30 PASS DP=5;NEW=3 GT:AD 0/1:1,2 1/1:0,3"],
+            &["chr1:10", "INFO/NEW is not declared", "bcftools annotate"],
+        ),
+        (
+            "format_not_in_header.vcf",
+            HEADER.into(),
+            vec!["chr1 10 . A C 30 PASS DP=5 GT:ZZ 0/1:1 1/1:2"],
+            &["chr1:10", "FORMAT/ZZ is not declared", "bcftools annotate"],
+        ),
+        (
+            "huge_number_in_header.vcf",
+            HEADER.replace("ID=XS,Number=.", "ID=XS,Number=2000000000"),
+            vec![GOOD[0]],
+            &["INFO/XS declares Number=2000000000", "fix the header"],
+        ),
+    ];
+    for (name, header, records, needles) in &cases {
+        let input = write_vcf(d, name, header, records);
+        refused(&input, &[], needles);
+    }
+    // The same lines through the index (piece readers check them too).
+    if tools("record_and_header_errors: indexed", &[Tool::Bcftools]) {
+        for (name, header, records, needles) in &cases[4..13] {
+            let plain = write_vcf(d, name, header, records);
+            let gz = d.join(format!("{name}.gz"));
+            sh_ok(&format!(
+                "bgzip -c {} > {gz} && bcftools index {gz}",
+                plain.display(),
+                gz = gz.display()
+            ));
+            refused(&gz, &["--readers", "2"], needles);
+        }
+    }
+}
+
+#[test]
+fn damaged_files_and_indexes_are_named() {
+    if !tools("damaged_files_and_indexes_are_named", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let vcf = d.join("u.vcf");
+    sh_ok(&format!(
+        "python3 {} {} c1:3000 c2:2000",
+        py("make_unequal_vcf.py"),
+        vcf.display()
+    ));
+    let (gz, bcf) = (d.join("u.vcf.gz"), d.join("u.bcf"));
+    sh_ok(&format!(
+        "bcftools view -Oz -o {gz} {vcf} && bcftools index {gz} && bcftools view -Ob -o {bcf} {vcf}",
+        gz = gz.display(),
+        vcf = vcf.display(),
+        bcf = bcf.display()
+    ));
+    // Truncated mid-records: where, and that it was cut short.
+    for (src, name) in [(&gz, "cut.vcf.gz"), (&bcf, "cut.bcf")] {
+        let bytes = std::fs::read(src).unwrap();
+        let cut = d.join(name);
+        std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+        refused(&cut, &[], &["after c1:", "truncated", "re-download"]);
+    }
+    // Truncated inside the header.
+    let bytes = std::fs::read(&gz).unwrap();
+    let cut = d.join("cut_header.vcf.gz");
+    std::fs::write(&cut, &bytes[..60]).unwrap();
+    refused(&cut, &[], &["truncated"]);
+    // Not a VCF at all.
+    let junk = d.join("junk.vcf");
+    std::fs::write(&junk, b"\x7fELF\x02\x01\x01 this is no VCF\n").unwrap();
+    refused(&junk, &[], &["not a VCF", "BCF"]);
+    // Another file's index.
+    let other = d.join("o.vcf");
+    sh_ok(&format!(
+        "python3 {} {} c1:100 c2:4000",
+        py("make_unequal_vcf.py"),
+        other.display()
+    ));
+    let mismatched = d.join("m.vcf.gz");
+    sh_ok(&format!(
+        "bcftools view -Oz -o {m} {o} && bcftools index {m} && cp {gz} {m}",
+        m = mismatched.display(),
+        o = other.display(),
+        gz = gz.display()
+    ));
+    refused(
+        &mismatched,
+        &["--readers", "2"],
+        &["index", "bcftools index -f"],
+    );
+    // An index is needed for --readers, and there is none.
+    refused(
+        &bcf,
+        &["--readers", "3"],
+        &["--readers 3", "bcftools index", "has none"],
+    );
+}
+
+#[test]
+fn huge_values_are_handled_within_the_budget_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // One record with a million INFO values: at 256 MiB every inner chunk of the
+    // array (1000 records x 10^6) cannot fit, and the record is named.
+    let wide = format!(
+        "chr1 10 . A C 30 PASS XS={} GT:AD 0/1:1,2 1/1:0,3",
+        vec!["7"; 1_000_000].join(",")
+    );
+    let input = write_vcf(
+        d,
+        "wide_info.vcf",
+        HEADER,
+        &[GOOD[0].replace("chr1 10", "chr1 9").as_str(), &wide],
+    );
+    refused(
+        &input,
+        &["--max-mem", "256MiB"],
+        &[
+            "record 2 (chr1:10)",
+            "variant_XS is 1000000 values wide",
+            "--variants-chunk",
+        ],
+    );
+    // With room for it (a smaller chunk), it converts.
+    let out = d.join("wide_ok.zarr");
+    convert(
+        &input,
+        &out,
+        &["--max-mem", "256MiB", "--variants-chunk", "2"],
+    );
+    // A 1 MB allele is just a long string.
+    let allele = "A".repeat(1 << 20);
+    let long = format!("chr1 10 . {allele} C 30 PASS DP=1 GT:AD 0/1:1,2 1/1:0,3");
+    let input = write_vcf(d, "long_allele.vcf", HEADER, &[&long]);
+    let out = d.join("long_allele.zarr");
+    convert(&input, &out, &["--max-mem", "256MiB"]);
+    if tools("huge_values: read back", &[Tool::ZarrPython]) {
+        let got = sh_ok(&format!(
+            "python3 -c \"import zarr; print(len(zarr.open_group('{}', mode='r')['variant_allele'][:][0, 0]))\"",
+            out.display()
+        ));
+        assert_eq!(got.trim(), (1 << 20).to_string());
+    }
+}
+
+/// A tmpfs mounted for the test and unmounted however it ends.
+struct Mount(PathBuf);
+impl Mount {
+    fn tmpfs(at: &Path, opts: &str) -> Option<Mount> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = sh(&format!("mount -t tmpfs -o {opts} tmpfs {}", at.display()))
+            .status
+            .success();
+        ok.then(|| Mount(at.into()))
+    }
+}
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = sh(&format!("umount {}", self.0.display()));
+    }
+}
+
+#[test]
+fn full_or_read_only_disk_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = d.join("in.vcf");
+    sh_ok(&format!(
+        "python3 {} {} c1:5000 c2:3000",
+        py("make_unequal_vcf.py"),
+        input.display()
+    ));
+    let Some(full) = Mount::tmpfs(&d.join("full"), "size=64k") else {
+        let why = "cannot mount a tmpfs (needs root) to simulate a full or read-only disk";
+        if std::env::var_os("SVAR2_REQUIRE_TOOLS").is_some() {
+            panic!("full_or_read_only_disk_is_a_clear_error: {why}");
+        }
+        println!("SKIP full_or_read_only_disk_is_a_clear_error: {why}");
+        return;
+    };
+    let out = full.0.join("o.zarr");
+    let err = convert_fails(&input, &out, &[]);
+    assert!(
+        err.contains("No space left on device") && err.contains("free some space"),
+        "{err}"
+    );
+    assert!(
+        !out.exists(),
+        "the partial store is removed, freeing the space"
+    );
+    let ro = Mount::tmpfs(&d.join("ro"), "size=1m,ro").expect("second tmpfs");
+    let err = convert_fails(&input, &ro.0.join("o.zarr"), &[]);
+    assert!(
+        err.contains("Read-only file system") && err.contains("writable"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_finished_store_is_kept_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = write_vcf(d, "in.vcf", HEADER, &GOOD);
+    // (A directory that is not a store: tests/cli.rs.)
+    // A finished store: refused without --force, replaced with it.
+    let out = d.join("o.zarr");
+    convert(&input, &out, &[]);
+    let o = run_convert(&input, &out, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("already exists") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(
+        out.join("zarr.json").exists(),
+        "the finished store is untouched"
+    );
+}
