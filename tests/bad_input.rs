@@ -144,6 +144,12 @@ fn record_and_header_errors_name_file_place_and_fix() {
             &["chr1:10", "INFO/NEW is not declared", "bcftools annotate"],
         ),
         (
+            "filter_not_in_header.vcf",
+            HEADER.into(),
+            vec!["chr1 10 . A C 30 q10 . GT 0/1 1/1"],
+            &["chr1:10", "FILTER q10 is not declared", "##FILTER"],
+        ),
+        (
             "format_not_in_header.vcf",
             HEADER.into(),
             vec!["chr1 10 . A C 30 PASS DP=5 GT:ZZ 0/1:1 1/1:2"],
@@ -162,7 +168,7 @@ fn record_and_header_errors_name_file_place_and_fix() {
     }
     // The same lines through the index (piece readers check them too).
     if tools("record_and_header_errors: indexed", &[Tool::Bcftools]) {
-        for (name, header, records, needles) in &cases[4..13] {
+        for (name, header, records, needles) in &cases[4..14] {
             let plain = write_vcf(d, name, header, records);
             let gz = d.join(format!("{name}.gz"));
             sh_ok(&format!(

@@ -244,6 +244,18 @@ impl Lookups {
                 cols.len() - 9
             ));
         }
+        if cols[6] != b"." {
+            for name in cols[6].split(|&b| b == b';') {
+                if !self.filters.contains_key(name) {
+                    return Err(format!(
+                        "FILTER {0} is not declared in the header: declare it (a ##FILTER \
+                         line, `bcftools annotate -h`) or drop it (`bcftools annotate -x \
+                         FILTER/{0}`)",
+                        text(name)
+                    ));
+                }
+            }
+        }
         let info = cols[7];
         if info != b"." {
             for item in info.split(|&b| b == b';').filter(|i| !i.is_empty()) {
