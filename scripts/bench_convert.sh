@@ -34,6 +34,8 @@ for input in "${inputs[@]}"; do
   base=$(basename "$input")
   run "svar2 --threads 2" "$work/s2.zarr" "$svar2" convert -q --threads 2 "$input" "$work/s2.zarr"
   run "svar2 --threads 1" "$work/s1.zarr" "$svar2" convert -q --threads 1 "$input" "$work/s1.zarr"
+  # One core in all (affinity): --threads 1 alone still runs the reader beside the encoder.
+  run "svar2 on 1 core" "$work/s0.zarr" taskset -c 0 "$svar2" convert -q "$input" "$work/s0.zarr"
   run "svar2 --readers 2" "$work/s3.zarr" "$svar2" convert -q --threads 2 --readers 2 "$input" "$work/s3.zarr"
   run "vcf2zarr convert -p 2" "$work/b.zarr" env BIO2ZARR_DEFAULT_ZARR_FORMAT=3 vcf2zarr convert -p 2 "$input" "$work/b.zarr"
   run "genoray write vcf -@ 2" "$work/g.svar" genoray write vcf --no-reference -@ 2 "$input" "$work/g.svar"

@@ -17,16 +17,18 @@ if [[ ! -e $wide ]]; then
 fi
 printf '| %-22s | %8s | %9s | %12s | %11s | %7s | %6s |\n' input --max-mem "chunk" "predicted MB" "measured MB" "error" "under"
 printf '|%s|%s|%s|%s|%s|%s|%s|\n' ------------------------ ---------- ----------- -------------- ------------- --------- --------
+# bench INPUT BUDGET [EXTRA...]: EXTRA goes to both plan and convert.
 bench() {
-  local input=$1 budget=$2
-  local json pred vc rss limit
-  json=$("$svar2" plan --json --max-mem "$budget" "$input")
+  local input=$1 budget=$2; shift 2
+  local json pred vc rss limit cc
+  json=$("$svar2" plan --json --max-mem "$budget" "$@" "$input")
+  cc=$(python3 -c 'import json,sys; p=json.load(sys.stdin)["plan"]; print("cc%s w%s" % (p["cc"], p["w"]))' <<< "$json")
   pred=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["predicted_peak_rss"])' <<< "$json")
   vc=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["chunks"]["variants"])' <<< "$json")
   limit=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["budget"])' <<< "$json")
-  /usr/bin/time -v -o "$work/time" "$svar2" convert -q --force --max-mem "$budget" "$input" "$work/out.zarr"
+  /usr/bin/time -v -o "$work/time" "$svar2" convert -q --force --max-mem "$budget" "$@" "$input" "$work/out.zarr"
   rss=$(awk -F': ' '/Maximum resident/ {print $2*1024}' "$work/time")
-  python3 - "$input" "$budget" "$vc" "$pred" "$rss" "$limit" <<'PY'
+  python3 - "$input $cc" "$budget" "$vc" "$pred" "$rss" "$limit" <<'PY'
 import os, sys
 inp, budget, vc, pred, rss, limit = sys.argv[1:]
 pred, rss, limit = int(pred), int(float(rss)), int(limit)
@@ -34,5 +36,10 @@ err = 100 * (pred - rss) / rss
 print(f"| {os.path.basename(inp):<22} | {budget:>8} | {vc:>9} | {pred/1e6:>12.1f} | {rss/1e6:>11.1f} | {err:>6.1f}% | {'yes' if rss <= limit else 'NO':>6} |")
 PY
 }
-for b in 20MiB 24MiB auto; do bench ../shared/corpus/sim.vcf.gz "$b"; done
-for b in 64MiB 128MiB 256MiB auto; do bench "$wide" "$b"; done
+# --readers pins w (the probe would vary run to run); --threads 4 runs two contigs at once.
+for b in 20MiB 24MiB 256MiB 1GiB auto; do bench ../shared/corpus/sim.vcf.gz "$b" --readers 1; done
+for b in 64MiB 256MiB 1GiB auto; do bench ../shared/corpus/sim.vcf.gz "$b" --threads 4 --readers 1; done
+for b in 256MiB 1GiB auto; do bench ../shared/corpus/sim.vcf.gz "$b" --readers 2; done
+for b in 64MiB 128MiB 256MiB 1GiB auto; do bench "$wide" "$b" --readers 1; done
+bench "$wide" 1GiB --readers 2
+bench "$wide" 1GiB --threads 4 --readers 1

@@ -101,11 +101,12 @@ fn kill_at_random_moments_never_leaves_a_complete_looking_store() {
         if !out.exists() {
             continue; // killed before it created anything
         }
+        if out.join("zarr.json").exists() {
+            // Killed after the root zarr.json went in: the store is whole.
+            assert_eq!(&digest(&out), want, "killed after completing, at {at:?}");
+            continue;
+        }
         interrupted += 1;
-        assert!(
-            !out.join("zarr.json").exists(),
-            "killed at {at:?}, yet the store has its root zarr.json"
-        );
         let o = svar2().arg("digest").arg(&out).output().unwrap();
         assert!(!o.status.success(), "digest accepted an interrupted store");
         assert!(String::from_utf8_lossy(&o.stderr).contains("not a complete store"));

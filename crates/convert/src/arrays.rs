@@ -145,6 +145,19 @@ pub struct ArraySpec {
 }
 
 impl ArraySpec {
+    /// The trailing width the plan assumes before any record is read (ploidy 2, two
+    /// alleles, one value for `Number=.`): wider records cost memory it did not plan.
+    pub fn planned_width(&self) -> u64 {
+        match self.width {
+            Width::Scalar => 1,
+            Width::Fixed(n) => n.max(1) as u64,
+            Width::Alleles | Width::Ploidy => 2,
+            Width::AltAlleles => 1,
+            Width::Genotypes => 3,
+            Width::Own { declared } => declared.max(1) as u64,
+        }
+    }
+
     /// Whether this array's trailing size can grow after rows were written.
     pub fn growable(&self) -> bool {
         !matches!(self.width, Width::Scalar | Width::Fixed(_))
@@ -378,14 +391,7 @@ impl ArraySet {
                 .iter()
                 .find(|a| a.column == c)
                 .expect("column used");
-            let width = match spec.width {
-                Width::Scalar => 1,
-                Width::Fixed(n) => n.max(1) as u64,
-                Width::Alleles | Width::Ploidy => 2,
-                Width::AltAlleles => 1,
-                Width::Genotypes => 3,
-                Width::Own { declared } => declared.max(1) as u64,
-            };
+            let width = spec.planned_width();
             let per_value = match col.base {
                 Base::Int if col.genotype => 1,
                 Base::Int | Base::Float => 4,

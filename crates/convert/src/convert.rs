@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
+use svar2_planner::PIECES_PER_READER;
 
 /// What the user asked for.
 #[derive(Debug, Clone)]
@@ -312,11 +313,17 @@ impl Writer {
     fn check_widths(&self, batch: &Batch, layouts: &[Layout]) -> Result<()> {
         for (spec, l) in self.set.arrays.iter().zip(layouts) {
             let Some(width) = l.width else { continue };
+            let planned = spec.planned_width();
+            if u64::from(width) <= planned {
+                continue;
+            }
             let shape = self.inner_shape(spec, l);
             let chunk = shape.iter().product::<u64>() * l.dtype.size().unwrap_or(16) as u64;
+            // What the plan did not budget: the chunk's width beyond the planned one.
+            let excess = chunk - chunk / u64::from(width) * planned;
             let need = self
                 .planned_peak
-                .saturating_add(chunk.saturating_mul(2 * self.threads as u64));
+                .saturating_add(excess.saturating_mul(2 * self.threads as u64));
             if need <= self.budget {
                 continue;
             }
@@ -1067,7 +1074,14 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     let counts: Vec<u64> = report.contigs.iter().map(|c| c.cost).collect();
     let parallel = cc > 1 || readers > 1;
     let pieces = (parallel && report.index.is_some())
-        .then(|| crate::pieces::plan_pieces(input, &schema, &counts, 4 * readers))
+        .then(|| {
+            crate::pieces::plan_pieces(
+                input,
+                &schema,
+                &counts,
+                PIECES_PER_READER as usize * readers,
+            )
+        })
         .flatten();
     if pieces.is_none() && opts.request.readers.is_some_and(|r| r > 1) {
         return Err(Error::Usage(format!(

@@ -11,4 +11,4 @@ pub mod order;
 pub mod size;
 
 mod plan;
-pub use plan::{plan, Plan, PlanError, PlanInput, ReaderSource, Requested};
+pub use plan::{plan, Plan, PlanError, PlanInput, ReaderSource, Requested, PIECES_PER_READER};

@@ -125,8 +125,19 @@ impl std::fmt::Display for PlanError {
 
 impl std::error::Error for PlanError {}
 
-/// Memory one extra piece reader adds beyond its chunk rows (see `plan`).
-const PER_READER_BYTES: u64 = 24 << 20;
+/// Memory one extra piece reader adds beyond its chunk rows, plus its own copy of the
+/// header (the law's per-sample bytes): file handle, index, malloc arena. Fitted to
+/// sim.vcf.gz (1,000 samples) and a 20,000-sample file at 2-3 readers.
+const PER_READER_BYTES: u64 = 8 << 20;
+
+/// Pieces each contig is cut into per reader: enough that readers finishing early
+/// find work, few enough that each piece spans many chunk rows.
+pub const PIECES_PER_READER: u64 = 4;
+
+/// Memory each encoding thread past the two the law was calibrated with adds (its
+/// malloc arena and codec contexts): sim.vcf.gz at `--threads` 1-4 measured ~6.5 MB
+/// per thread past two that the law did not see (27 % under at 4 threads without it).
+const PER_EXTRA_THREAD_BYTES: u64 = 6_500_000;
 
 /// Default inner chunk when no `--patch` is given: bio2zarr's 1000 × 1000.
 const DEFAULT_CHUNKS: Chunks = Chunks {
@@ -201,10 +212,16 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         let cap = if cc == 1 { records } else { biggest };
         cap.map_or(vc, |n| vc.min(n.max(1)))
     };
-    // One streaming reader keeps two chunk rows alive (one filling, one encoding);
-    // `w` piece readers keep about two each plus the sequencer's and the encoder's.
-    // Concurrent contigs each run that way too, with one reader or more.
-    let rows_alive = |cc: usize| if w > 1 || cc > 1 { 1 + w as u64 } else { 1 };
+    // One streaming reader keeps two chunk rows alive (one filling, one encoding: κ).
+    // Piece readers each keep a batch of their own besides (κ: one filling, one
+    // queued), no longer than a piece; concurrent contigs each have their readers.
+    let piece_rows = |vc: u64, cc: usize| -> u64 {
+        if w == 1 && cc == 1 {
+            return 0;
+        }
+        let piece = biggest.map_or(vc, |n| n.div_ceil(PIECES_PER_READER * w as u64).max(1));
+        w as u64 * eff_rows(vc, cc).min(piece)
+    };
     // Concurrent contigs finish out of file order, so the chunk rows that straddle two
     // contigs wait in the stitcher for their other part: under one row per boundary.
     // (One contig with piece readers: a row waits only for the next contig's start.)
@@ -214,18 +231,20 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         _ => (with_data - 1) as u64,
     };
     let in_flight = |vc: u64, cc: usize| {
-        (cc as u64 * rows_alive(cc) + stitch_rows(cc)) * eff_rows(vc, cc) * input.row_bytes
+        // One encoder serves every contig: one row being encoded, whatever cc.
+        let rows = (1 + stitch_rows(cc)) * eff_rows(vc, cc) + cc as u64 * piece_rows(vc, cc);
+        rows * input.row_bytes
     };
     let sc = chunks.samples;
     let scratch_row = input.threads.max(1) as u64 * sc * input.cell_bytes;
     let scratch = |vc: u64| vc * scratch_row;
     let m = &input.model;
-    // Each extra piece reader: its own file handle, header, index and malloc arena.
-    // Provisional bound (sim.vcf.gz and a 20,000-sample file, 2-3 readers); the
-    // calibration sweep does not cover piece readers yet.
-    let readers_extra = |cc: usize| (cc as u64 * w as u64 - 1) * PER_READER_BYTES;
+    // Each reader past the first: its own file handle, header, index and malloc arena.
+    let per_reader = PER_READER_BYTES + (m.per_sample * input.samples as f64) as u64;
+    let readers_extra = |cc: usize| (cc as u64 * w as u64 - 1) * per_reader;
+    let threads_extra = input.threads.saturating_sub(2) as u64 * PER_EXTRA_THREAD_BYTES;
     let pred = |vc: u64, cc: usize| {
-        m.peak(input.samples, in_flight(vc, cc), scratch(vc)) + readers_extra(cc)
+        m.peak(input.samples, in_flight(vc, cc), scratch(vc)) + readers_extra(cc) + threads_extra
     };
     // What the budget allows the law to predict (see HEADROOM).
     let allowed = (input.budget as f64 / HEADROOM) as u64;
@@ -248,8 +267,9 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         let fits = m
             .max_rows(
                 input.samples,
-                allowed.saturating_sub(readers_extra(cc)),
-                (cc as u64 * rows_alive(cc) + stitch_rows(cc)) * input.row_bytes,
+                allowed.saturating_sub(readers_extra(cc) + threads_extra),
+                // (Pieces counted as whole rows here: a bound, not the estimate.)
+                (1 + cc as u64 * piece_rows(1, cc) + stitch_rows(cc)) * input.row_bytes,
                 scratch_row,
             )
             .max(1);
@@ -424,7 +444,8 @@ mod tests {
         let p = plan(&i).unwrap();
         assert_eq!((p.cc, p.order.clone()), (2, vec![0, 1]));
         // Straddling rows wait for their other part: more in flight than cc rows.
-        assert_eq!(p.in_flight_bytes, (2 * 2 + 1) * 1000 * i.row_bytes);
+        // One row encoding, one straddling, one per reader (two contigs, one reader each).
+        assert_eq!(p.in_flight_bytes, 4 * 1000 * i.row_bytes);
         i.contigs[1].tier = CostTier::ContigLength;
         let p = plan(&i).unwrap();
         assert_eq!(p.cc, 1);
