@@ -1,7 +1,9 @@
-//! The conversion pipeline: one reader thread fills inner-chunk rows of records, the
-//! rayon pool lays them out and encodes every inner chunk, and each completed shard
-//! row is assembled and written. Memory holds one shard row of encoded chunks plus up
-//! to two inner-chunk rows of raw values, whatever the file size.
+//! The conversion pipeline: readers fill inner-chunk rows of records (one streaming
+//! reader, or readers through the index, see `pieces`), the rayon pool lays them out
+//! and encodes every inner chunk straight into its shard's partial file, and each
+//! shard row is finished (index appended, renamed into place) when its last record
+//! arrives, in whatever order rows complete. Memory holds the raw rows in flight, not
+//! shards: encoded chunks are on disk as soon as they exist.
 
 use crate::arrays::{array_metadata, ArraySet, ArraySpec, Dims, Dtype, Geometry, Layout, Stats};
 use crate::chunk::{column_from_raw, materialize, recycle, ChunkView};

@@ -1,8 +1,10 @@
-//! Sub-contig readers: a contig split into pieces by position, each read through the
-//! index by its own reader, so parsing runs on several cores. A record belongs to the
-//! piece that holds its POS (a record overlapping a boundary is read once). Pieces go
-//! out in file order and their records are re-joined in that order, so the store is
-//! byte-identical to a single streaming reader's.
+//! Reading through the index: contigs split into pieces by position, each read by its
+//! own reader, so parsing runs on several cores, and several contigs at once. A record
+//! belongs to the piece that holds its POS (a record overlapping a boundary is read
+//! once). Each contig's pieces are re-joined in order and cut on the global chunk grid
+//! from the contig's offset (the index counts of the contigs before it); the chunks
+//! straddling two contigs are re-joined by the [`Stitcher`]. The store is byte-identical
+//! to a single streaming reader's whatever the readers, contigs at once or order.
 
 use crate::arrays::ArraySet;
 use crate::column::Batch;
