@@ -324,38 +324,25 @@ impl PieceReader {
                         &mut batch,
                     )?;
                     if !done {
-                        if let Err(msg) = unsafe { &*lk }.check_line(line) {
-                            return Err(Error::Record {
-                                path: self.path.clone(),
-                                record: n + 1,
-                                locus: format!(
-                                    "{}:{}",
-                                    self.header
-                                        .rid2name(piece.rid)
-                                        .map(String::from_utf8_lossy)
-                                        .unwrap_or_default(),
-                                    pos + 1
-                                ),
-                                msg,
-                            });
-                        }
+                        let failed = |msg: String| Error::Record {
+                            path: self.path.clone(),
+                            record: n + 1,
+                            locus: format!(
+                                "{}:{}",
+                                self.header
+                                    .rid2name(piece.rid)
+                                    .map(String::from_utf8_lossy)
+                                    .unwrap_or_default(),
+                                pos + 1
+                            ),
+                            msg,
+                        };
+                        unsafe { &*lk }.check_line(line).map_err(failed)?;
                         let r = unsafe {
                             htslib::vcf_parse(&mut self.ks, self.header.as_ptr(), self.rec.inner)
                         };
                         if r != 0 {
-                            return Err(Error::Record {
-                                path: self.path.clone(),
-                                record: n + 1,
-                                locus: format!(
-                                    "{}:{}",
-                                    self.header
-                                        .rid2name(piece.rid)
-                                        .map(String::from_utf8_lossy)
-                                        .unwrap_or_default(),
-                                    pos + 1
-                                ),
-                                msg: "htslib could not parse the record".into(),
-                            });
+                            return Err(failed("htslib could not parse the record".into()));
                         }
                         unsafe { htslib::bcf_unpack(self.rec.inner, htslib::BCF_UN_ALL as c_int) };
                         self.ex.extract(&self.path, n, &self.rec, &mut batch)?;
