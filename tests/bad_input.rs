@@ -188,18 +188,13 @@ fn damaged_files_and_indexes_are_named() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let vcf = d.join("u.vcf");
+    let vcf = unequal_vcf(d, "u.vcf", &["c1:3000", "c2:2000"]);
+    let gz = bgzip_indexed(&vcf);
+    let bcf = d.join("u.bcf");
     sh_ok(&format!(
-        "python3 {} {} c1:3000 c2:2000",
-        py("make_unequal_vcf.py"),
+        "bcftools view -Ob -o {} {}",
+        bcf.display(),
         vcf.display()
-    ));
-    let (gz, bcf) = (d.join("u.vcf.gz"), d.join("u.bcf"));
-    sh_ok(&format!(
-        "bcftools view -Oz -o {gz} {vcf} && bcftools index {gz} && bcftools view -Ob -o {bcf} {vcf}",
-        gz = gz.display(),
-        vcf = vcf.display(),
-        bcf = bcf.display()
     ));
     // Truncated mid-records: where, and that it was cut short.
     for (src, name) in [(&gz, "cut.vcf.gz"), (&bcf, "cut.bcf")] {
@@ -217,20 +212,9 @@ fn damaged_files_and_indexes_are_named() {
     let junk = d.join("junk.vcf");
     std::fs::write(&junk, b"\x7fELF\x02\x01\x01 this is no VCF\n").unwrap();
     refused(&junk, &[], &["not a VCF", "BCF"]);
-    // Another file's index.
-    let other = d.join("o.vcf");
-    sh_ok(&format!(
-        "python3 {} {} c1:100 c2:4000",
-        py("make_unequal_vcf.py"),
-        other.display()
-    ));
-    let mismatched = d.join("m.vcf.gz");
-    sh_ok(&format!(
-        "bcftools view -Oz -o {m} {o} && bcftools index {m} && cp {gz} {m}",
-        m = mismatched.display(),
-        o = other.display(),
-        gz = gz.display()
-    ));
+    // Another file's index: m.vcf.gz's index beside u.vcf.gz's data.
+    let mismatched = bgzip_indexed(&unequal_vcf(d, "m.vcf", &["c1:100", "c2:4000"]));
+    std::fs::copy(&gz, &mismatched).unwrap();
     refused(
         &mismatched,
         &["--readers", "2"],
@@ -312,12 +296,7 @@ impl Drop for Mount {
 fn full_or_read_only_disk_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let input = d.join("in.vcf");
-    sh_ok(&format!(
-        "python3 {} {} c1:5000 c2:3000",
-        py("make_unequal_vcf.py"),
-        input.display()
-    ));
+    let input = unequal_vcf(d, "in.vcf", &["c1:5000", "c2:3000"]);
     let Some(full) = Mount::tmpfs(&d.join("full"), "size=64k") else {
         let why = "cannot mount a tmpfs (needs root) to simulate a full or read-only disk";
         if std::env::var_os("SVAR2_REQUIRE_TOOLS").is_some() {

@@ -213,12 +213,7 @@ fn concurrent_contigs_with_late_growth_do_not_move_bytes() {
         py("make_growth_vcf.py"),
         vcf.display()
     ));
-    let gz = dir.path().join("g.vcf.gz");
-    sh_ok(&format!(
-        "bcftools view -Oz -o {gz} {vcf} && bcftools index {gz}",
-        gz = gz.display(),
-        vcf = vcf.display()
-    ));
+    let gz = bgzip_indexed(&vcf);
     let mut digests = Vec::new();
     for (threads, order) in [("1", "planned"), ("4", "reverse"), ("4", "planned")] {
         let out = dir.path().join(format!("t{threads}{order}.zarr"));

@@ -25,19 +25,8 @@ fn spawn(input: &Path, out: &Path, extra: &[&str]) -> Child {
 
 /// An indexed fixture of unequal contigs (so concurrent contigs stitch).
 fn fixture(dir: &Path) -> std::path::PathBuf {
-    let vcf = dir.join("k.vcf");
-    sh_ok(&format!(
-        "python3 {} {} c1:24000 c2:6000 c3:15000 c4:900 c5:9000",
-        py("make_unequal_vcf.py"),
-        vcf.display()
-    ));
-    let gz = dir.join("k.vcf.gz");
-    sh_ok(&format!(
-        "bcftools view -Oz -o {gz} {vcf} && bcftools index {gz}",
-        gz = gz.display(),
-        vcf = vcf.display()
-    ));
-    gz
+    let spec = ["c1:24000", "c2:6000", "c3:15000", "c4:900", "c5:9000"];
+    bgzip_indexed(&unequal_vcf(dir, "k.vcf", &spec))
 }
 
 /// A small deterministic generator (the test is reproducible; the moments are not

@@ -147,6 +147,29 @@ pub fn convert(input: &Path, out: &Path, args: &[&str]) {
     );
 }
 
+/// `tests/py/make_unequal_vcf.py`'s fixture (contigs `NAME:COUNT`) written as `dir/name`.
+pub fn unequal_vcf(dir: &Path, name: &str, spec: &[&str]) -> PathBuf {
+    let vcf = dir.join(name);
+    sh_ok(&format!(
+        "python3 {} {} {}",
+        py("make_unequal_vcf.py"),
+        vcf.display(),
+        spec.join(" ")
+    ));
+    vcf
+}
+
+/// `vcf` bgzipped beside it (`.vcf.gz`) with a CSI index.
+pub fn bgzip_indexed(vcf: &Path) -> PathBuf {
+    let gz = vcf.with_extension("vcf.gz");
+    sh_ok(&format!(
+        "bcftools view -Oz -o {gz} {vcf} && bcftools index -f {gz}",
+        gz = gz.display(),
+        vcf = vcf.display()
+    ));
+    gz
+}
+
 /// `svar2 plan --dry-run --json EXTRA INPUT`, parsed.
 pub fn plan_json(input: &Path, extra: &[&str]) -> serde_json::Value {
     let o = svar2()
