@@ -223,8 +223,13 @@ impl Lookups {
     /// htslib's general path (the direct parse refuses anything unusual itself).
     pub fn check_line(&self, line: &[u8]) -> std::result::Result<(), String> {
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        let cols: Vec<&[u8]> = line.split(|&b| b == b'\t').collect();
+        // The fixed columns and FORMAT; the calls stay one slice, scanned once below.
+        let cols: Vec<&[u8]> = line.splitn(10, |&b| b == b'\t').collect();
         let n = self.samples.len();
+        let calls = cols.get(9).copied();
+        let sample_columns = |calls: Option<&[u8]>| {
+            calls.map_or(0, |c| 1 + c.iter().filter(|&&b| b == b'\t').count())
+        };
         if cols.len() < 8 {
             return Err(format!(
                 "{} tab-separated columns; a VCF record has at least 8 (is the file \
@@ -232,16 +237,15 @@ impl Lookups {
                 cols.len()
             ));
         }
-        if n > 0 && cols.len() != 9 + n {
-            return Err(format!(
-                "{} sample column(s), but the header names {n} sample(s)",
-                cols.len().saturating_sub(9)
-            ));
-        }
-        if n == 0 && cols.len() > 9 {
+        if n == 0 && calls.is_some() {
             return Err(format!(
                 "{} sample column(s), but the header names no samples",
-                cols.len() - 9
+                sample_columns(calls)
+            ));
+        }
+        if n > 0 && calls.is_none() {
+            return Err(format!(
+                "0 sample column(s), but the header names {n} sample(s)"
             ));
         }
         if cols[6] != b"." {
@@ -279,7 +283,7 @@ impl Lookups {
             return Ok(());
         }
         let keys: Vec<&[u8]> = cols[8].split(|&b| b == b':').collect();
-        let mut types = Vec::with_capacity(keys.len());
+        let mut checks = Vec::with_capacity(keys.len());
         for key in &keys {
             let Some(&ty) = self.format.get(*key) else {
                 return Err(format!(
@@ -288,26 +292,54 @@ impl Lookups {
                     text(key)
                 ));
             };
-            types.push(ty);
+            checks.push(if *key == b"GT" { None } else { Some(ty) });
         }
-        for (k, call) in cols[9..].iter().enumerate() {
-            for (i, v) in call.split(|&b| b == b':').enumerate() {
-                let (Some(key), Some(&ty)) = (keys.get(i), types.get(i)) else {
-                    return Err(format!(
-                        "sample {}: more values than FORMAT keys ({})",
-                        self.samples[k],
-                        text(cols[8])
-                    ));
-                };
-                let checked = if *key == b"GT" {
-                    check_gt(v)
-                } else {
-                    check_values(ty, v)
-                };
-                checked.map_err(|m| {
-                    format!("sample {}, FORMAT/{}: {m}", self.samples[k], text(key))
-                })?;
+        // Every value of every sample, in one pass over the calls: this runs for each
+        // value of a busy file, so messages are built only on failure.
+        let calls = calls.expect("checked above");
+        let wrong_count = || {
+            format!(
+                "{} sample column(s), but the header names {n} sample(s)",
+                sample_columns(Some(calls))
+            )
+        };
+        let (mut k, mut i, mut p) = (0, 0, 0);
+        loop {
+            if k >= n {
+                return Err(wrong_count());
             }
+            // Integers and genotypes are scanned up to the delimiter in one go.
+            let end = match checks.get(i) {
+                Some(None) => scan_gt(calls, p),
+                Some(Some(VcfType::Integer)) => scan_ints(calls, p),
+                _ => Some(value_end(calls, p)),
+            };
+            let end = end.filter(|&e| matches!(calls.get(e), None | Some(b':' | b'\t')));
+            let v = &calls[p..end.unwrap_or_else(|| value_end(calls, p))];
+            let checked = match (checks.get(i), end) {
+                (None, _) => Err(format!("more values than FORMAT keys ({})", text(cols[8]))),
+                // Scanned whole above.
+                (Some(None | Some(VcfType::Integer)), Some(_)) => Ok(()),
+                (Some(None), None) => check_gt(v),
+                (Some(Some(ty)), _) => check_values(*ty, v),
+            };
+            checked.map_err(|m| match checks.get(i) {
+                Some(_) => format!("sample {}, FORMAT/{}: {m}", self.samples[k], text(keys[i])),
+                None => format!("sample {}: {m}", self.samples[k]),
+            })?;
+            let e = p + v.len();
+            match calls.get(e) {
+                None => {
+                    k += 1;
+                    break;
+                }
+                Some(b'\t') => (k, i) = (k + 1, 0),
+                _ => i += 1,
+            }
+            p = e + 1;
+        }
+        if k != n {
+            return Err(wrong_count());
         }
         Ok(())
     }
@@ -315,22 +347,21 @@ impl Lookups {
 
 /// Each comma-separated value of `v` is `.` or of type `ty`.
 fn check_values(ty: VcfType, v: &[u8]) -> std::result::Result<(), String> {
+    let ok = match ty {
+        VcfType::Integer => scan_ints(v, 0) == Some(v.len()),
+        VcfType::Float => v.split(|&b| b == b',').all(|x| x == b"." || is_f32(x)),
+        VcfType::Flag | VcfType::String | VcfType::Character => true,
+    };
+    if ok {
+        return Ok(());
+    }
+    // Slow path, for the message: find the offending item.
     for item in v.split(|&b| b == b',') {
-        if item == b"." {
-            continue;
-        }
-        let ok = match ty {
-            VcfType::Integer => std::str::from_utf8(item)
-                .ok()
-                .and_then(|s| s.parse::<i32>().ok())
-                .is_some(),
-            VcfType::Float => std::str::from_utf8(item)
-                .ok()
-                .and_then(|s| s.parse::<f32>().ok())
-                .is_some(),
-            VcfType::Flag | VcfType::String | VcfType::Character => true,
+        let good = match ty {
+            VcfType::Integer => is_i32(item),
+            _ => is_f32(item),
         };
-        if !ok {
+        if item != b"." && !good {
             return Err(format!(
                 "`{}` is not {} (declared Type={ty:?}; `.` marks a missing value)",
                 String::from_utf8_lossy(item),
@@ -344,18 +375,103 @@ fn check_values(ty: VcfType, v: &[u8]) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// Where a comma-separated list of `.` or i32 values starting at `i` ends (the first
+/// byte after it), or `None` if an item is malformed. One pass over the bytes: this
+/// runs for every FORMAT integer of a busy file.
+#[inline]
+fn scan_ints(v: &[u8], mut i: usize) -> Option<usize> {
+    let n = v.len();
+    loop {
+        let s = i;
+        if i < n && (v[i] == b'-' || v[i] == b'+') {
+            i += 1;
+        }
+        let d = i;
+        while i < n && v[i].is_ascii_digit() {
+            i += 1;
+        }
+        let ok = match i - d {
+            0 => {
+                i == s && i < n && v[i] == b'.' && {
+                    i += 1;
+                    true
+                }
+            }
+            1..=9 => true,
+            10 => is_i32(&v[s..i]),
+            _ => false,
+        };
+        if !ok {
+            return None;
+        }
+        if i == n || v[i] != b',' {
+            return Some(i);
+        }
+        i += 1;
+    }
+}
+
+/// The end of the FORMAT value starting at `i`: the next `:` or tab, or the end.
+#[inline]
+fn value_end(v: &[u8], i: usize) -> usize {
+    v[i..]
+        .iter()
+        .position(|&b| b == b':' || b == b'\t')
+        .map_or(v.len(), |e| i + e)
+}
+
+/// Where a genotype starting at `i` ends, or `None` if it is malformed: alleles (`.`
+/// or up to 9 digits) joined by single `/` or `|`, optionally led by one.
+#[inline]
+fn scan_gt(v: &[u8], mut i: usize) -> Option<usize> {
+    if matches!(v.get(i), Some(b'/' | b'|')) {
+        i += 1;
+    }
+    let (mut run, mut dot) = (0usize, false);
+    while let Some(&c) = v.get(i) {
+        match c {
+            b'0'..=b'9' if !dot && run < 9 => run += 1,
+            b'.' if run == 0 && !dot => dot = true,
+            b'/' | b'|' if run > 0 || dot => (run, dot) = (0, false),
+            _ => break,
+        }
+        i += 1;
+    }
+    (run > 0 || dot).then_some(i)
+}
+
+/// `[+-]digits` within i32 (the parse runs only for ten-digit values).
+fn is_i32(x: &[u8]) -> bool {
+    let d = match x.first() {
+        Some(b'-' | b'+') => &x[1..],
+        _ => x,
+    };
+    !d.is_empty()
+        && d.len() <= 10
+        && d.iter().all(u8::is_ascii_digit)
+        && (d.len() < 10 || std::str::from_utf8(x).is_ok_and(|s| s.parse::<i32>().is_ok()))
+}
+
+/// A plain decimal (`-0.25`, `3.`) by byte scan; anything else (exponents, `nan`,
+/// `inf`) by the full parse.
+fn is_f32(x: &[u8]) -> bool {
+    let d = match x.first() {
+        Some(b'-' | b'+') => &x[1..],
+        _ => x,
+    };
+    let mut dots = 0;
+    let plain = d.iter().all(|&c| {
+        dots += usize::from(c == b'.');
+        c.is_ascii_digit() || c == b'.'
+    }) && dots <= 1
+        && d.iter().any(u8::is_ascii_digit);
+    plain || std::str::from_utf8(x).is_ok_and(|s| s.parse::<f32>().is_ok())
+}
+
 /// A genotype: allele indexes or `.`, separated by `/` or `|` (a leading phase
 /// mark, as VCF 4.4 allows, too).
 fn check_gt(v: &[u8]) -> std::result::Result<(), String> {
-    let body = v
-        .strip_prefix(b"|")
-        .or_else(|| v.strip_prefix(b"/"))
-        .unwrap_or(v);
-    let ok = !body.is_empty()
-        && body.split(|&b| b == b'/' || b == b'|').all(|a| {
-            a == b"." || (!a.is_empty() && a.len() <= 9 && a.iter().all(u8::is_ascii_digit))
-        });
-    if ok {
+    if scan_gt(v, 0) == Some(v.len()) {
         Ok(())
     } else {
         Err(format!(
@@ -602,5 +718,60 @@ impl Extractor {
             }
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn genotype_and_integer_scans_stop_at_the_delimiter() {
+        let whole =
+            |f: fn(&[u8], usize) -> Option<usize>, v: &str| f(v.as_bytes(), 0) == Some(v.len());
+        for ok in [
+            "0",
+            "0/1",
+            "1|0",
+            "./.",
+            ".|1",
+            "0/1/2",
+            "|0|1",
+            "123456789/0",
+        ] {
+            assert!(whole(scan_gt, ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "/",
+            "0/",
+            "0//1",
+            "0/x",
+            "x",
+            "..",
+            "1.",
+            "1234567890/0",
+            "0 /1",
+        ] {
+            assert!(!whole(scan_gt, bad), "{bad}");
+        }
+        assert_eq!(scan_gt(b"0/1:5", 0), Some(3));
+        for ok in ["0", "-3", "+7", ".", "1,.,-3", "2147483647", "-2147483648"] {
+            assert!(whole(scan_ints, ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "-",
+            "1,,2",
+            "1,",
+            "2147483648",
+            "99999999999",
+            "1.5",
+            "zz",
+            "1x",
+        ] {
+            assert!(!whole(scan_ints, bad), "{bad}");
+        }
+        assert_eq!(scan_ints(b"1,2:0/1", 0), Some(3));
     }
 }
