@@ -150,10 +150,18 @@ fn init_logging(verbose: u8, quiet: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    // Colour only on a terminal; without -v a warning is one plain line (no timestamp
+    // or module path), as users read it.
+    use std::io::IsTerminal;
+    let b = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .init();
+        .with_ansi(std::io::stderr().is_terminal());
+    if verbose == 0 {
+        b.without_time().with_target(false).init();
+    } else {
+        b.init();
+    }
 }
 
 fn run(cli: Cli) -> Result<(), svar2_convert::Error> {

@@ -105,8 +105,9 @@ pub enum Width {
     /// `ploidy`: the largest ploidy seen.
     Ploidy,
     /// The field's own dimension: the most values seen, at least the declared Number;
-    /// the array is 2-D only when that exceeds 1 (bio2zarr's rule).
-    Own { declared: u32 },
+    /// the array has it only when that exceeds 1, or `always` (bio2zarr's rule, which
+    /// always gives FORMAT/LAA one).
+    Own { declared: u32, always: bool },
 }
 
 /// The source of an array's values in a record.
@@ -154,7 +155,7 @@ impl ArraySpec {
             Width::Alleles | Width::Ploidy => 2,
             Width::AltAlleles => 1,
             Width::Genotypes => 3,
-            Width::Own { declared } => declared.max(1) as u64,
+            Width::Own { declared, .. } => declared.max(1) as u64,
         }
     }
 
@@ -197,8 +198,14 @@ fn field_width(f: &FieldDef) -> (Width, String) {
         (_, VcfNumber::A) => (Width::AltAlleles, "alt_alleles".into()),
         (_, VcfNumber::R) => (Width::Alleles, "alleles".into()),
         (_, VcfNumber::G) => (Width::Genotypes, "genotypes".into()),
-        (_, VcfNumber::Fixed(n)) => (Width::Own { declared: n }, own),
-        (_, VcfNumber::Dot) => (Width::Own { declared: 0 }, own),
+        (_, number) => {
+            let declared = match number {
+                VcfNumber::Fixed(n) => n,
+                _ => 0,
+            };
+            let always = f.category == Category::Format && f.name == "LAA";
+            (Width::Own { declared, always }, own)
+        }
     }
 }
 
@@ -540,9 +547,9 @@ impl ArraySpec {
                 (w > 0).then_some(w)
             }
             Width::Ploidy => Some(dims.ploidy),
-            Width::Own { declared } => {
+            Width::Own { declared, always } => {
                 let w = declared.max(cs.max_width);
-                (w > 1).then_some(w)
+                (w > 1 || always).then_some(w.max(1))
             }
         };
         let dtype = match self.base {
@@ -554,6 +561,9 @@ impl ArraySpec {
             Base::Float => Dtype::F32,
             Base::Bool => Dtype::Bool,
             Base::Str => Dtype::Str,
+            // One character per value, as VCF declares (numpy `U1`, like bio2zarr);
+            // a longer value makes the array strings rather than be cut short.
+            Base::Char if cs.max > 1 => Dtype::Str,
             Base::Char => Dtype::Char,
         };
         Layout { dtype, width }
@@ -704,12 +714,24 @@ mod tests {
             ploidy: 2,
             genotypes: 3,
         };
-        let dot = spec(Width::Own { declared: 0 }, Base::Int);
+        let dot = spec(
+            Width::Own {
+                declared: 0,
+                always: false,
+            },
+            Base::Int,
+        );
         stats.columns[0].max_width = 1;
         assert_eq!(dot.layout(&stats, &dims).width, None);
         stats.columns[0].max_width = 3;
         assert_eq!(dot.layout(&stats, &dims).width, Some(3));
-        let pair = spec(Width::Own { declared: 2 }, Base::Int);
+        let pair = spec(
+            Width::Own {
+                declared: 2,
+                always: false,
+            },
+            Base::Int,
+        );
         stats.columns[0].max_width = 0;
         assert_eq!(pair.layout(&stats, &dims).width, Some(2));
         // A never-seen integer field is int8, as bio2zarr writes it.

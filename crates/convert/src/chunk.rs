@@ -98,18 +98,20 @@ fn lay_out<S: Copy, T: Copy + Default + Scratch>(
     out
 }
 
-/// Lays out an integer column (i32 or i8) mapping each canonical value through `f`.
+/// Lays out an integer column (i64, i32 or i8) mapping each canonical value through
+/// `f`.
 fn lay_out_ints<T: Copy + Default + Scratch>(
     col: &Column,
     v: &ChunkView,
     cell: usize,
     pad: T,
     absent: T,
-    f: impl Fn(i32) -> T,
+    f: impl Fn(i64) -> T,
 ) -> Vec<T> {
     match &col.values {
-        Values::Int(vals) => lay_out(col, v, cell, pad, absent, vals, f),
-        Values::Int8(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i32)),
+        Values::Int(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64)),
+        Values::Long(vals) => lay_out(col, v, cell, pad, absent, vals, f),
+        Values::Int8(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64)),
         _ => unreachable!("int column"),
     }
 }
@@ -126,11 +128,11 @@ fn ints(col: &Column, v: &ChunkView, cell: usize, dtype: Dtype) -> Vec<u8> {
             .into_iter()
             .flat_map(i16::to_le_bytes)
             .collect(),
-        Dtype::I32 => lay_out_ints(col, v, cell, -2i32, -1i32, |x| x)
+        Dtype::I32 => lay_out_ints(col, v, cell, -2i32, -1i32, |x| x as i32)
             .into_iter()
             .flat_map(i32::to_le_bytes)
             .collect(),
-        Dtype::I64 => lay_out_ints(col, v, cell, -2i64, -1i64, |x| x as i64)
+        Dtype::I64 => lay_out_ints(col, v, cell, -2i64, -1i64, |x| x)
             .into_iter()
             .flat_map(i64::to_le_bytes)
             .collect(),
@@ -176,7 +178,8 @@ pub fn materialize(spec: &ArraySpec, col: &Column, layout: &Layout, v: &ChunkVie
         }
         (Base::Str, _) | (Base::Char, _) => {
             let idx = lay_out_indices(col, v, cell);
-            if spec.base == Base::Char {
+            // A `Character` field holds strings once a value is longer than one.
+            if layout.dtype == Dtype::Char {
                 Raw::Fixed(
                     idx.iter()
                         .flat_map(|i| {
@@ -246,6 +249,11 @@ pub fn column_from_raw(
         (_, Source::GenotypeMask, Raw::Fixed(b)) => {
             Values::Int(b.iter().map(|&x| if x != 0 { -2 } else { 0 }).collect())
         }
+        (Base::Int, _, Raw::Fixed(b)) if old.dtype == Dtype::I64 => Values::Long(
+            b.chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect(),
+        ),
         (Base::Int, _, Raw::Fixed(b)) => Values::Int(match old.dtype {
             Dtype::I8 => b.iter().map(|&x| x as i8 as i32).collect(),
             Dtype::I16 => b
@@ -255,10 +263,6 @@ pub fn column_from_raw(
             Dtype::I32 => b
                 .chunks_exact(4)
                 .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-            Dtype::I64 => b
-                .chunks_exact(8)
-                .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")) as i32)
                 .collect(),
             d => return Err(Error::Codec(format!("int array stored as {d:?}"))),
         }),
@@ -316,7 +320,10 @@ mod tests {
             source,
             base,
             per_sample: true,
-            width: Width::Own { declared: 0 },
+            width: Width::Own {
+                declared: 0,
+                always: false,
+            },
             trailing_dim: "d".into(),
             description: String::new(),
             column: 0,

@@ -16,6 +16,9 @@ pub const FLOAT32_FILL: u32 = 0x7F80_0002;
 pub enum Values {
     /// Canonical integers: −1 missing, −2 fill.
     Int(Vec<i32>),
+    /// Canonical integers, once a value needs more than 32 bits (POS of a chromosome
+    /// past 2^31 bp, a 64-bit INFO integer).
+    Long(Vec<i64>),
     /// Canonical integers that fit in i8 (genotype calls).
     Int8(Vec<i8>),
     /// f32 bit patterns.
@@ -32,6 +35,7 @@ impl Values {
     fn len(&self) -> usize {
         match self {
             Values::Int(v) => v.len(),
+            Values::Long(v) => v.len(),
             Values::Int8(v) => v.len(),
             Values::Float(v) => v.len(),
             Values::Bool(v) => v.len(),
@@ -149,10 +153,68 @@ impl Column {
             let wide = v.iter().map(|&x| x as i32).collect();
             self.values = Values::Int(wide);
         }
-        let Values::Int(v) = &mut self.values else {
-            unreachable!("int column")
+        match &mut self.values {
+            Values::Int(v) => v.extend_from_slice(vals),
+            Values::Long(v) => v.extend(vals.iter().map(|&x| x as i64)),
+            _ => unreachable!("int column"),
+        }
+    }
+
+    /// Appends canonical integers that may need 64 bits; the column widens to
+    /// [`Values::Long`] (once) when one does.
+    pub fn push_longs(&mut self, vals: &[i64], width: u32) {
+        let fits = vals.iter().all(|&x| i32::try_from(x).is_ok());
+        if fits && !matches!(self.values, Values::Long(_)) {
+            // The hot path (one POS per record): no allocation.
+            if let [x] = vals {
+                return self.push_ints(&[*x as i32], width);
+            }
+            let small: Vec<i32> = vals.iter().map(|&x| x as i32).collect();
+            return self.push_ints(&small, width);
+        }
+        self.begin(width);
+        for &c in vals {
+            self.stats.min = self.stats.min.min(c);
+            self.stats.max = self.stats.max.max(c);
+        }
+        self.widen_to_long();
+        let Values::Long(v) = &mut self.values else {
+            unreachable!("widened")
         };
         v.extend_from_slice(vals);
+    }
+
+    fn widen_to_long(&mut self) {
+        let wide: Vec<i64> = match &self.values {
+            Values::Int8(v) => v.iter().map(|&x| x as i64).collect(),
+            Values::Int(v) => v.iter().map(|&x| x as i64).collect(),
+            _ => return,
+        };
+        self.values = Values::Long(wide);
+    }
+
+    /// Drops the last record (to replace values htslib could not hold).
+    pub fn pop_record(&mut self) {
+        let (Some(start), Some(_)) = (self.starts.pop(), self.widths.pop()) else {
+            return;
+        };
+        match &mut self.values {
+            Values::Int(v) => v.truncate(start),
+            Values::Long(v) => v.truncate(start),
+            Values::Int8(v) => v.truncate(start),
+            Values::Float(v) => v.truncate(start),
+            Values::Bool(v) => v.truncate(start),
+            Values::Str { bytes, ends } => {
+                ends.truncate(start);
+                bytes.truncate(ends.last().copied().unwrap_or(0));
+            }
+        }
+    }
+
+    /// Notes a string value's length in characters (decides whether a VCF
+    /// `Character` field still fits one character per value).
+    pub fn note_chars(&mut self, n: usize) {
+        self.stats.max = self.stats.max.max(n as i64);
     }
 
     /// Appends canonical integers already narrowed to i8, with their range.
@@ -165,6 +227,7 @@ impl Column {
         match &mut self.values {
             Values::Int8(v) => v.extend_from_slice(vals),
             Values::Int(v) => v.extend(vals.iter().map(|&x| x as i32)),
+            Values::Long(v) => v.extend(vals.iter().map(|&x| x as i64)),
             _ => unreachable!("int column"),
         }
     }
@@ -224,9 +287,15 @@ impl Column {
                 self.values = Values::Int(v.iter().map(|&x| x as i32).collect());
             }
         }
+        if matches!(src.values, Values::Long(_)) {
+            self.widen_to_long();
+        }
         match (&mut self.values, &src.values) {
             (Values::Int(d), Values::Int(s)) => d.extend_from_slice(&s[v0..v1]),
             (Values::Int(d), Values::Int8(s)) => d.extend(s[v0..v1].iter().map(|&x| x as i32)),
+            (Values::Long(d), Values::Long(s)) => d.extend_from_slice(&s[v0..v1]),
+            (Values::Long(d), Values::Int(s)) => d.extend(s[v0..v1].iter().map(|&x| x as i64)),
+            (Values::Long(d), Values::Int8(s)) => d.extend(s[v0..v1].iter().map(|&x| x as i64)),
             (Values::Int8(d), Values::Int8(s)) => d.extend_from_slice(&s[v0..v1]),
             (Values::Float(d), Values::Float(s)) => d.extend_from_slice(&s[v0..v1]),
             (Values::Bool(d), Values::Bool(s)) => d.extend_from_slice(&s[v0..v1]),
@@ -249,8 +318,13 @@ impl Column {
 
     /// Empties the column, keeping its allocations for the next batch.
     pub fn clear(&mut self) {
+        if let Values::Long(_) = self.values {
+            // Back to 32 bits for the next batch (most never need 64).
+            self.values = Values::Int(Vec::new());
+        }
         match &mut self.values {
             Values::Int(v) => v.clear(),
+            Values::Long(v) => v.clear(),
             Values::Int8(v) => v.clear(),
             Values::Float(v) => v.clear(),
             Values::Bool(v) => v.clear(),

@@ -194,15 +194,10 @@ impl Writer {
         for (s, c) in self.stats.columns.iter_mut().zip(&batch.columns) {
             s.merge(&c.stats);
         }
-        for (rid, name) in &batch.new_contigs {
-            let contigs = &mut self.schema.contigs;
-            while contigs.len() <= *rid as usize {
-                contigs.push(crate::schema::Contig {
-                    name: String::new(),
-                    length: -1,
-                });
-            }
-            contigs[*rid as usize].name = name.clone();
+        for (i, name) in &batch.new_contigs {
+            debug_assert_eq!(*i as usize, self.schema.contigs.len());
+            self.schema
+                .add_undeclared_contigs(std::slice::from_ref(name));
         }
         if !batch.new_contigs.is_empty() {
             // bio2zarr sizes variant_contig by the contig count.
@@ -770,6 +765,29 @@ impl Writer {
         Ok(())
     }
 
+    /// Every array that names a dimension must give it one length, or xarray cannot
+    /// open the store. Only a `Number=G` field wider than the genotypes the alleles and
+    /// ploidy allow can break this here (A and R are checked per record).
+    fn check_shared_dimensions(&self, finals: &[Layout]) -> Result<()> {
+        let mut seen: HashMap<&str, (u32, &str)> = HashMap::new();
+        // The standard arrays come first, so they set each length.
+        for (spec, l) in self.set.arrays.iter().zip(finals) {
+            let Some(w) = l.width else { continue };
+            let (len, first) = *seen.entry(&spec.trailing_dim).or_insert((w, &spec.name));
+            if len != w {
+                return Err(Error::Usage(format!(
+                    "{}: {} has {w} values per cell where {first} gives dimension `{}` {len}: \
+                     a field declared Number=G carries more values than the alleles and \
+                     ploidy allow; declare it Number=. (`bcftools reheader`) and convert again",
+                    self.input.display(),
+                    spec.name,
+                    spec.trailing_dim
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn finish(&mut self) -> Result<()> {
         // Only the last row is short, but with concurrent contigs it need not arrive last.
         while let Some((row, open)) = self.open.pop_first() {
@@ -778,6 +796,7 @@ impl Writer {
         // Rows arrive in any order; each chunk's rows arrived together, in record order.
         self.region.sort_by_key(|r| r[0]);
         let finals = self.layouts();
+        self.check_shared_dimensions(&finals)?;
         self.rewrite_outgrown(&finals)?;
         let n = self.records;
         let s = self.n_samples() as u64;
@@ -815,19 +834,17 @@ impl Writer {
             Dtype::Str,
             strings(schema.contigs.iter().map(|c| c.name.as_str()).collect()),
         )?;
-        self.write_small(
-            "contig_length",
-            &["contigs"],
-            &[nc],
-            Dtype::I64,
-            Raw::Fixed(
-                schema
-                    .contigs
-                    .iter()
-                    .flat_map(|c| c.length.to_le_bytes())
-                    .collect(),
-            ),
-        )?;
+        // Only when every contig has a length: the array has no missing value, and a
+        // −1 would be printed back as `length=-1`, which htslib then drops.
+        if let Some(lengths) = schema.contig_lengths() {
+            self.write_small(
+                "contig_length",
+                &["contigs"],
+                &[nc],
+                Dtype::I64,
+                Raw::Fixed(lengths.iter().flat_map(|l| l.to_le_bytes()).collect()),
+            )?;
+        }
         let nf = schema.filters.len() as u64;
         self.write_small(
             "filter_id",
@@ -1027,7 +1044,8 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
         report.render()
     );
     let mut reader = VcfReader::open(input, threads)?;
-    let schema = reader.schema.clone();
+    let mut schema = reader.schema.clone();
+    schema.add_undeclared_contigs(&report.undeclared_contigs);
     let set = ArraySet::new(&schema);
     let g = normalise(report.geometry(), schema.samples.len() as u64);
     let store = StoreDir::create(output, opts.force)?;
@@ -1204,7 +1222,8 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     });
     pb.finish_and_clear();
     result?;
-    if let Some(listed) = report.plan.records.filter(|&n| n != w.records) {
+    let listed = report.index.and(report.plan.records);
+    if let Some(listed) = listed.filter(|&n| n != w.records) {
         // (Index-driven reading checks each contig and fails; one stream reads it all.)
         tracing::warn!(
             "{}: the index lists {listed} records but {} were read: it is stale, \

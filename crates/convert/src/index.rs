@@ -4,6 +4,7 @@
 //! through the index's name table; a BCF's CSI uses the header's contig ids. Every id
 //! is bounded by `hts_idx_nseq` (htslib does not check).
 
+use crate::schema::Contig;
 use rust_htslib::htslib;
 use std::collections::HashMap;
 use std::ffi::{c_int, CStr, CString};
@@ -17,13 +18,16 @@ pub enum IndexKind {
     Tbi,
 }
 
-/// Record counts per header contig, from an index.
+/// Record counts per store contig, from an index.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct IndexCounts {
     pub kind: IndexKind,
     pub path: PathBuf,
-    /// One count per header contig (0 for contigs the index does not list).
+    /// One count per contig asked about (0 for contigs the index does not list).
     pub counts: Vec<u64>,
+    /// Contigs a tabix index lists that the header does not declare, in the index's
+    /// order (the order the file meets them), with their counts.
+    pub undeclared: Vec<(String, u64)>,
 }
 
 /// Why no counts are available (said in the plan).
@@ -37,7 +41,7 @@ fn cpath(p: &Path) -> Option<CString> {
 }
 
 /// Counts from `<input>.csi` or `<input>.tbi`, whichever exists (CSI first).
-pub fn contig_counts(input: &Path, contigs: &[String]) -> Result<IndexCounts, NoCounts> {
+pub fn contig_counts(input: &Path, contigs: &[Contig]) -> Result<IndexCounts, NoCounts> {
     let mut tried = Vec::new();
     for (ext, kind) in [("csi", IndexKind::Csi), ("tbi", IndexKind::Tbi)] {
         let mut idx_path = input.as_os_str().to_owned();
@@ -47,11 +51,12 @@ pub fn contig_counts(input: &Path, contigs: &[String]) -> Result<IndexCounts, No
             continue;
         }
         tried.push(idx_path.display().to_string());
-        if let Some(counts) = read_counts(input, &idx_path, contigs) {
+        if let Some((counts, undeclared)) = read_counts(input, &idx_path, contigs) {
             return Ok(IndexCounts {
                 kind,
                 path: idx_path,
                 counts,
+                undeclared,
             });
         }
     }
@@ -77,14 +82,17 @@ fn stats(idx: *const htslib::hts_idx_t, tid: c_int) -> Option<u64> {
     (r >= 0).then_some(mapped)
 }
 
-fn read_counts(input: &Path, idx_path: &Path, contigs: &[String]) -> Option<Vec<u64>> {
+type Counts = (Vec<u64>, Vec<(String, u64)>);
+
+fn read_counts(input: &Path, idx_path: &Path, contigs: &[Contig]) -> Option<Counts> {
     let (fnc, idxc) = (cpath(input)?, cpath(idx_path)?);
     let by_name: HashMap<&str, usize> = contigs
         .iter()
         .enumerate()
-        .map(|(i, c)| (c.as_str(), i))
+        .map(|(i, c)| (c.name.as_str(), i))
         .collect();
     let mut counts = vec![0u64; contigs.len()];
+    let mut undeclared = Vec::new();
     // SAFETY: pointers come from htslib and are destroyed before returning.
     unsafe {
         let tbx = htslib::tbx_index_load2(fnc.as_ptr(), idxc.as_ptr());
@@ -95,40 +103,48 @@ fn read_counts(input: &Path, idx_path: &Path, contigs: &[String]) -> Option<Vec<
             let mut ok = !names.is_null();
             if ok {
                 for tid in 0..n.min(nseq) {
-                    let name = CStr::from_ptr(*names.add(tid as usize)).to_string_lossy();
-                    let Some(&i) = by_name.get(name.as_ref()) else {
+                    let name = *names.add(tid as usize);
+                    if name.is_null() {
                         continue;
+                    }
+                    let name = CStr::from_ptr(name).to_string_lossy();
+                    let Some(c) = stats((*tbx).idx, tid) else {
+                        ok = false;
+                        break;
                     };
-                    match stats((*tbx).idx, tid) {
-                        Some(c) => counts[i] = c,
-                        None => {
-                            ok = false;
-                            break;
-                        }
+                    match by_name.get(name.as_ref()) {
+                        Some(&i) => counts[i] = c,
+                        None => undeclared.push((name.into_owned(), c)),
                     }
                 }
                 libc_free(names as *mut std::ffi::c_void);
             }
             htslib::tbx_destroy(tbx);
-            return ok.then_some(counts);
+            return ok.then_some((counts, undeclared));
         }
         let idx = htslib::hts_idx_load2(fnc.as_ptr(), idxc.as_ptr());
         if idx.is_null() {
             return None;
         }
-        let nseq = htslib::hts_idx_nseq(idx).max(0) as usize;
-        // A BCF's CSI numbers contigs as the header does; a contig without records
-        // has no bins and so no stats (0 records).
+        let nseq = htslib::hts_idx_nseq(idx).max(0);
+        // A BCF's CSI numbers contigs as the header does (ids, which `IDX=` can
+        // skip); a contig without records has no bins and so no stats (0 records).
         let mut any = false;
-        for (tid, c) in counts.iter_mut().enumerate().take(nseq) {
-            if let Some(v) = stats(idx, tid as c_int) {
+        for (c, contig) in counts.iter_mut().zip(contigs) {
+            let Some(tid) = contig.hts_rid.and_then(|r| c_int::try_from(r).ok()) else {
+                continue;
+            };
+            if tid >= nseq {
+                continue;
+            }
+            if let Some(v) = stats(idx, tid) {
                 *c = v;
                 any = true;
             }
         }
         let ok = any || nseq == 0;
         htslib::hts_idx_destroy(idx);
-        ok.then_some(counts)
+        ok.then_some((counts, undeclared))
     }
 }
 

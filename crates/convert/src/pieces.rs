@@ -21,7 +21,7 @@ use std::sync::Arc;
 /// One position range of one contig.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Piece {
-    /// Header contig id (what `variant_contig` stores).
+    /// Store contig index (what `variant_contig` stores).
     pub rid: u32,
     /// The index's id for the contig.
     pub tid: i32,
@@ -73,12 +73,14 @@ impl Index {
         None
     }
 
-    /// The index's id for a contig name.
-    fn tid(&self, name: &str, rid: u32) -> Option<i32> {
+    /// The index's id for a contig: by name in a tabix index, by the header's id in a
+    /// BCF's CSI.
+    fn tid(&self, name: &str, hts_rid: Option<u32>) -> Option<i32> {
         if self.tbx.is_null() {
+            let rid = i32::try_from(hts_rid?).ok()?;
             // SAFETY: idx is live.
             let n = unsafe { htslib::hts_idx_nseq(self.idx) };
-            return ((rid as i32) < n).then_some(rid as i32);
+            return (rid < n).then_some(rid);
         }
         let c = CString::new(name).ok()?;
         // SAFETY: tbx is live.
@@ -144,8 +146,13 @@ pub fn plan_pieces(
         if counts.get(rid).copied().unwrap_or(0) == 0 {
             continue;
         }
-        let tid = index.tid(&c.name, rid as u32)?;
-        contigs.push((index.first_offset(tid)?, rid as u32, tid, c.length));
+        let tid = index.tid(&c.name, c.hts_rid)?;
+        contigs.push((
+            index.first_offset(tid)?,
+            rid as u32,
+            tid,
+            c.length.unwrap_or(0),
+        ));
     }
     contigs.sort();
     let mut pieces = Vec::new();
@@ -187,6 +194,8 @@ pub struct PieceReader {
     /// Name lookups for the direct text parse; `None` for BCF.
     lookups: Option<Lookups>,
     ex: Extractor,
+    /// Store contig names, for messages.
+    names: Vec<String>,
 }
 
 // SAFETY: all raw handles are owned and used by one thread at a time.
@@ -219,10 +228,14 @@ impl PieceReader {
                 htslib::hts_close(fp);
                 return Err(open_err("cannot reread the header"));
             }
+            if schema.has_gt {
+                // As the first reader did for a GT the header does not declare.
+                crate::schema::declare_gt(hdr);
+            }
             (fp, Arc::new(HeaderView::from_ptr(hdr)))
         };
         let rec = header.empty_record();
-        let ex = Extractor::for_header(&header, schema, set);
+        let ex = Extractor::for_header(&header, schema, set).no_new_contigs();
         Ok(PieceReader {
             path: input.into(),
             fp,
@@ -237,7 +250,14 @@ impl PieceReader {
             text,
             lookups,
             ex,
+            names: schema.contigs.iter().map(|c| c.name.clone()).collect(),
         })
+    }
+
+    fn contig(&self, piece: &Piece) -> &str {
+        self.names
+            .get(piece.rid as usize)
+            .map_or("?", |s| s.as_str())
     }
 
     fn lookups(&self) -> &Lookups {
@@ -285,11 +305,7 @@ impl PieceReader {
                     break;
                 }
                 if r < -1 {
-                    let name = self
-                        .header
-                        .rid2name(piece.rid)
-                        .map(String::from_utf8_lossy)
-                        .unwrap_or_default();
+                    let name = self.contig(piece);
                     return Err(Error::Record {
                         path: self.path.clone(),
                         record: n + 1,
@@ -324,28 +340,20 @@ impl PieceReader {
                         &mut batch,
                     )?;
                     if !done {
-                        let failed = |msg: String| Error::Record {
+                        let fix = crate::fastvcf::parse_general(
+                            unsafe { &*lk },
+                            &mut self.ks,
+                            &self.header,
+                            &mut self.rec,
+                        )
+                        .map_err(|msg| Error::Record {
                             path: self.path.clone(),
                             record: n + 1,
-                            locus: format!(
-                                "{}:{}",
-                                self.header
-                                    .rid2name(piece.rid)
-                                    .map(String::from_utf8_lossy)
-                                    .unwrap_or_default(),
-                                pos + 1
-                            ),
+                            locus: format!("{}:{}", self.contig(piece), pos + 1),
                             msg,
-                        };
-                        unsafe { &*lk }.check_line(line).map_err(failed)?;
-                        let r = unsafe {
-                            htslib::vcf_parse(&mut self.ks, self.header.as_ptr(), self.rec.inner)
-                        };
-                        if r != 0 {
-                            return Err(failed("htslib could not parse the record".into()));
-                        }
-                        unsafe { htslib::bcf_unpack(self.rec.inner, htslib::BCF_UN_ALL as c_int) };
+                        })?;
                         self.ex.extract(&self.path, n, &self.rec, &mut batch)?;
+                        self.ex.apply_line_fix(&fix, &mut batch);
                     }
                 } else {
                     let pos = self.rec.pos();

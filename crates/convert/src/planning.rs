@@ -36,6 +36,9 @@ pub struct PlanReport {
     pub input: PathBuf,
     pub samples: u64,
     pub contig_names: Vec<String>,
+    /// Contigs the index lists that the header does not declare (appended to the
+    /// store's contig list).
+    pub undeclared_contigs: Vec<String>,
     pub contigs: Vec<ContigCost>,
     /// Where the contig costs came from.
     pub counts_from: String,
@@ -58,46 +61,61 @@ pub const EXECUTOR_MAX_CC: usize = 64;
 /// Plans a conversion of `input` from its header and index.
 pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
     let reader = VcfReader::open(input, 1)?;
-    let schema = &reader.schema;
-    let set = ArraySet::new(schema);
+    let mut schema = reader.schema.clone();
+    let set = ArraySet::new(&schema);
+    let counted = contig_counts(input, &schema.contigs);
+    // Contigs the index lists that the header does not declare join the store's list
+    // (in the index's order, which is the file's), as a streaming read would add them.
+    let undeclared: Vec<String> = counted
+        .as_ref()
+        .map(|ic| ic.undeclared.iter().map(|(n, _)| n.clone()).collect())
+        .unwrap_or_default();
+    for n in &undeclared {
+        tracing::warn!(
+            "{}: contig {n} is not declared in the header: it is added to the store's \
+             contig list (without a length)",
+            input.display()
+        );
+    }
+    schema.add_undeclared_contigs(&undeclared);
+    let schema = &schema;
     let names: Vec<String> = schema.contigs.iter().map(|c| c.name.clone()).collect();
-    let (contigs, counts_from, index): (Vec<ContigCost>, String, _) =
-        match contig_counts(input, &names) {
-            Ok(ic) => (
-                names
-                    .iter()
-                    .zip(&ic.counts)
-                    .map(|(n, &c)| ContigCost {
-                        name: n.clone(),
-                        tier: CostTier::IndexCount,
-                        cost: c,
-                    })
-                    .collect(),
-                format!(
-                    "{} index {}",
-                    format!("{:?}", ic.kind).to_uppercase(),
-                    ic.path.display()
-                ),
-                Some(ic.kind),
+    let (contigs, counts_from, index): (Vec<ContigCost>, String, _) = match counted {
+        Ok(ic) => (
+            names
+                .iter()
+                .zip(ic.counts.iter().chain(ic.undeclared.iter().map(|(_, c)| c)))
+                .map(|(n, &c)| ContigCost {
+                    name: n.clone(),
+                    tier: CostTier::IndexCount,
+                    cost: c,
+                })
+                .collect(),
+            format!(
+                "{} index {}",
+                format!("{:?}", ic.kind).to_uppercase(),
+                ic.path.display()
             ),
-            Err(no) => (
-                schema
-                    .contigs
-                    .iter()
-                    .map(|c| ContigCost {
-                        name: c.name.clone(),
-                        tier: if c.length > 0 {
-                            CostTier::ContigLength
-                        } else {
-                            CostTier::Unestimated
-                        },
-                        cost: c.length.max(0) as u64,
-                    })
-                    .collect(),
-                format!("header contig lengths (fallback: {})", no.reason),
-                None,
-            ),
-        };
+            Some(ic.kind),
+        ),
+        Err(no) => (
+            schema
+                .contigs
+                .iter()
+                .map(|c| ContigCost {
+                    name: c.name.clone(),
+                    tier: if c.length.unwrap_or(0) > 0 {
+                        CostTier::ContigLength
+                    } else {
+                        CostTier::Unestimated
+                    },
+                    cost: c.length.unwrap_or(0).max(0) as u64,
+                })
+                .collect(),
+            format!("header contig lengths (fallback: {})", no.reason),
+            None,
+        ),
+    };
     let host = Host::system();
     let memory_limit = host.memory_limit();
     let (budget, budget_from) = match req.max_mem {
@@ -201,6 +219,7 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
         input: input.into(),
         samples,
         contig_names: names,
+        undeclared_contigs: undeclared,
         contigs,
         counts_from,
         index,

@@ -2,7 +2,9 @@
 //! filters, INFO/FORMAT field definitions and the generic `##key=value` lines.
 
 use crate::error::{Error, Result};
-use rust_htslib::bcf::header::{HeaderRecord, HeaderView};
+use rust_htslib::bcf::header::HeaderView;
+use rust_htslib::htslib;
+use std::ffi::{c_char, CStr};
 use std::path::Path;
 
 /// VCF `Type=` of an INFO or FORMAT field.
@@ -56,11 +58,16 @@ impl FieldDef {
     }
 }
 
-/// A header contig; `length` is −1 when the header gives none (as bio2zarr writes it).
+/// A contig of the store, in `variant_contig` order: the header's, then any the
+/// records (or the index) name that the header does not declare.
 #[derive(Debug, Clone)]
 pub struct Contig {
     pub name: String,
-    pub length: i64,
+    /// The header's `length=`; `None` when it gives none (or does not declare the contig).
+    pub length: Option<i64>,
+    /// htslib's id for the contig in this file's header (what a BCF record and a BCF's
+    /// CSI index use). Ids can skip numbers (`IDX=`), so it is not the store index.
+    pub hts_rid: Option<u32>,
 }
 
 /// A header FILTER; PASS always comes first.
@@ -74,8 +81,11 @@ pub struct Filter {
 #[derive(Debug, Clone)]
 pub struct Schema {
     pub samples: Vec<String>,
-    /// In htslib id order, which is the order `variant_contig` indexes.
+    /// The store's contigs: the header's in htslib id order (empty ids skipped), then
+    /// undeclared ones in order of first appearance. `variant_contig` indexes this.
     pub contigs: Vec<Contig>,
+    /// How many of `contigs` the header declares.
+    pub declared_contigs: usize,
     pub filters: Vec<Filter>,
     /// INFO fields then FORMAT fields (GT excluded), in header order.
     pub fields: Vec<FieldDef>,
@@ -133,64 +143,59 @@ impl Schema {
             })
             .collect::<Result<Vec<_>>>()?;
 
-        let records = header.header_records();
         let mut lengths = std::collections::HashMap::new();
         let mut filters = Vec::new();
         let mut fields = Vec::new();
         let mut has_gt = false;
-        for rec in &records {
-            match rec {
-                HeaderRecord::Contig { values, .. } => {
-                    if let Some(id) = values.get("ID") {
-                        let len = values
-                            .get("length")
-                            .and_then(|l| l.parse::<i64>().ok())
-                            .unwrap_or(-1);
+        for line in header_lines(header) {
+            let get = |k: &str| line.values.iter().find(|(key, _)| key == k).map(|(_, v)| v);
+            match line.kind {
+                LineKind::Contig => {
+                    if let Some(id) = get("ID") {
+                        let len = get("length").and_then(|l| l.parse::<i64>().ok());
                         lengths.insert(id.clone(), len);
                     }
                 }
-                HeaderRecord::Filter { values, .. } => {
-                    if let Some(id) = values.get("ID") {
+                LineKind::Filter => {
+                    if let Some(id) = get("ID") {
                         filters.push(Filter {
                             id: id.clone(),
-                            description: values
-                                .get("Description")
+                            description: get("Description")
                                 .map(|d| strip_quotes(d))
                                 .unwrap_or_default(),
                         });
                     }
                 }
-                HeaderRecord::Info { values, .. } | HeaderRecord::Format { values, .. } => {
-                    let category = if matches!(rec, HeaderRecord::Info { .. }) {
+                LineKind::Info | LineKind::Format => {
+                    let category = if line.kind == LineKind::Info {
                         Category::Info
                     } else {
                         Category::Format
                     };
-                    let id = values.get("ID").cloned().unwrap_or_default();
+                    let id = get("ID").cloned().unwrap_or_default();
                     if category == Category::Format && id == "GT" {
                         has_gt = true;
                         continue;
                     }
-                    let ty = parse_type(path, &id, values.get("Type").map_or("", |s| s))?;
+                    let ty = parse_type(path, &id, get("Type").map_or("", |s| s))?;
                     if category == Category::Format && ty == VcfType::Flag {
                         return Err(Error::Header {
                             path: path.into(),
                             msg: format!("FORMAT/{id} has Type=Flag, which VCF does not allow"),
                         });
                     }
-                    let number = parse_number(path, &id, values.get("Number").map_or(".", |s| s))?;
+                    let number = parse_number(path, &id, get("Number").map_or(".", |s| s))?;
                     fields.push(FieldDef {
                         category,
                         name: id,
                         number,
                         ty,
-                        description: values
-                            .get("Description")
+                        description: get("Description")
                             .map(|d| strip_quotes(d))
                             .unwrap_or_default(),
                     });
                 }
-                _ => {}
+                LineKind::Other => {}
             }
         }
         // INFO before FORMAT keeps array creation order stable and readable.
@@ -200,12 +205,16 @@ impl Schema {
             filters.insert(0, pass);
         }
 
-        let contigs = (0..header.contig_count())
-            .map(|rid| {
-                let name =
-                    String::from_utf8_lossy(header.rid2name(rid).unwrap_or(b"")).into_owned();
-                let length = *lengths.get(&name).unwrap_or(&-1);
-                Contig { name, length }
+        // `IDX=` can leave ids without a contig: those are skipped, not stored.
+        let contigs: Vec<Contig> = (0..header.contig_count())
+            .filter_map(|rid| {
+                let name = String::from_utf8_lossy(contig_name(header, rid)?).into_owned();
+                let length = lengths.get(&name).copied().flatten();
+                Some(Contig {
+                    name,
+                    length,
+                    hts_rid: Some(rid),
+                })
             })
             .collect();
 
@@ -219,6 +228,7 @@ impl Schema {
 
         Ok(Schema {
             samples,
+            declared_contigs: contigs.len(),
             contigs,
             filters,
             fields,
@@ -226,4 +236,132 @@ impl Schema {
             meta_information,
         })
     }
+}
+
+impl Schema {
+    /// Appends contigs the header does not declare (found in the index), once each.
+    pub fn add_undeclared_contigs(&mut self, names: &[String]) {
+        for n in names {
+            if !self.contigs.iter().any(|c| &c.name == n) {
+                self.contigs.push(Contig {
+                    name: n.clone(),
+                    length: None,
+                    hts_rid: None,
+                });
+            }
+        }
+    }
+
+    /// Every contig's length, or `None` when any is unknown: VCF Zarr has no missing
+    /// value for `contig_length`, so bio2zarr leaves the array out then, and so do we.
+    pub fn contig_lengths(&self) -> Option<Vec<i64>> {
+        self.contigs.iter().map(|c| c.length).collect()
+    }
+}
+
+/// Declares FORMAT/GT in a header that lacks it; `true` if it was added.
+///
+/// # Safety
+/// `hdr` is a live, writable htslib header.
+pub unsafe fn declare_gt(hdr: *mut htslib::bcf_hdr_t) -> bool {
+    // SAFETY: the caller's contract; the strings are NUL-terminated literals.
+    unsafe {
+        let declared = !htslib::bcf_hdr_get_hrec(
+            hdr,
+            htslib::BCF_HL_FMT as i32,
+            c"ID".as_ptr(),
+            c"GT".as_ptr(),
+            std::ptr::null(),
+        )
+        .is_null();
+        if declared {
+            return false;
+        }
+        htslib::bcf_hdr_append(
+            hdr,
+            c"##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">".as_ptr(),
+        ) == 0
+            && htslib::bcf_hdr_sync(hdr) == 0
+    }
+}
+
+/// The name of htslib contig id `rid`, or `None` for an id the header does not fill.
+/// `##contig=<…,IDX=n>` can skip ids, and htslib leaves a null name there, which
+/// rust-htslib's `rid2name` would hand to `CStr::from_ptr` (and it also reads one
+/// past the end); this checks both.
+pub fn contig_name(header: &HeaderView, rid: u32) -> Option<&[u8]> {
+    // SAFETY: the header pointer is live for `header`'s lifetime; `rid` is checked
+    // against the dictionary's size and the name pointer against null before use.
+    unsafe {
+        let hdr = header.as_ptr();
+        if hdr.is_null() || rid >= header.contig_count() {
+            return None;
+        }
+        let dict = (*hdr).id[htslib::BCF_DT_CTG as usize];
+        if dict.is_null() {
+            return None;
+        }
+        let key = (*dict.add(rid as usize)).key;
+        (!key.is_null()).then(|| CStr::from_ptr(key).to_bytes())
+    }
+}
+
+/// What a structured header line declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineKind {
+    Contig,
+    Filter,
+    Info,
+    Format,
+    Other,
+}
+
+/// One `##key=<k=v,…>` header line as htslib parsed it.
+struct HeaderLine {
+    kind: LineKind,
+    values: Vec<(String, String)>,
+}
+
+/// A C string from htslib as text: `None` for null, non-UTF-8 bytes replaced.
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string.
+unsafe fn lossy(p: *const c_char) -> Option<String> {
+    // SAFETY: the caller's contract.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// The header's structured lines, read from htslib's records with every pointer
+/// checked: rust-htslib's `header_records` panics on a value that is not UTF-8.
+fn header_lines(header: &HeaderView) -> Vec<HeaderLine> {
+    let mut out = Vec::new();
+    // SAFETY: the header is live; `nhrec` bounds `hrec`, `nkeys` bounds keys/vals, and
+    // each pointer is checked against null before it is read.
+    unsafe {
+        let hdr = header.as_ptr();
+        if hdr.is_null() || (*hdr).hrec.is_null() {
+            return out;
+        }
+        for i in 0..(*hdr).nhrec.max(0) as usize {
+            let rec = *(*hdr).hrec.add(i);
+            if rec.is_null() || (*rec).keys.is_null() || (*rec).vals.is_null() {
+                continue;
+            }
+            let kind = match (*rec).type_ as u32 {
+                htslib::BCF_HL_CTG => LineKind::Contig,
+                htslib::BCF_HL_FLT => LineKind::Filter,
+                htslib::BCF_HL_INFO => LineKind::Info,
+                htslib::BCF_HL_FMT => LineKind::Format,
+                _ => LineKind::Other,
+            };
+            let values = (0..(*rec).nkeys.max(0) as usize)
+                .filter_map(|k| {
+                    let key = lossy(*(*rec).keys.add(k))?;
+                    Some((key, lossy(*(*rec).vals.add(k)).unwrap_or_default()))
+                })
+                .collect();
+            out.push(HeaderLine { kind, values });
+        }
+    }
+    out
 }

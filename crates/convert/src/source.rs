@@ -8,7 +8,7 @@ use crate::arrays::{ArraySet, Source};
 use crate::column::{Batch, BCF_INT32_MISSING, BCF_INT32_VECTOR_END};
 use crate::error::{Error, Result};
 use crate::fastvcf::TextReader;
-use crate::schema::{Category, Schema, VcfType};
+use crate::schema::{contig_name, Category, Schema, VcfNumber, VcfType};
 use rust_htslib::bcf::{self, Read};
 use rust_htslib::htslib;
 use std::ffi::{c_int, c_void, CString};
@@ -242,7 +242,7 @@ impl VcfReader {
                             Some((rid, pos)) => format!(
                                 "after {}:{pos}",
                                 String::from_utf8_lossy(
-                                    reader.header().rid2name(rid).unwrap_or(b"?")
+                                    contig_name(reader.header(), rid).unwrap_or(b"?")
                                 )
                             ),
                             None => "first record".into(),
@@ -266,8 +266,10 @@ impl VcfReader {
                 if ex.extract_simple_line(&self.path, record_no, t.line(), t.lookups(), batch)? {
                     return Ok(true);
                 }
-                let rec = t.parse_line(&self.path, record_no)?;
-                ex.extract(&self.path, record_no, rec, batch).map(|_| true)
+                let (rec, fix) = t.parse_line(&self.path, record_no)?;
+                ex.extract(&self.path, record_no, rec, batch)?;
+                ex.apply_line_fix(&fix, batch);
+                Ok(true)
             }
         }
     }
@@ -310,6 +312,7 @@ pub(crate) struct FieldSlot {
     pub(crate) tag: CString,
     pub(crate) category: Category,
     pub(crate) ty: VcfType,
+    pub(crate) number: VcfNumber,
     pub(crate) column: usize,
     pub(crate) name: String,
 }
@@ -335,8 +338,8 @@ static GT_ALLELE: [i8; 256] = {
 /// A record's fixed columns, however they were parsed.
 pub(crate) struct Site<'a> {
     pub rid: u32,
-    /// CHROM, for contigs learned from records.
-    pub contig_name: &'a str,
+    /// CHROM, to map the contig to the store's list.
+    pub contig_name: &'a [u8],
     /// 1-based POS.
     pub pos: i64,
     pub rlen: i64,
@@ -361,12 +364,14 @@ pub struct Extractor {
     pub(crate) filter_index: Vec<Option<usize>>,
     pub(crate) n_filters: usize,
     pub(crate) n_samples: usize,
-    /// Contigs declared in the header; htslib invents ids for undeclared ones.
-    pub(crate) n_contigs: usize,
-    /// The header declares no contigs at all: take them from the records.
-    pub(crate) contigs_from_records: bool,
-    /// Contig ids learned so far (when `contigs_from_records`).
-    pub(crate) learned_contigs: usize,
+    /// htslib contig id → store contig index, filled as ids are met (htslib gives
+    /// undeclared contigs new ids as it meets them; `IDX=` can skip ids).
+    contig_of_rid: Vec<Option<u32>>,
+    /// Store contig name → index: the schema's, plus any learned from the records.
+    contig_index: std::collections::HashMap<String, u32>,
+    /// Whether a contig missing from the schema may be appended (one streaming
+    /// reader meets contigs in file order; piece readers know them all from the index).
+    learns_contigs: bool,
     /// htslib counts a buffer's capacity in elements of the requested type, so each
     /// type gets its own buffer.
     bufs: [HtsBuf; 3],
@@ -407,6 +412,7 @@ impl Extractor {
                 tag: CString::new(f.name.as_str()).expect("header IDs have no NUL"),
                 category: f.category,
                 ty: f.ty,
+                number: f.number,
                 column: column_of(set, Source::Field(i)),
                 name: f.name.clone(),
             })
@@ -441,9 +447,14 @@ impl Extractor {
             filter_index,
             n_filters: schema.filters.len(),
             n_samples: schema.samples.len(),
-            n_contigs: schema.contigs.len(),
-            contigs_from_records: schema.contigs.is_empty(),
-            learned_contigs: 0,
+            contig_of_rid: Vec::new(),
+            contig_index: schema
+                .contigs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.name.clone(), i as u32))
+                .collect(),
+            learns_contigs: true,
             bufs: [HtsBuf::new(), HtsBuf::new(), HtsBuf::new()],
             gt_vals: Vec::new(),
             phased: Vec::new(),
@@ -453,39 +464,63 @@ impl Extractor {
         }
     }
 
+    /// For piece readers: every contig is known from the index, so a contig missing
+    /// from the schema is an error rather than a new contig.
+    pub(crate) fn no_new_contigs(mut self) -> Extractor {
+        self.learns_contigs = false;
+        self
+    }
+
+    /// The store contig index of a record's contig. A contig the header does not
+    /// declare is appended to the store's list (in order of first appearance, as
+    /// htslib reads it) with one warning.
+    fn contig_for(&mut self, batch: &mut Batch, site: &Site) -> std::result::Result<u32, String> {
+        if let Some(Some(i)) = self.contig_of_rid.get(site.rid as usize) {
+            return Ok(*i);
+        }
+        let name = String::from_utf8_lossy(site.contig_name).into_owned();
+        let i = match self.contig_index.get(&name) {
+            Some(&i) => i,
+            None if self.learns_contigs => {
+                let i = self.contig_index.len() as u32;
+                tracing::warn!(
+                    "contig {name} is not declared in the header: it is added to the store's \
+                     contig list (without a length)"
+                );
+                self.contig_index.insert(name.clone(), i);
+                batch.new_contigs.push((i, name));
+                i
+            }
+            None => {
+                return Err(format!(
+                    "contig {name} is neither in the header nor in the index: the index is \
+                     stale, re-index the file (`bcftools index -f`)"
+                ))
+            }
+        };
+        let r = site.rid as usize;
+        if self.contig_of_rid.len() <= r {
+            self.contig_of_rid.resize(r + 1, None);
+        }
+        self.contig_of_rid[r] = Some(i);
+        Ok(i)
+    }
+
     /// Appends a record's fixed columns (filters already set in `self.flags`).
     pub(crate) fn push_site(
         &mut self,
         batch: &mut Batch,
         site: &Site,
     ) -> std::result::Result<(), String> {
-        if site.rid as usize >= self.n_contigs {
-            if !self.contigs_from_records {
-                return Err(
-                    "the contig is not declared in the header (add a ##contig line, \
-                     e.g. with `bcftools reheader`): the store's contig list is the header's"
-                        .into(),
-                );
-            }
-            // A header without any ##contig: contigs are learned in file order.
-            if site.rid as usize >= self.learned_contigs {
-                self.learned_contigs = site.rid as usize + 1;
-                batch
-                    .new_contigs
-                    .push((site.rid, site.contig_name.to_string()));
-            }
-        }
-        let pos32 =
-            i32::try_from(site.pos).map_err(|_| "POS does not fit in 32 bits".to_string())?;
-        let rlen32 =
-            i32::try_from(site.rlen).map_err(|_| format!("length {} too large", site.rlen))?;
+        let contig = self.contig_for(batch, site)?;
         let cols = &mut batch.columns;
-        cols[self.col_contig].push_ints(&[site.rid as i32], 1);
-        cols[self.col_pos].push_ints(&[pos32], 1);
-        cols[self.col_len].push_ints(&[rlen32], 1);
+        cols[self.col_contig].push_ints(&[contig as i32], 1);
+        // 64-bit where the genome needs it (chromosomes past 2^31 bp).
+        cols[self.col_pos].push_longs(&[site.pos], 1);
+        cols[self.col_len].push_longs(&[site.rlen], 1);
         batch
             .loci
-            .push((site.rid as i32, site.pos, site.pos + site.rlen - 1));
+            .push((contig as i32, site.pos, site.pos + site.rlen - 1));
         let c = &mut cols[self.col_id];
         c.begin_strs(1);
         c.push_str(site.id);
@@ -500,6 +535,35 @@ impl Extractor {
         Ok(())
     }
 
+    /// Replaces the values htslib could not hold in the record just appended: INFO
+    /// integers past 32 bits (and the variant length an `END` past 2^31 gives).
+    pub fn apply_line_fix(&mut self, fix: &crate::fastvcf::LineFix, batch: &mut Batch) {
+        for (key, vals) in &fix.long_info {
+            let Some(slot) = self
+                .fields
+                .iter()
+                .find(|f| f.category == Category::Info && f.name.as_bytes() == key.as_slice())
+            else {
+                continue;
+            };
+            let col = &mut batch.columns[slot.column];
+            col.pop_record();
+            col.push_longs(vals, vals.len() as u32);
+            if key.as_slice() == b"END" && vals.len() == 1 && vals[0] >= 0 {
+                let Some(locus) = batch.loci.last_mut() else {
+                    continue;
+                };
+                if vals[0] >= locus.1 {
+                    let rlen = vals[0] - locus.1 + 1;
+                    locus.2 = vals[0];
+                    let len = &mut batch.columns[self.col_len];
+                    len.pop_record();
+                    len.push_longs(&[rlen], 1);
+                }
+            }
+        }
+    }
+
     /// Appends one record to `batch`. `locus` names the record in errors.
     pub fn extract(
         &mut self,
@@ -508,18 +572,22 @@ impl Extractor {
         rec: &bcf::Record,
         batch: &mut Batch,
     ) -> Result<()> {
+        // SAFETY: the record's header outlives this call.
         let hdr = unsafe { rec.header().as_ptr() };
         let rid = rec.rid().unwrap_or(0);
         let pos = rec.pos() + 1;
+        let contig_name = contig_name(rec.header(), rid).map(String::from_utf8_lossy);
         let err = |msg: String| Error::Record {
             path: path.into(),
             record: record_no + 1,
-            locus: format!(
-                "{}:{}",
-                String::from_utf8_lossy(rec.header().rid2name(rid).unwrap_or(b"?")),
-                pos
-            ),
+            locus: format!("{}:{}", contig_name.as_deref().unwrap_or("?"), pos),
             msg,
+        };
+        let Some(contig_name) = contig_name.as_deref() else {
+            return Err(err(format!(
+                "the record's contig id {rid} is not declared in the header (a BCF written \
+                 with a different header?)"
+            )));
         };
         let rlen = rec.rlen();
         let alleles = rec.alleles();
@@ -531,10 +599,9 @@ impl Extractor {
                 None => return Err(err(format!("FILTER id {} is not in the header", f.0))),
             }
         }
-        let contig_name = String::from_utf8_lossy(rec.header().rid2name(rid).unwrap_or(b"?"));
         let site = Site {
             rid,
-            contig_name: &contig_name,
+            contig_name: contig_name.as_bytes(),
             pos,
             rlen,
             id: &rec.id(),
@@ -603,6 +670,33 @@ impl Extractor {
             if per == 0 || !n.is_multiple_of(per) {
                 return Err(err(format!("{}: {n} values for {per} samples", slot.name)));
             }
+            // More values than alleles would make this array's `alleles` axis longer
+            // than `variant_allele`'s, a store xarray refuses (bio2zarr refuses too).
+            let most = match slot.number {
+                VcfNumber::A => Some(alleles.len().saturating_sub(1).max(1)),
+                VcfNumber::R => Some(alleles.len()),
+                _ => None,
+            };
+            if let Some(most) = most.filter(|&m| n / per > m) {
+                let (kind, what) = match slot.number {
+                    VcfNumber::A => ("A", "one per ALT allele"),
+                    _ => ("R", "one per allele, REF included"),
+                };
+                return Err(err(format!(
+                    "{}/{} has {} values{}, but Number={kind} allows {most} here ({what}, \
+                     {} ALT): fix the record, or declare the field Number=. (`bcftools \
+                     reheader`)",
+                    if slot.category == Category::Info {
+                        "INFO"
+                    } else {
+                        "FORMAT"
+                    },
+                    slot.name,
+                    n / per,
+                    if per > 1 { " in a sample" } else { "" },
+                    alleles.len().saturating_sub(1)
+                )));
+            }
             match slot.ty {
                 VcfType::Integer => col.push_htslib_ints(buf.i32s(n), (n / per) as u32),
                 VcfType::Float => col.push_floats(buf.u32s(n), (n / per) as u32),
@@ -619,11 +713,15 @@ impl Extractor {
                         .max()
                         .unwrap_or(0) as u32;
                     col.begin_strs(width);
+                    let chars = slot.ty == VcfType::Character;
                     for i in 0..per {
                         let mut k = 0;
                         let v = cell(i);
                         let v = if v.is_empty() { &b"."[..] } else { v };
                         for part in v.split(|&x| x == b',') {
+                            if chars {
+                                col.note_chars(String::from_utf8_lossy(part).chars().count());
+                            }
                             col.push_str(part);
                             k += 1;
                         }

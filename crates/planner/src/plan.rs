@@ -150,7 +150,9 @@ const DEFAULT_CHUNKS: Chunks = Chunks {
 pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     let mut notes = Vec::new();
     let order = dispatch_order(&input.contigs);
-    let all_counted = input.contigs.iter().all(|c| c.tier == CostTier::IndexCount);
+    // (No contigs at all means no index counted anything: the header declares none.)
+    let all_counted =
+        !input.contigs.is_empty() && input.contigs.iter().all(|c| c.tier == CostTier::IndexCount);
     let records = all_counted.then(|| input.contigs.iter().map(|c| c.cost).sum::<u64>());
     let biggest = all_counted.then(|| input.contigs.iter().map(|c| c.cost).max().unwrap_or(0));
     let with_data = if all_counted {
