@@ -31,11 +31,13 @@ enum Command {
     Convert {
         /// Input .vcf, .vcf.gz or .bcf.
         input: PathBuf,
-        /// Output store directory (refused if it exists, unless --force).
+        /// Output store directory: new, empty, or an interrupted svar2 store (an
+        /// existing Zarr store only with --force; anything else is refused).
         output: PathBuf,
         #[command(flatten)]
         plan: PlanArgs,
-        /// Replace an existing output directory.
+        /// Replace an existing Zarr store. Never removes anything else: a folder of
+        /// other files, a plain file or a symbolic link is refused even with it.
         #[arg(long)]
         force: bool,
         /// Debugging aid: the contig order readers follow (`planned`, `file`,

@@ -31,27 +31,52 @@ impl Drop for StoreDir {
 }
 
 /// What an output path holds before a conversion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Existing {
     Empty,
-    /// A finished store (root `zarr.json`).
-    Complete,
-    /// An svar2 conversion that was killed or failed.
+    /// A finished Zarr store (root `zarr.json`, or `.zgroup`/`.zarray` of Zarr v2):
+    /// replaced only with `--force`.
+    Store,
+    /// An svar2 conversion that was killed or failed: started again.
     Interrupted,
-    /// Something else: never removed without `--force`.
-    Foreign,
+    /// Anything else — a user's own files, a file, a symbolic link: never removed,
+    /// not even with `--force`. Says what is in the way.
+    Foreign(String),
 }
 
 fn classify(root: &Path) -> Result<Existing> {
-    let mut entries = fs::read_dir(root).map_err(|e| Error::io(root, e))?;
-    Ok(if entries.next().is_none() {
+    let meta = fs::symlink_metadata(root).map_err(|e| Error::io(root, e))?;
+    if meta.file_type().is_symlink() {
+        return Ok(Existing::Foreign(
+            "is a symbolic link (svar2 does not write through one: give the directory it \
+             points to)"
+                .into(),
+        ));
+    }
+    if !meta.is_dir() {
+        return Ok(Existing::Foreign("is a file, not a directory".into()));
+    }
+    let mut names: Vec<String> = fs::read_dir(root)
+        .map_err(|e| Error::io(root, e))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let has = |n: &str| names.iter().any(|x| x == n);
+    Ok(if names.is_empty() {
         Existing::Empty
-    } else if root.join("zarr.json").is_file() {
-        Existing::Complete
-    } else if root.join(IN_PROGRESS).is_file() {
+    } else if has(IN_PROGRESS) {
         Existing::Interrupted
+    } else if has("zarr.json") || has(".zgroup") || has(".zarray") {
+        Existing::Store
     } else {
-        Existing::Foreign
+        names.sort();
+        let shown: Vec<String> = names.iter().take(3).map(|n| format!("`{n}`")).collect();
+        Existing::Foreign(format!(
+            "is not a Zarr store: it holds {}{} ({} entries)",
+            shown.join(", "),
+            if names.len() > 3 { ", …" } else { "" },
+            names.len()
+        ))
     })
 }
 
@@ -64,15 +89,17 @@ fn lock(root: &Path) -> Result<fs::File> {
     }
 }
 
-/// Refuses what `existing` forbids without `--force`.
-fn refuse(root: &Path, existing: Existing, force: bool) -> Result<()> {
+/// Refuses what `existing` forbids: a finished store without `force`, anything that is
+/// not a store (or an interrupted one, or empty) always.
+fn refuse(root: &Path, existing: &Existing, force: bool) -> Result<()> {
     match existing {
-        Existing::Complete if !force => Err(Error::OutputExists { path: root.into() }),
-        Existing::Foreign if !force => Err(Error::Store {
+        Existing::Store if !force => Err(Error::OutputExists { path: root.into() }),
+        Existing::Foreign(what) => Err(Error::Store {
             path: root.into(),
-            msg: "exists and is not an svar2 store (not empty, no zarr.json); choose another \
-                  output, or pass --force to replace it"
-                .into(),
+            msg: format!(
+                "{what}; svar2 replaces only a Zarr store (with --force), an interrupted \
+                 svar2 store or an empty directory: choose another output"
+            ),
         }),
         _ => Ok(()),
     }
@@ -81,14 +108,30 @@ fn refuse(root: &Path, existing: Existing, force: bool) -> Result<()> {
 /// Checks, changing nothing, that a conversion may write `root` (so a conversion
 /// that cannot start fails before its plan's probe runs).
 pub fn check_output(root: &Path, force: bool) -> Result<()> {
-    if !root.exists() {
+    if fs::symlink_metadata(root).is_err() {
         return Ok(());
     }
-    if !root.is_dir() {
-        return refuse(root, Existing::Foreign, force);
-    }
+    let existing = classify(root)?;
+    refuse(root, &existing, force)?;
     drop(lock(root)?);
-    refuse(root, classify(root)?, force)
+    Ok(())
+}
+
+/// Removes a directory's entries without following symbolic links: a link is
+/// unlinked, never entered.
+fn empty_dir(root: &Path) -> Result<()> {
+    for e in fs::read_dir(root).map_err(|e| Error::io(root, e))? {
+        let e = e.map_err(|e| Error::io(root, e))?;
+        let p = e.path();
+        let is_dir = e.file_type().map_err(|x| Error::io(&p, x))?.is_dir();
+        let r = if is_dir {
+            fs::remove_dir_all(&p)
+        } else {
+            fs::remove_file(&p)
+        };
+        r.map_err(|x| Error::io(&p, x))?;
+    }
+    Ok(())
 }
 
 impl StoreDir {
@@ -96,14 +139,14 @@ impl StoreDir {
     /// A finished store or a foreign directory is replaced only with `force`; an
     /// interrupted svar2 conversion is started again from scratch (said in the log).
     pub fn create(root: &Path, force: bool) -> Result<StoreDir> {
-        if root.exists() && !root.is_dir() {
-            refuse(root, Existing::Foreign, force)?;
-            fs::remove_file(root).map_err(|e| Error::io(root, e))?;
+        if fs::symlink_metadata(root).is_ok() {
+            refuse(root, &classify(root)?, force)?;
         }
         fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
         let lock = lock(root)?;
+        // Again under the lock: another process may have written it meanwhile.
         let existing = classify(root)?;
-        refuse(root, existing, force)?;
+        refuse(root, &existing, force)?;
         if existing == Existing::Interrupted {
             tracing::warn!(
                 "{}: an interrupted svar2 conversion (no root zarr.json); starting it again \
@@ -111,15 +154,7 @@ impl StoreDir {
                 root.display()
             );
         }
-        for e in fs::read_dir(root).map_err(|e| Error::io(root, e))? {
-            let p = e.map_err(|e| Error::io(root, e))?.path();
-            let r = if p.is_dir() {
-                fs::remove_dir_all(&p)
-            } else {
-                fs::remove_file(&p)
-            };
-            r.map_err(|e| Error::io(&p, e))?;
-        }
+        empty_dir(root)?;
         let store = StoreDir {
             root: root.into(),
             _lock: lock,
@@ -200,7 +235,7 @@ pub fn disk_usage(root: &Path) -> (u64, u64) {
         let Ok(rd) = fs::read_dir(&d) else { continue };
         for e in rd.flatten() {
             let p = e.path();
-            if p.is_dir() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(p);
             } else if let Ok(m) = e.metadata() {
                 bytes += m.len();
@@ -226,7 +261,7 @@ pub fn digest(root: &Path) -> Result<String> {
         for e in fs::read_dir(&d).map_err(|e| Error::io(&d, e))? {
             let e = e.map_err(|e| Error::io(&d, e))?;
             let p = e.path();
-            if p.is_dir() {
+            if e.file_type().map_err(|x| Error::io(&p, x))?.is_dir() {
                 stack.push(p);
             } else if e.file_name() != IN_PROGRESS {
                 // (The marker outlives zarr.json only if killed between the two.)
