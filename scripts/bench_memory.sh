@@ -2,8 +2,11 @@
 # --max-mem benchmark: for each input and budget, the plan's predicted peak RSS next to
 # the measured one (/usr/bin/time -v), and whether the promise held.
 #   scripts/bench_memory.sh [WORKDIR]
-# Inputs: ../shared/corpus/sim.vcf.gz (1,000 samples) and a generated 20,000-sample
-# VCF (scripts/make_wide_vcf.py, 4,000 records; kept in WORKDIR between runs).
+# Inputs: ../shared/corpus/sim.vcf.gz (1,000 samples), a generated 20,000-sample
+# GT-only VCF (scripts/make_wide_vcf.py, 4,000 records) and three call sets with FORMAT
+# fields (scripts/make_format_vcf.py; not the files the law was fitted on): 2,000
+# samples x 4,000 records of GT:AD:DP:GQ:PL, 1,000 x 4,000 of GT:AD:DP:GQ:PL:PS:FT (a
+# string field), 500 x 8,000 of GT:GQ:DP:AD:VAF:PL. Generated files stay in WORKDIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
@@ -15,6 +18,16 @@ if [[ ! -e $wide ]]; then
   python3 scripts/make_wide_vcf.py "$work/w20000.vcf" 20000 4000
   bgzip -f "$work/w20000.vcf" && bcftools index -f "$wide"
 fi
+call_set() { # NAME SAMPLES RECORDS FORMAT
+  local vcf=$work/$1.vcf.gz
+  if [[ ! -e $vcf ]]; then
+    python3 scripts/make_format_vcf.py "$work/$1.vcf" "$2" "$3" "$4"
+    bgzip -f "$work/$1.vcf" && bcftools index -f "$vcf"
+  fi
+}
+call_set f2000 2000 4000 GT:AD:DP:GQ:PL
+call_set f1000ft 1000 4000 GT:AD:DP:GQ:PL:PS:FT
+call_set f500 500 8000 GT:GQ:DP:AD:VAF:PL
 printf '| %-22s | %8s | %9s | %12s | %11s | %7s | %6s |\n' input --max-mem "chunk" "predicted MB" "measured MB" "error" "under"
 printf '|%s|%s|%s|%s|%s|%s|%s|\n' ------------------------ ---------- ----------- -------------- ------------- --------- --------
 # bench INPUT BUDGET [EXTRA...]: EXTRA goes to both plan and convert.
@@ -43,3 +56,7 @@ for b in 256MiB 1GiB auto; do bench ../shared/corpus/sim.vcf.gz "$b" --readers 2
 for b in 64MiB 128MiB 256MiB 1GiB auto; do bench "$wide" "$b" --readers 1; done
 bench "$wide" 1GiB --readers 2
 bench "$wide" 1GiB --threads 4 --readers 1
+for b in 96MiB 128MiB 256MiB 1GiB auto; do bench "$work/f2000.vcf.gz" "$b" --readers 1; done
+bench "$work/f2000.vcf.gz" 512MiB --readers 2
+for b in 64MiB 128MiB 256MiB; do bench "$work/f1000ft.vcf.gz" "$b" --readers 1; done
+for b in 48MiB 96MiB auto; do bench "$work/f500.vcf.gz" "$b" --readers 1; done

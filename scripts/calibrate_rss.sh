@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Measures svar2 convert's peak RSS over a sweep that varies sample count, chunk rows
-# and encoder threads independently, fits
-# peak = base + per_sample*S + kappa*in_flight + tau*scratch jointly (least squares,
+# Measures svar2 convert's peak RSS over a sweep that varies sample count, chunk rows,
+# encoder threads and the FORMAT fields (GT-only files, and call sets with
+# GT:AD:DP:GQ:PL and GT:GQ:DP:AD:VAF:PL from scripts/make_format_vcf.py) independently,
+# fits
+# peak = base + per_sample*S + kappa*in_flight + kappa_format*in_flight_format
+# + tau*scratch jointly (least squares,
 # weighted for relative error), and prints the coefficients for crates/planner/src/memory.rs (MEASURED)
 # with a predicted-vs-measured table.
 #   scripts/calibrate_rss.sh [WORKDIR]
@@ -15,21 +18,33 @@ rows=$work/rows.tsv
 : > "$rows"
 # Long enough files (many chunk rows) that steady-state allocator behaviour shows.
 declare -A records=([100]=40000 [1000]=20000 [5000]=8000 [20000]=4000)
-measure() { # S vc threads
-  local vcf=$work/w$1.vcf.gz
+# measure S vc threads [FORMAT RECORDS]: a GT-only file, or a call set with FORMAT.
+measure() {
+  local vcf=$work/w$1${4:+-${4//:/}}.vcf.gz
   if [[ ! -e $vcf ]]; then
-    python3 scripts/make_wide_vcf.py "$work/w$1.vcf" "$1" "${records[$1]}"
-    bgzip -f "$work/w$1.vcf" && bcftools index -f "$vcf"
+    if [[ -n ${4:-} ]]; then
+      python3 scripts/make_format_vcf.py "${vcf%.gz}" "$1" "$5" "$4"
+    else
+      python3 scripts/make_wide_vcf.py "${vcf%.gz}" "$1" "${records[$1]}"
+    fi
+    bgzip -f "${vcf%.gz}" && bcftools index -f "$vcf"
   fi
   local args=(--variants-chunk "$2" --max-mem 64GiB --threads "$3")
-  local json inflight scratch rss
+  local json inflight fmt scratch rss
   json=$("$svar2" plan "${args[@]}" --json "$vcf")
   inflight=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["in_flight_bytes"])' <<< "$json")
   scratch=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["scratch_bytes"])' <<< "$json")
+  fmt=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["in_flight_format_bytes"])' <<< "$json")
   /usr/bin/time -v -o "$work/time" "$svar2" convert -q --force "${args[@]}" "$vcf" "$work/out.zarr"
   rss=$(awk -F': ' '/Maximum resident/ {print $2*1024}' "$work/time")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$inflight" "$scratch" "$rss" | tee -a "$rows"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$((inflight - fmt))" "$fmt" "$scratch" "$rss" | tee -a "$rows"
 }
+# Call sets: FORMAT fields make the rows ~30x wider per sample than GT alone.
+for vc in 100 500 1000; do measure 2000 "$vc" 2 GT:AD:DP:GQ:PL 3000; done
+measure 2000 1000 1 GT:AD:DP:GQ:PL 3000
+for vc in 200 1000; do measure 500 "$vc" 2 GT:GQ:DP:AD:VAF:PL 6000; done
+measure 500 1000 1 GT:GQ:DP:AD:VAF:PL 6000
+for vc in 100 1000; do measure 1000 "$vc" 2 GT:DP:GQ 4000; done
 for S in 100 1000 5000 20000; do
   for vc in 100 500 1000 2000; do measure "$S" "$vc" 2; done
 done
@@ -38,14 +53,14 @@ python3 - "$rows" <<'PY'
 import sys
 import numpy as np
 d = np.loadtxt(sys.argv[1], ndmin=2)
-S, vc, T, X, K, rss = d.T
-A = np.column_stack([np.ones_like(S), S, X, K])
+S, vc, T, X, F, K, rss = d.T
+A = np.column_stack([np.ones_like(S), S, X, F, K])
 # Weighted by 1/measured: the planner's promise is about relative error.
 w = 1.0 / rss
 coef, *_ = np.linalg.lstsq(A * w[:, None], rss * w, rcond=None)
 pred = A @ coef
-print(f"\nMEASURED = RssModel {{ base: {coef[0]:.4e}, per_sample: {coef[1]:.1f}, kappa: {coef[2]:.3f}, tau: {coef[3]:.3f} }}")
-print(f"{'S':>6} {'vc':>5} {'thr':>3} {'in-flight MB':>13} {'scratch MB':>11} {'measured MB':>12} {'predicted MB':>13} {'error':>7}")
-for s, v, t, x, k, r, p in zip(S, vc, T, X, K, rss, pred):
-    print(f"{int(s):>6} {int(v):>5} {int(t):>3} {x/1e6:>13.1f} {k/1e6:>11.1f} {r/1e6:>12.1f} {p/1e6:>13.1f} {100*(p-r)/r:>6.1f}%")
+print(f"\nMEASURED = RssModel {{ base: {coef[0]:.4e}, per_sample: {coef[1]:.1f}, kappa: {coef[2]:.3f}, kappa_format: {coef[3]:.3f}, tau: {coef[4]:.3f} }}")
+print(f"{'S':>6} {'vc':>5} {'thr':>3} {'in-flight MB':>13} {'FORMAT MB':>10} {'scratch MB':>11} {'measured MB':>12} {'predicted MB':>13} {'error':>7}")
+for s, v, t, x, f, k, r, p in zip(S, vc, T, X, F, K, rss, pred):
+    print(f"{int(s):>6} {int(v):>5} {int(t):>3} {x/1e6:>13.1f} {f/1e6:>10.1f} {k/1e6:>11.1f} {r/1e6:>12.1f} {p/1e6:>13.1f} {100*(p-r)/r:>6.1f}%")
 PY

@@ -49,7 +49,7 @@ fn dispatch_order_matches_bcftools_index_stats_for_csi_and_tbi() {
     ) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = test_dir();
     let vcf = dir.path().join("u.vcf");
     let spec = [
         "chrA:40", "chrB:310", "chrC:0", "chrD:125", "chrE:125", "chrF:7",
@@ -127,7 +127,7 @@ fn without_an_index_the_plan_falls_back_and_says_so() {
 
 #[test]
 fn budget_below_the_minimum_fails_fast_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = test_dir();
     let out = dir.path().join("never.zarr");
     for cmd in ["convert", "plan"] {
         let o = svar2()
@@ -167,7 +167,7 @@ fn budget_below_the_minimum_fails_fast_and_writes_nothing() {
 
 #[test]
 fn plan_writes_nothing_and_reports_geometry() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = test_dir();
     let out = dir.path().join("p.zarr");
     let text = sh_ok(&format!(
         "{} plan --dry-run --patch 4096x1 {} {}",
@@ -201,35 +201,46 @@ fn measured_peak_rss_stays_under_max_mem() {
         );
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let vcf = dir.path().join("wide.vcf");
+    let dir = test_dir();
+    // GT-only, wide; and a call set with FORMAT fields (AD, DP, GQ, PL), whose rows
+    // cost more per raw byte (the law weighs them apart).
+    let wide = dir.path().join("wide.vcf");
     sh_ok(&format!(
         "python3 {}/scripts/make_wide_vcf.py {} 4000 1500",
         root().display(),
-        vcf.display()
+        wide.display()
+    ));
+    let calls = dir.path().join("calls.vcf");
+    sh_ok(&format!(
+        "python3 {}/scripts/make_format_vcf.py {} 600 1500 GT:AD:DP:GQ:PL",
+        root().display(),
+        calls.display()
     ));
     let out = dir.path().join("w.zarr");
-    for budget_mib in [40u64, 64] {
-        let plan = plan_json(&vcf, &["--max-mem", &format!("{budget_mib}MiB")]);
-        let report = sh_ok(&format!(
-            "/usr/bin/time -v {} convert -q --force --max-mem {budget_mib}MiB {} {} 2>&1 >/dev/null",
-            env!("CARGO_BIN_EXE_svar2"),
-            vcf.display(),
-            out.display()
-        ));
-        let kb: u64 = report
-            .lines()
-            .find_map(|l| {
-                l.trim()
-                    .strip_prefix("Maximum resident set size (kbytes): ")
-            })
-            .unwrap()
-            .parse()
-            .unwrap();
-        let predicted = plan["plan"]["predicted_peak_rss"].as_u64().unwrap();
-        assert!(
-            kb * 1024 <= budget_mib << 20,
-            "peak {kb} KiB over --max-mem {budget_mib}MiB (predicted {predicted})"
-        );
+    for (vcf, budgets) in [(&wide, [40u64, 64]), (&calls, [40, 64])] {
+        for budget_mib in budgets {
+            let plan = plan_json(vcf, &["--max-mem", &format!("{budget_mib}MiB")]);
+            let report = sh_ok(&format!(
+                "/usr/bin/time -v {} convert -q --force --max-mem {budget_mib}MiB {} {} 2>&1 >/dev/null",
+                env!("CARGO_BIN_EXE_svar2"),
+                vcf.display(),
+                out.display()
+            ));
+            let kb: u64 = report
+                .lines()
+                .find_map(|l| {
+                    l.trim()
+                        .strip_prefix("Maximum resident set size (kbytes): ")
+                })
+                .unwrap()
+                .parse()
+                .unwrap();
+            let predicted = plan["plan"]["predicted_peak_rss"].as_u64().unwrap();
+            assert!(
+                kb * 1024 <= budget_mib << 20,
+                "{}: peak {kb} KiB over --max-mem {budget_mib}MiB (predicted {predicted})",
+                vcf.display()
+            );
+        }
     }
 }

@@ -388,10 +388,11 @@ impl ArraySet {
 
 impl ArraySet {
     /// Raw in-memory bytes one record is expected to take in a batch, from the header
-    /// alone (ploidy 2, two alleles, one value for `Number=.`). This is the
-    /// `row_bytes` of the planner's peak-RSS law.
-    pub fn row_bytes_estimate(&self, n_samples: u64) -> u64 {
-        let mut total = 0u64;
+    /// alone (ploidy 2, two alleles, one value for `Number=.`): (all of them, the part
+    /// in per-sample FORMAT fields other than GT). These are the `row_bytes` and
+    /// `format_row_bytes` of the planner's peak-RSS law.
+    pub fn row_bytes_estimate(&self, n_samples: u64) -> (u64, u64) {
+        let (mut total, mut format) = (0u64, 0u64);
         for (c, col) in self.columns.iter().enumerate() {
             let spec = self
                 .arrays
@@ -408,9 +409,47 @@ impl ArraySet {
             };
             let cells = if col.per_sample { n_samples } else { 1 };
             // 16 bytes of start/width bookkeeping per record and column.
-            total += cells * width * per_value + 16;
+            let bytes = cells * width * per_value + 16;
+            total += bytes;
+            if col.per_sample && matches!(spec.source, Source::Field(_)) {
+                format += bytes;
+            }
         }
-        total
+        (total, format)
+    }
+
+    /// In-memory bytes per sample of every per-sample array together, at the planned
+    /// widths: the encoder scratch of the planner's law. Each encoding thread lays out
+    /// and compresses one inner chunk at a time, but its buffers (and its malloc
+    /// arena's high-water mark) follow the chunks of every array it meets in a row.
+    pub fn scratch_cell_bytes(&self) -> u64 {
+        self.arrays
+            .iter()
+            .filter(|a| a.per_sample)
+            .map(|a| {
+                let col = &self.columns[a.column];
+                let value = match col.base {
+                    Base::Int if col.genotype => 1,
+                    Base::Int | Base::Float => 4,
+                    Base::Bool => 1,
+                    Base::Str | Base::Char => 16,
+                };
+                a.planned_width() * value
+            })
+            .sum::<u64>()
+            .max(1)
+    }
+
+    /// The planned trailing width of each column (that of the first array reading it).
+    pub fn planned_column_widths(&self) -> Vec<u64> {
+        (0..self.columns.len())
+            .map(|c| {
+                self.arrays
+                    .iter()
+                    .find(|a| a.column == c)
+                    .map_or(1, ArraySpec::planned_width)
+            })
+            .collect()
     }
 
     /// (arrays with a samples axis, arrays without), for shard counts.

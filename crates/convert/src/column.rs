@@ -89,6 +89,23 @@ impl Column {
         }
     }
 
+    /// Reserves room for `records` records of `width` values per cell at once, so a
+    /// batch's buffers are not grown by doubling (each step leaves the old block in
+    /// the allocator's arena: ~1.5x the bytes, measured on FORMAT-heavy files).
+    pub fn reserve(&mut self, records: usize, width: usize) {
+        let n = records * self.per_record * width.max(1);
+        match &mut self.values {
+            Values::Int(v) => v.reserve(n),
+            Values::Long(v) => v.reserve(n),
+            Values::Int8(v) => v.reserve(n),
+            Values::Float(v) => v.reserve(n),
+            Values::Bool(v) => v.reserve(n),
+            Values::Str { ends, .. } => ends.reserve(n),
+        }
+        self.starts.reserve(records);
+        self.widths.reserve(records);
+    }
+
     /// Number of records held.
     pub fn len(&self) -> usize {
         self.widths.len()
@@ -370,6 +387,14 @@ impl Batch {
     /// Records held.
     pub fn len(&self) -> usize {
         self.loci.len()
+    }
+
+    /// Reserves room for `records` records at the planned widths (one per column).
+    pub fn reserve(&mut self, records: usize, widths: &[u64]) {
+        for (c, &w) in self.columns.iter_mut().zip(widths) {
+            c.reserve(records, w as usize);
+        }
+        self.loci.reserve(records);
     }
 
     /// Appends records `r0..r1` of `src` (same column specs).

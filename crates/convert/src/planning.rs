@@ -119,7 +119,30 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
     let host = Host::system();
     let memory_limit = host.memory_limit();
     let (budget, budget_from) = match req.max_mem {
-        MaxMem::Bytes(b) => (b, "--max-mem".to_string()),
+        // A budget above what the machine (or its cgroup) allows would be a promise
+        // the kernel breaks with an OOM kill: cap it as `auto` would.
+        MaxMem::Bytes(b) => match &memory_limit {
+            Some(m) if b > m.bytes => {
+                let capped = (m.bytes as f64 * AUTO_FRACTION) as u64;
+                tracing::warn!(
+                    "--max-mem {} is above the memory limit of {} ({}); planning for {}",
+                    human(b),
+                    human(m.bytes),
+                    m.source,
+                    human(capped)
+                );
+                (
+                    capped,
+                    format!(
+                        "--max-mem {} capped: {AUTO_FRACTION} x the {} limit from {}",
+                        human(b),
+                        human(m.bytes),
+                        m.source
+                    ),
+                )
+            }
+            _ => (b, "--max-mem".to_string()),
+        },
         MaxMem::Auto => match &memory_limit {
             Some(m) => (
                 (m.bytes as f64 * AUTO_FRACTION) as u64,
@@ -140,7 +163,7 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
     let threads = req.threads.unwrap_or(cores.usable).max(1);
     let (call_arrays, variant_arrays) = set.counts();
     let samples = schema.samples.len() as u64;
-    let row_bytes = set.row_bytes_estimate(samples);
+    let (row_bytes, format_row_bytes) = set.row_bytes_estimate(samples);
     let input_plan = PlanInput {
         cores: cores.usable.max(threads),
         threads,
@@ -148,7 +171,9 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
         contigs: contigs.clone(),
         samples,
         row_bytes,
+        format_row_bytes,
         cell_bytes: 2,
+        scratch_cell_bytes: set.scratch_cell_bytes(),
         call_arrays,
         variant_arrays,
         patch: req.patch,

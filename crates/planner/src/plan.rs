@@ -2,7 +2,7 @@
 //! geometry and a predicted peak RSS out — or an error that says what would fit.
 
 use crate::geometry::{amplification, chunks_for_patch, shards_for, Chunks, Patch};
-use crate::memory::{RssModel, HEADROOM};
+use crate::memory::{InFlight, RssModel, HEADROOM};
 use crate::order::{dispatch_order, ContigCost, CostTier};
 use crate::size::human;
 
@@ -40,8 +40,15 @@ pub struct PlanInput {
     pub samples: u64,
     /// Raw in-memory bytes one record occupies before encoding.
     pub row_bytes: u64,
+    /// The part of `row_bytes` that per-sample FORMAT fields other than GT take (the
+    /// law weighs it apart: see `memory`).
+    pub format_row_bytes: u64,
     /// Genotype bytes per call (ploidy × itemsize), for chunk sizing.
     pub cell_bytes: u64,
+    /// In-memory bytes per sample of all per-sample arrays together (5 for GT alone:
+    /// genotype, mask, phase; 33 with AD, DP, GQ and PL): it sizes the encoder
+    /// scratch, since each encoding thread lays out and compresses their inner chunks.
+    pub scratch_cell_bytes: u64,
     /// Arrays with and without a samples axis, for shard counts.
     pub call_arrays: u64,
     pub variant_arrays: u64,
@@ -74,7 +81,9 @@ pub struct Plan {
     /// Records known from the index (all contigs counted), if every contig was.
     pub records: Option<u64>,
     pub in_flight_bytes: u64,
-    /// Encoder scratch: threads × one inner chunk of genotypes.
+    /// The part of `in_flight_bytes` in per-sample FORMAT fields other than GT.
+    pub in_flight_format_bytes: u64,
+    /// Encoder scratch: threads × one inner chunk of every per-sample array.
     pub scratch_bytes: u64,
     pub predicted_peak_rss: u64,
     pub budget: u64,
@@ -232,13 +241,18 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         (1, _) => 1,
         _ => (with_data - 1) as u64,
     };
+    let format_row = input.format_row_bytes.min(input.row_bytes);
+    let per_row = InFlight {
+        other: input.row_bytes - format_row,
+        format: format_row,
+    };
     let in_flight = |vc: u64, cc: usize| {
         // One encoder serves every contig: one row being encoded, whatever cc.
         let rows = (1 + stitch_rows(cc)) * eff_rows(vc, cc) + cc as u64 * piece_rows(vc, cc);
-        rows * input.row_bytes
+        InFlight::rows(rows, per_row)
     };
     let sc = chunks.samples;
-    let scratch_row = input.threads.max(1) as u64 * sc * input.cell_bytes;
+    let scratch_row = input.threads.max(1) as u64 * sc * input.scratch_cell_bytes.max(1);
     let scratch = |vc: u64| vc * scratch_row;
     let m = &input.model;
     // Each reader past the first: its own file handle, header, index and malloc arena.
@@ -271,7 +285,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
                 input.samples,
                 allowed.saturating_sub(readers_extra(cc) + threads_extra),
                 // (Pieces counted as whole rows here: a bound, not the estimate.)
-                (1 + cc as u64 * piece_rows(1, cc) + stitch_rows(cc)) * input.row_bytes,
+                InFlight::rows(1 + cc as u64 * piece_rows(1, cc) + stitch_rows(cc), per_row),
                 scratch_row,
             )
             .max(1);
@@ -300,7 +314,9 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     let s_full = input.samples.max(1).div_ceil(chunks.samples) * chunks.samples;
     ss = ss.min(s_full);
 
-    let in_flight_bytes = in_flight(chunks.variants, cc);
+    let in_flight_split = in_flight(chunks.variants, cc);
+    let in_flight_bytes = in_flight_split.total();
+    let in_flight_format_bytes = in_flight_split.format;
     let predicted_peak_rss = pred(chunks.variants, cc);
     let amplification = input
         .patch
@@ -342,6 +358,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         amplification,
         records,
         in_flight_bytes,
+        in_flight_format_bytes,
         scratch_bytes: scratch(chunks.variants),
         predicted_peak_rss,
         budget: input.budget,
@@ -375,7 +392,9 @@ mod tests {
             ],
             samples,
             row_bytes: samples * 9 + 200,
+            format_row_bytes: 0,
             cell_bytes: 2,
+            scratch_cell_bytes: 5,
             call_arrays: 3,
             variant_arrays: 8,
             patch: None,
