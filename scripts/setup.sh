@@ -39,6 +39,7 @@ if (( want_test )); then
   python3 -c 'import bio2zarr, cyvcf2' 2>/dev/null || missing_py+=('bio2zarr[vcf]')
   python3 -c 'import vcztools' 2>/dev/null || missing_py+=(vcztools)
   python3 -c 'import zarr' 2>/dev/null || missing_py+=(zarr)
+  python3 -c 'import xarray' 2>/dev/null || missing_py+=(xarray)
   python3 -c 'import tensorstore' 2>/dev/null || missing_py+=(tensorstore)
   python3 -c 'import genoray' 2>/dev/null || missing_py+=(genoray)
   if (( ${#missing_py[@]} )); then

@@ -5,7 +5,7 @@ use common::*;
 
 #[test]
 fn digest_is_identical_across_runs_and_thread_counts() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = test_dir();
     let src = dir.path().join("growth.vcf");
     // The growth fixture forces re-encoding of outgrown shards, the path most likely
     // to let scheduling leak into bytes; it needs only python3.
@@ -44,7 +44,7 @@ fn digest_is_identical_across_runs_and_thread_counts() {
 
 #[test]
 fn digest_changes_with_any_byte() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = test_dir();
     let store = dir.path().join("d.zarr");
     convert(&data("all_fields.vcf"), &store, &[]);
     let before = digest(&store);
@@ -63,7 +63,7 @@ fn direct_text_parse_matches_htslib_parse() {
     if !tools("direct_text_parse_matches_htslib_parse", &[Tool::Bcftools]) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = test_dir();
     let vcf = dir.path().join("mixed.vcf");
     // The shipped example, with every 5th record given an INFO value (htslib path),
     // and haploid, missing, multi-digit and mixed-phase calls sprinkled in.
@@ -107,7 +107,7 @@ fn readers_and_threads_do_not_move_bytes() {
     if !tools("readers_and_threads_do_not_move_bytes", &[Tool::Bcftools]) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = test_dir();
     let vcf = dir.path().join("u.vcf");
     let spec = [
         "c1:2600", "c2:700", "c3:0", "c4:1900", "c5:90", "c6:1250", "c7:3",
@@ -206,7 +206,7 @@ fn concurrent_contigs_with_late_growth_do_not_move_bytes() {
     ) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = test_dir();
     let vcf = dir.path().join("g.vcf");
     sh_ok(&format!(
         "python3 {} {}",
@@ -239,7 +239,7 @@ fn stale_index_is_an_error() {
     if !tools("stale_index_is_an_error", &[Tool::Bcftools]) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = test_dir();
     let (a, b) = (dir.path().join("a.vcf"), dir.path().join("b.vcf"));
     sh_ok(&format!(
         "python3 {} {} c1:300 c2:200",

@@ -50,7 +50,7 @@ fn kill_at_random_moments_never_leaves_a_complete_looking_store() {
     ) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = test_dir();
     let gz = fixture(dir.path());
     // Reference stores, and how long an uninterrupted run takes in each setting.
     let settings: [&[&str]; 2] = [&["--threads", "1"], &["--threads", "4", "--readers", "1"]];
@@ -137,7 +137,7 @@ fn a_second_conversion_into_the_same_store_refuses() {
     ) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = test_dir();
     let gz = fixture(dir.path());
     let want = dir.path().join("want.zarr");
     convert(&gz, &want, &GEOMETRY);

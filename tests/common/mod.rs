@@ -83,6 +83,7 @@ pub enum Tool {
     Bio2zarr,
     ZarrPython,
     Tensorstore,
+    Xarray,
 }
 
 fn available(t: Tool) -> Result<(), String> {
@@ -92,6 +93,7 @@ fn available(t: Tool) -> Result<(), String> {
         Tool::Bio2zarr => has_command("vcf2zarr") && has_python_modules("bio2zarr, cyvcf2"),
         Tool::ZarrPython => has_python_modules("zarr, numpy"),
         Tool::Tensorstore => has_python_modules("tensorstore"),
+        Tool::Xarray => has_python_modules("xarray, zarr"),
     };
     if ok {
         Ok(())
@@ -102,6 +104,7 @@ fn available(t: Tool) -> Result<(), String> {
             Tool::Bio2zarr => "vcf2zarr not found (pip install 'bio2zarr[vcf]')",
             Tool::ZarrPython => "zarr-python not importable (pip install zarr)",
             Tool::Tensorstore => "tensorstore not importable (pip install tensorstore)",
+            Tool::Xarray => "xarray not importable (pip install xarray zarr)",
         }
         .to_string())
     }
@@ -283,4 +286,49 @@ pub fn convert_fails(input: &Path, out: &Path, args: &[&str]) -> String {
         "a failed conversion must never leave a complete-looking store"
     );
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A test's scratch directory. When the test ends (without a panic), every VCF Zarr
+/// store left in it must open with `xarray.open_zarr`: xarray refuses stores whose
+/// arrays disagree on a dimension's length, which zarr-python does not notice.
+pub struct TestDir(tempfile::TempDir);
+
+/// A fresh [`TestDir`].
+pub fn test_dir() -> TestDir {
+    TestDir(tempfile::tempdir().expect("temp dir"))
+}
+
+impl TestDir {
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            assert_xarray_opens("xarray oracle", self.path(), true);
+        }
+    }
+}
+
+/// Asserts that every VCF Zarr store under `dir` opens with `xarray.open_zarr` (one
+/// Python process for all of them); unless `allow_none`, at least one must be there.
+pub fn assert_xarray_opens(test: &str, dir: &Path, allow_none: bool) {
+    if !tools(test, &[Tool::Xarray]) {
+        return;
+    }
+    let o = Command::new("python3")
+        .arg(py("xarray_open.py"))
+        .args(allow_none.then_some("--any"))
+        .arg(dir)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        o.status.success(),
+        "{test}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

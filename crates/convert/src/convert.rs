@@ -836,6 +836,24 @@ impl Writer {
         )?;
         // Only when every contig has a length: the array has no missing value, and a
         // −1 would be printed back as `length=-1`, which htslib then drops.
+        let unknown: Vec<&str> = schema
+            .contigs
+            .iter()
+            .filter(|c| c.length.is_none())
+            .map(|c| c.name.as_str())
+            .collect();
+        if !unknown.is_empty() && unknown.len() < schema.contigs.len() {
+            tracing::warn!(
+                "{}: the header gives no length for contig {}{}: contig_length is left out \
+                 (add lengths with `bcftools reheader --fai`)",
+                self.input.display(),
+                unknown[0],
+                match unknown.len() {
+                    1 => String::new(),
+                    n => format!(" and {} more", n - 1),
+                }
+            );
+        }
         if let Some(lengths) = schema.contig_lengths() {
             self.write_small(
                 "contig_length",
@@ -1155,6 +1173,7 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
             });
             drop(reader);
         } else {
+            let widths = set.planned_column_widths();
             scope.spawn(move || {
                 let mut ex = Extractor::new(&reader, set_ref);
                 let mut n: u64 = 0;
@@ -1164,7 +1183,11 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
                             b.reset(n);
                             b
                         }
-                        Err(_) => Batch::new(&set_ref.columns, n_samples, n),
+                        Err(_) => {
+                            let mut b = Batch::new(&set_ref.columns, n_samples, n);
+                            b.reserve(vc, &widths);
+                            b
+                        }
                     };
                     while batch.len() < vc {
                         match reader.read_into(&mut ex, &mut batch, n) {

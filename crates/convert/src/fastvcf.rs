@@ -592,8 +592,9 @@ fn check_values(ty: VcfType, v: &[u8]) -> std::result::Result<(), String> {
     if ok {
         return Ok(());
     }
-    // Slow path, for the message: find the offending item.
-    for item in v.split(|&b| b == b',') {
+    // Slow path, for the message: find the offending item. Spaces around a number
+    // are read past by htslib, as by any number parser.
+    for item in v.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
         let good = match ty {
             VcfType::Integer => is_i32(item),
             _ => is_f32(item),
@@ -902,15 +903,7 @@ impl Extractor {
         }
         let locus = || format!("{}:{pos}", String::from_utf8_lossy(chrom));
         if max_allele >= alleles.len() as i32 {
-            return Err(Error::Record {
-                path: path.into(),
-                record: record_no + 1,
-                locus: locus(),
-                msg: format!(
-                    "GT allele index {max_allele} but the record has only {} ALT allele(s)",
-                    alleles.len() - 1
-                ),
-            });
+            self.allele_beyond_alt(record_no, &locus(), max_allele, alleles.len());
         }
         // Everything checked: append.
         let site = Site {

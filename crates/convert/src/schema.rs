@@ -132,8 +132,7 @@ impl Schema {
     /// Reads the schema from an open htslib header. `raw_header` is the header text
     /// htslib prints (used for the generic meta-information lines).
     pub fn from_header(path: &Path, header: &HeaderView, raw_header: &str) -> Result<Schema> {
-        let samples = header
-            .samples()
+        let samples = sample_names(header)
             .iter()
             .map(|s| {
                 String::from_utf8(s.to_vec()).map_err(|_| Error::Header {
@@ -303,6 +302,26 @@ pub fn contig_name(header: &HeaderView, rid: u32) -> Option<&[u8]> {
         }
         let key = (*dict.add(rid as usize)).key;
         (!key.is_null()).then(|| CStr::from_ptr(key).to_bytes())
+    }
+}
+
+/// The sample names, read with the pointers checked: rust-htslib's `samples` builds
+/// a slice from htslib's array even when it is null (no samples).
+fn sample_names(header: &HeaderView) -> Vec<&[u8]> {
+    // SAFETY: the header is live; `n[BCF_DT_SAMPLE]` bounds `samples`, and each name
+    // pointer is checked against null before it is read.
+    unsafe {
+        let hdr = header.as_ptr();
+        if hdr.is_null() || (*hdr).samples.is_null() {
+            return Vec::new();
+        }
+        let n = (*hdr).n[htslib::BCF_DT_SAMPLE as usize].max(0) as usize;
+        (0..n)
+            .filter_map(|i| {
+                let p = *(*hdr).samples.add(i);
+                (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
+            })
+            .collect()
     }
 }
 

@@ -372,6 +372,8 @@ pub struct Extractor {
     /// Whether a contig missing from the schema may be appended (one streaming
     /// reader meets contigs in file order; piece readers know them all from the index).
     learns_contigs: bool,
+    /// A genotype beyond the ALT count was reported already.
+    warned_allele: bool,
     /// htslib counts a buffer's capacity in elements of the requested type, so each
     /// type gets its own buffer.
     bufs: [HtsBuf; 3],
@@ -455,6 +457,7 @@ impl Extractor {
                 .map(|(i, c)| (c.name.clone(), i as u32))
                 .collect(),
             learns_contigs: true,
+            warned_allele: false,
             bufs: [HtsBuf::new(), HtsBuf::new(), HtsBuf::new()],
             gt_vals: Vec::new(),
             phased: Vec::new(),
@@ -464,6 +467,30 @@ impl Extractor {
         }
     }
 
+    /// A genotype naming an allele the record lacks (`0/1` with ALT `.`): htslib,
+    /// bcftools and bio2zarr read it, and the value is kept as given (the round trip
+    /// prints it back), so it is a warning, once per reader, not a refusal.
+    pub(crate) fn allele_beyond_alt(&mut self, record_no: u64, locus: &str, index: i32, n: usize) {
+        allele_beyond_alt(&mut self.warned_allele, record_no, locus, index, n);
+    }
+}
+
+/// [`Extractor::allele_beyond_alt`], on the flag alone (for borrows of other fields).
+fn allele_beyond_alt(warned: &mut bool, record_no: u64, locus: &str, index: i32, n: usize) {
+    {
+        if !*warned {
+            *warned = true;
+            tracing::warn!(
+                "record {} ({locus}): GT allele index {index} but the record has only {} ALT \
+                 allele(s); stored as given (later such records are not reported)",
+                record_no + 1,
+                n.saturating_sub(1)
+            );
+        }
+    }
+}
+
+impl Extractor {
     /// For piece readers: every contig is known from the index, so a contig missing
     /// from the schema is an error rather than a new contig.
     pub(crate) fn no_new_contigs(mut self) -> Extractor {
@@ -762,10 +789,9 @@ impl Extractor {
                 let lo = self.gt8.iter().copied().min().unwrap_or(0);
                 let hi = self.gt8.iter().copied().max().unwrap_or(0);
                 if hi as i32 >= alleles.len() as i32 {
-                    return Err(err(format!(
-                        "GT allele index {hi} but the record has only {} ALT allele(s)",
-                        alleles.len().saturating_sub(1)
-                    )));
+                    let locus = format!("{contig_name}:{pos}");
+                    let n = alleles.len();
+                    allele_beyond_alt(&mut self.warned_allele, record_no, &locus, hi as i32, n);
                 }
                 batch.max_ploidy = batch.max_ploidy.max(n as u32);
                 cols[*col_gt].push_i8s(&self.gt8, n as u32, lo, hi);
@@ -821,10 +847,9 @@ impl Extractor {
                     self.phased.push(phased);
                 }
                 if max_allele >= alleles.len() as i32 {
-                    return Err(err(format!(
-                        "GT allele index {max_allele} but the record has only {} ALT allele(s)",
-                        alleles.len().saturating_sub(1)
-                    )));
+                    let locus = format!("{contig_name}:{pos}");
+                    let n = alleles.len();
+                    allele_beyond_alt(&mut self.warned_allele, record_no, &locus, max_allele, n);
                 }
                 cols[*col_gt].push_ints(&self.gt_vals, ploidy as u32);
                 cols[*col_phased].push_bools(&self.phased, 1);
