@@ -8,7 +8,7 @@ use libfuzzer_sys::fuzz_target;
 use std::io::Write;
 use svar2_convert::arrays::ArraySet;
 use svar2_convert::column::Batch;
-use svar2_convert::source::{Extractor, VcfReader};
+use svar2_convert::source::VcfReader;
 
 const HEADER: &str = "##fileformat=VCFv4.3
 ##contig=<ID=chr1,length=1000000>
@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let set = ArraySet::new(&reader.schema);
-    let mut ex = Extractor::new(&reader, &set);
+    let mut ex = reader.extractor(&set);
     let mut batch = Batch::new(&set.columns, reader.schema.samples.len(), 0);
     let mut n = 0;
     while let Ok(true) = reader.read_into(&mut ex, &mut batch, n) {

@@ -10,72 +10,8 @@
 //! result is byte-identical to a store written with the final layout from the start.
 
 use crate::schema::{Category, FieldDef, Schema, VcfNumber, VcfType};
-use serde_json::{json, Value};
-
-/// The zarr data type of an array.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Dtype {
-    Bool,
-    I8,
-    I16,
-    I32,
-    I64,
-    F32,
-    /// Variable-length UTF-8 (`string`, `vlen-utf8`).
-    Str,
-    /// One UTF-32 code point (`fixed_length_utf32`, numpy `U1`), for VCF `Character`.
-    Char,
-}
-
-impl Dtype {
-    /// Bytes per element for fixed-size types; `None` for strings.
-    pub fn size(self) -> Option<usize> {
-        match self {
-            Dtype::Bool | Dtype::I8 => Some(1),
-            Dtype::I16 => Some(2),
-            Dtype::I32 | Dtype::F32 | Dtype::Char => Some(4),
-            Dtype::I64 => Some(8),
-            Dtype::Str => None,
-        }
-    }
-
-    /// The smallest signed integer type holding `[min, max]`, as numpy/bio2zarr pick it.
-    pub fn smallest_int(min: i64, max: i64) -> Dtype {
-        if min >= i8::MIN as i64 && max <= i8::MAX as i64 {
-            Dtype::I8
-        } else if min >= i16::MIN as i64 && max <= i16::MAX as i64 {
-            Dtype::I16
-        } else if min >= i32::MIN as i64 && max <= i32::MAX as i64 {
-            Dtype::I32
-        } else {
-            Dtype::I64
-        }
-    }
-
-    fn json(self) -> Value {
-        match self {
-            Dtype::Bool => json!("bool"),
-            Dtype::I8 => json!("int8"),
-            Dtype::I16 => json!("int16"),
-            Dtype::I32 => json!("int32"),
-            Dtype::I64 => json!("int64"),
-            Dtype::F32 => json!("float32"),
-            Dtype::Str => json!("string"),
-            Dtype::Char => {
-                json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 4}})
-            }
-        }
-    }
-
-    fn fill_json(self) -> Value {
-        match self {
-            Dtype::Bool => json!(false),
-            Dtype::F32 => json!(0.0),
-            Dtype::Str | Dtype::Char => json!(""),
-            _ => json!(0),
-        }
-    }
-}
+use svar2_store::metadata::ArrayMeta;
+use svar2_store::Dtype;
 
 /// What kind of values an array holds before it is narrowed to its [`Dtype`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,7 +169,8 @@ impl ArraySet {
                 });
                 set.columns.len() - 1
             });
-            let bitshuffle = base == Base::Bool || matches!(source, Source::Genotype);
+            let bitshuffle =
+                svar2_store::codecs::bitshuffle(base == Base::Bool, source == Source::Genotype);
             set.arrays.push(ArraySpec {
                 name: name.into(),
                 source,
@@ -619,63 +556,6 @@ pub struct Geometry {
     pub zstd_level: i32,
 }
 
-/// Blosc block size, fixed so the bytes never depend on the machine (GPU decode batches
-/// one zstd stream per block).
-pub const BLOSC_BLOCKSIZE: u64 = 256 * 1024;
-
-/// The codec chain applied to every inner chunk, as zarr v3 metadata.
-pub fn inner_codecs(dtype: Dtype, bitshuffle: bool, level: i32) -> Value {
-    let bytes = match dtype.size() {
-        Some(1) => json!({"name": "bytes"}),
-        _ => json!({"name": "bytes", "configuration": {"endian": "little"}}),
-    };
-    match dtype {
-        Dtype::Str => json!([
-            {"name": "vlen-utf8", "configuration": {}},
-            {"name": "zstd", "configuration": {"level": level, "checksum": false}}
-        ]),
-        _ => {
-            let size = dtype.size().unwrap_or(1);
-            json!([bytes, {"name": "blosc", "configuration": {
-                "cname": "zstd", "clevel": level,
-                "shuffle": if bitshuffle { "bitshuffle" } else { "shuffle" },
-                "typesize": size, "blocksize": BLOSC_BLOCKSIZE
-            }}])
-        }
-    }
-}
-
-/// Full zarr v3 array metadata for a sharded array.
-#[allow(clippy::too_many_arguments)]
-pub fn array_metadata(
-    shape: &[u64],
-    shard: &[u64],
-    inner: &[u64],
-    dims: &[String],
-    dtype: Dtype,
-    bitshuffle: bool,
-    level: i32,
-    description: &str,
-) -> Value {
-    json!({
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": shape,
-        "data_type": dtype.json(),
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shard}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": dtype.fill_json(),
-        "codecs": [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": inner,
-            "codecs": inner_codecs(dtype, bitshuffle, level),
-            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
-            "index_location": "end"
-        }}],
-        "attributes": {"description": description},
-        "dimension_names": dims,
-    })
-}
-
 impl ArraySpec {
     /// Dimension names for a layout.
     pub fn dimension_names(&self, layout: &Layout) -> Vec<String> {
@@ -687,6 +567,21 @@ impl ArraySpec {
             d.push(self.trailing_dim.clone());
         }
         d
+    }
+
+    /// The array's metadata for `n` records under `layout`.
+    pub fn metadata(&self, layout: &Layout, n: u64, n_samples: u64, g: &Geometry) -> ArrayMeta {
+        let [shape, shard, inner] = self.shapes(layout, n, n_samples, g);
+        ArrayMeta {
+            shape,
+            shard,
+            inner,
+            dimension_names: self.dimension_names(layout),
+            dtype: layout.dtype,
+            bitshuffle: self.bitshuffle,
+            level: g.zstd_level,
+            description: self.description.clone(),
+        }
     }
 
     /// (array shape, shard shape, inner chunk shape) for `n` records.
@@ -711,14 +606,6 @@ impl ArraySpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn smallest_int_matches_numpy_rules() {
-        assert_eq!(Dtype::smallest_int(-2, 127), Dtype::I8);
-        assert_eq!(Dtype::smallest_int(-129, 0), Dtype::I16);
-        assert_eq!(Dtype::smallest_int(0, 70000), Dtype::I32);
-        assert_eq!(Dtype::smallest_int(0, 1 << 40), Dtype::I64);
-    }
 
     #[test]
     fn genotypes_axis_is_multiset_count() {

@@ -1,10 +1,13 @@
 //! Laying out ragged [`Column`] values as one inner chunk of an array, and re-laying a
 //! decoded chunk under a wider layout (see `arrays` for why that happens).
 
-use crate::arrays::{ArraySpec, Base, Dtype, Layout, Source};
-use crate::codec::Raw;
+use crate::arrays::{ArraySet, ArraySpec, Base, Geometry, Layout, Source};
+use crate::column::Batch;
 use crate::column::{Column, Values, FLOAT32_FILL, FLOAT32_MISSING};
 use crate::error::{Error, Result};
+use svar2_store::codec::InnerCodec;
+use svar2_store::codec::Raw;
+use svar2_store::Dtype;
 
 /// Which part of a column one inner chunk covers.
 #[derive(Debug, Clone, Copy)]
@@ -233,6 +236,10 @@ fn lay_out_indices(col: &Column, v: &ChunkView, cell: usize) -> Vec<Option<usize
     out
 }
 
+fn codec_err(msg: String) -> Error {
+    svar2_store::Error::Codec(msg).into()
+}
+
 /// Turns a decoded chunk back into a column (one "record" per chunk row) so it can be
 /// laid out again under another layout. `absent[r]` marks rows whose field was absent.
 pub fn column_from_raw(
@@ -264,7 +271,7 @@ pub fn column_from_raw(
                 .chunks_exact(4)
                 .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect(),
-            d => return Err(Error::Codec(format!("int array stored as {d:?}"))),
+            d => return Err(codec_err(format!("int array stored as {d:?}"))),
         }),
         (Base::Float, _, Raw::Fixed(b)) => Values::Float(
             b.chunks_exact(4)
@@ -290,7 +297,7 @@ pub fn column_from_raw(
             bytes,
         },
         _ => {
-            return Err(Error::Codec(format!(
+            return Err(codec_err(format!(
                 "{}: decoded chunk of unexpected kind",
                 spec.name
             )))
@@ -308,11 +315,66 @@ pub fn column_from_raw(
     })
 }
 
+/// Every (array, sample chunk) of one inner-chunk row: the units encoded in parallel.
+pub fn chunk_tasks(set: &ArraySet, n_samples: usize, sc: usize) -> Vec<(usize, usize)> {
+    set.arrays
+        .iter()
+        .enumerate()
+        .flat_map(|(a, spec)| {
+            let n = if spec.per_sample {
+                n_samples.div_ceil(sc).max(1)
+            } else {
+                1
+            };
+            (0..n).map(move |k| (a, k))
+        })
+        .collect()
+}
+
+/// Lays out and encodes sample chunk `k` of array `a` for a batch; `None` when the
+/// chunk is all fill (not stored).
+#[allow(clippy::too_many_arguments)]
+pub fn encode_chunk(
+    set: &ArraySet,
+    batch: &Batch,
+    layout: &Layout,
+    codec: &InnerCodec,
+    g: &Geometry,
+    n_samples: usize,
+    a: usize,
+    k: usize,
+) -> Result<Option<Vec<u8>>> {
+    let spec = &set.arrays[a];
+    let sc = g.samples_chunk as usize;
+    let (s0, ns, cols) = if spec.per_sample {
+        (k * sc, sc.min(n_samples - k * sc), sc)
+    } else {
+        (0, 1, 1)
+    };
+    let view = ChunkView {
+        r0: 0,
+        nr: batch.len(),
+        s0,
+        ns,
+        rows: g.variants_chunk as usize,
+        cols,
+    };
+    let raw = materialize(spec, &batch.columns[spec.column], layout, &view);
+    if raw.is_fill() {
+        recycle(raw);
+        return Ok(None);
+    }
+    let shape = spec.shapes(layout, 0, n_samples as u64, g)[2].clone();
+    let encoded = codec.encode(&raw, &shape);
+    recycle(raw);
+    Ok(Some(encoded?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::arrays::{ArraySpec, Width};
-    use crate::codec::InnerCodec;
+    use svar2_store::codec::InnerCodec;
 
     fn spec(base: Base, source: Source) -> ArraySpec {
         ArraySpec {

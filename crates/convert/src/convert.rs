@@ -5,16 +5,13 @@
 //! arrives, in whatever order rows complete. Memory holds the raw rows in flight, not
 //! shards: encoded chunks are on disk as soon as they exist.
 
-use crate::arrays::{array_metadata, ArraySet, ArraySpec, Dims, Dtype, Geometry, Layout, Stats};
-use crate::chunk::{column_from_raw, materialize, recycle, ChunkView};
-use crate::codec::{InnerCodec, Raw};
+use crate::arrays::{ArraySet, ArraySpec, Dims, Geometry, Layout, Stats};
+use crate::chunk::{chunk_tasks, column_from_raw, encode_chunk, materialize, ChunkView};
 use crate::column::Batch;
 use crate::error::{Error, Result};
 use crate::planning::{make_plan, PlanRequest};
 use crate::schema::Schema;
-use crate::shard;
-use crate::source::{Extractor, VcfReader};
-use crate::store::{disk_usage, StoreDir};
+use crate::source::VcfReader;
 use rayon::prelude::*;
 use serde_json::json;
 use std::collections::HashMap;
@@ -22,6 +19,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use svar2_planner::PIECES_PER_READER;
+use svar2_store::codec::{InnerCodec, Raw};
+use svar2_store::dir::{disk_usage, StoreDir};
+use svar2_store::metadata::ArrayMeta;
+use svar2_store::{shard, Dtype};
 
 /// What the user asked for.
 #[derive(Debug, Clone)]
@@ -423,9 +424,7 @@ impl Writer {
         if raw.is_fill() {
             return Ok(None);
         }
-        new_codec
-            .encode(&raw, &self.inner_shape(spec, new))
-            .map(Some)
+        Ok(Some(new_codec.encode(&raw, &self.inner_shape(spec, new))?))
     }
 
     /// Where a shard's chunks accumulate while its row is being written; the final
@@ -514,7 +513,7 @@ impl Writer {
                     let spans: Vec<Option<(u64, u64)>> =
                         slots.iter().map(|s| s.and_then(|s| s.span)).collect();
                     append(&part, &shard::index(&spans))?;
-                    return this.store.rename(&part, &path);
+                    return Ok(this.store.rename(&part, &path)?);
                 }
                 let data = if stored {
                     std::fs::read(&part).map_err(|e| Error::io(&part, e))?
@@ -633,7 +632,10 @@ impl Writer {
                         Err(e) => return Err(Error::io(&old_path, e)),
                     };
                     let parts = match &old_bytes {
-                        Some(b) => shard::parse(&old_path, b, ips * ks.len())?,
+                        Some(b) => {
+                            let key = old_path.strip_prefix(&this.store.root).unwrap_or(&old_path);
+                            shard::parse(&key.to_string_lossy(), b, ips * ks.len())?
+                        }
                         None => vec![None; ips * ks.len()],
                     };
                     let mut chunks = Vec::with_capacity(parts.len());
@@ -699,17 +701,17 @@ impl Writer {
     ) -> Result<()> {
         let chunk: Vec<u64> = shape.iter().map(|&s| s.max(1)).collect();
         let dim_names: Vec<String> = dims.iter().map(|s| s.to_string()).collect();
-        let meta = array_metadata(
-            shape,
-            &chunk,
-            &chunk,
-            &dim_names,
+        let meta = ArrayMeta {
+            shape: shape.to_vec(),
+            shard: chunk.clone(),
+            inner: chunk.clone(),
+            dimension_names: dim_names,
             dtype,
-            false,
-            self.g.zstd_level,
-            "",
-        );
-        self.store.write_json(name, &meta)?;
+            bitshuffle: false,
+            level: self.g.zstd_level,
+            description: String::new(),
+        };
+        self.store.write_json(name, &meta.to_json())?;
         if shape.iter().product::<u64>() == 0 || raw.is_fill() {
             return Ok(());
         }
@@ -717,7 +719,7 @@ impl Writer {
         let enc = codec.encode(&raw, &chunk)?;
         let bytes = shard::assemble(&[Some(enc)]).expect("one chunk");
         let path = self.store.shard_path(name, &vec![0; shape.len()]);
-        self.store.write(&path, &bytes)
+        Ok(self.store.write(&path, &bytes)?)
     }
 
     /// Writes `sample_id` on the same samples grid as the call arrays (readers such as
@@ -726,17 +728,17 @@ impl Writer {
         let samples = self.schema.samples.clone();
         let (sc, ss) = (self.g.samples_chunk as usize, self.g.samples_shard as usize);
         let n = samples.len() as u64;
-        let meta = array_metadata(
-            &[n],
-            &[ss as u64],
-            &[sc as u64],
-            &["samples".to_string()],
-            Dtype::Str,
-            false,
-            self.g.zstd_level,
-            "",
-        );
-        self.store.write_json("sample_id", &meta)?;
+        let meta = ArrayMeta {
+            shape: vec![n],
+            shard: vec![ss as u64],
+            inner: vec![sc as u64],
+            dimension_names: vec!["samples".to_string()],
+            dtype: Dtype::Str,
+            bitshuffle: false,
+            level: self.g.zstd_level,
+            description: String::new(),
+        };
+        self.store.write_json("sample_id", &meta.to_json())?;
         let codec = self.codec(Dtype::Str, false)?;
         for (j, shard_names) in samples.chunks(ss).enumerate() {
             let mut chunks = Vec::new();
@@ -801,19 +803,8 @@ impl Writer {
         let n = self.records;
         let s = self.n_samples() as u64;
         for (a, spec) in self.set.arrays.iter().enumerate() {
-            let l = &finals[a];
-            let [shape, shard, inner] = spec.shapes(l, n, s, &self.g);
-            let meta = array_metadata(
-                &shape,
-                &shard,
-                &inner,
-                &spec.dimension_names(l),
-                l.dtype,
-                spec.bitshuffle,
-                self.g.zstd_level,
-                &spec.description,
-            );
-            self.store.write_json(&spec.name, &meta)?;
+            let meta = spec.metadata(&finals[a], n, s, &self.g);
+            self.store.write_json(&spec.name, &meta.to_json())?;
         }
         let strings = |v: Vec<&str>| {
             let mut bytes = Vec::new();
@@ -931,68 +922,13 @@ impl Writer {
                 "svar2": {
                     "version": env!("CARGO_PKG_VERSION"),
                     "layout": self.g,
-                    "blosc_blocksize": crate::arrays::BLOSC_BLOCKSIZE,
+                    "blosc_blocksize": svar2_store::codecs::BLOSC_BLOCKSIZE,
                 }
             }
         });
         // Written last: its presence is what marks the store complete.
-        self.store.finish(&root)
+        Ok(self.store.finish(&root)?)
     }
-}
-
-/// Every (array, sample chunk) of one inner-chunk row: the units encoded in parallel.
-pub(crate) fn chunk_tasks(set: &ArraySet, n_samples: usize, sc: usize) -> Vec<(usize, usize)> {
-    set.arrays
-        .iter()
-        .enumerate()
-        .flat_map(|(a, spec)| {
-            let n = if spec.per_sample {
-                n_samples.div_ceil(sc).max(1)
-            } else {
-                1
-            };
-            (0..n).map(move |k| (a, k))
-        })
-        .collect()
-}
-
-/// Lays out and encodes sample chunk `k` of array `a` for a batch; `None` when the
-/// chunk is all fill (not stored).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn encode_chunk(
-    set: &ArraySet,
-    batch: &Batch,
-    layout: &Layout,
-    codec: &InnerCodec,
-    g: &Geometry,
-    n_samples: usize,
-    a: usize,
-    k: usize,
-) -> Result<Option<Vec<u8>>> {
-    let spec = &set.arrays[a];
-    let sc = g.samples_chunk as usize;
-    let (s0, ns, cols) = if spec.per_sample {
-        (k * sc, sc.min(n_samples - k * sc), sc)
-    } else {
-        (0, 1, 1)
-    };
-    let view = ChunkView {
-        r0: 0,
-        nr: batch.len(),
-        s0,
-        ns,
-        rows: g.variants_chunk as usize,
-        cols,
-    };
-    let raw = materialize(spec, &batch.columns[spec.column], layout, &view);
-    if raw.is_fill() {
-        recycle(raw);
-        return Ok(None);
-    }
-    let shape = spec.shapes(layout, 0, n_samples as u64, g)[2].clone();
-    let encoded = codec.encode(&raw, &shape).map(Some);
-    recycle(raw);
-    encoded
 }
 
 /// Appends bytes to a file, creating it (and its directory) if needed.
@@ -1050,7 +986,7 @@ fn progress_bar(enabled: bool, total: Option<u64>) -> indicatif::ProgressBar {
 pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     let t0 = Instant::now();
     // Nothing is written before the output is known to be writable and the plan to fit.
-    crate::store::check_output(output, opts.force)?;
+    svar2_store::dir::check_output(output, opts.force)?;
     let report = make_plan(input, &opts.request)?;
     let threads = report.threads;
     tracing::info!(
@@ -1175,7 +1111,7 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
         } else {
             let widths = set.planned_column_widths();
             scope.spawn(move || {
-                let mut ex = Extractor::new(&reader, set_ref);
+                let mut ex = reader.extractor(set_ref);
                 let mut n: u64 = 0;
                 loop {
                     let mut batch = match recycle_rx.try_recv() {

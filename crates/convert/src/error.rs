@@ -18,38 +18,17 @@ pub enum Error {
         locus: String,
         msg: String,
     },
-    #[error("{path}: {source}{hint}", hint = io_hint(source))]
+    #[error("{path}: {source}{hint}", hint = svar2_store::error::io_hint(source))]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("{path} already exists; pass --force to replace it")]
-    OutputExists { path: PathBuf },
-    #[error(
-        "{path}: another svar2 conversion is writing this store; wait for it to finish \
-         or choose another output"
-    )]
-    Locked { path: PathBuf },
-    #[error("{path}: {msg}")]
-    Store { path: PathBuf, msg: String },
+    /// Writing or reading the store: its own messages name the path or chunk key.
+    #[error(transparent)]
+    Store(#[from] svar2_store::Error),
     #[error("{0}")]
     Usage(String),
-    #[error("internal codec error: {0}")]
-    Codec(String),
-}
-
-/// What to do about the I/O failures users meet on clusters.
-fn io_hint(e: &std::io::Error) -> &'static str {
-    use std::io::ErrorKind::*;
-    match e.kind() {
-        StorageFull | QuotaExceeded => {
-            " (free some space or write elsewhere; the partial store was removed)"
-        }
-        ReadOnlyFilesystem => " (choose an output on a writable file system)",
-        PermissionDenied => " (choose an output you may write to)",
-        _ => "",
-    }
 }
 
 /// Result alias used across the crate.

@@ -7,8 +7,8 @@
 
 use crate::column::Batch;
 use crate::error::{Error, Result};
+use crate::extract::{Extractor, LineFix, Site};
 use crate::schema::{Category, Schema, VcfType};
-use crate::source::{Extractor, Site};
 use rust_htslib::bcf::{self, header::HeaderView};
 use rust_htslib::htslib;
 use std::collections::HashMap;
@@ -72,7 +72,7 @@ impl TextReader {
                         Some(why) => why,
                         None => format!(
                             "no valid VCF header (## meta lines, then the #CHROM line){}",
-                            crate::source::truncation_hint(path)
+                            crate::truncation::truncation_hint(path)
                         ),
                     },
                 });
@@ -212,17 +212,6 @@ impl TextReader {
         )?;
         Ok((&self.rec, fix))
     }
-}
-
-/// What the line checks found that htslib's parse alone would lose.
-#[derive(Debug, Default)]
-pub struct LineFix {
-    /// Some value is empty (`0/1::3`, `DP=`): it is rewritten as `.` (missing) first,
-    /// since htslib reads an empty Float as 0.
-    pub empty_values: bool,
-    /// INFO integers past 32 bits (htslib keeps 32 and turns these into missing):
-    /// (key, values, `.` as −1).
-    pub long_info: Vec<(Vec<u8>, Vec<i64>)>,
 }
 
 /// Why htslib refused a text header, found by reading it again: the line and what

@@ -1,23 +1,21 @@
 //! `svar2-convert`: VCF/BCF to VCF Zarr (v3, sharded, GPU-decodable inner chunks).
 
 pub mod arrays;
-pub mod codec;
 pub mod column;
 pub mod error;
+pub mod extract;
 pub mod fastvcf;
-pub mod host;
 pub mod index;
 pub mod pieces;
 pub mod planning;
 pub mod probe;
 pub mod schema;
+pub mod truncation;
 
 pub use error::{Error, Result};
 pub mod chunk;
 pub mod convert;
-pub mod shard;
 pub mod source;
-pub mod store;
 
 pub use convert::{convert, ContigOrder, Options, Summary};
-pub use store::digest;
+pub use svar2_store::dir::digest;

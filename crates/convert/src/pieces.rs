@@ -9,9 +9,9 @@
 use crate::arrays::ArraySet;
 use crate::column::Batch;
 use crate::error::{Error, Result};
+use crate::extract::Extractor;
 use crate::fastvcf::{Lookups, TextReader};
 use crate::schema::Schema;
-use crate::source::Extractor;
 use rust_htslib::bcf::{self, header::HeaderView};
 use rust_htslib::htslib;
 use std::ffi::{c_int, c_void, CString};

@@ -4,12 +4,12 @@
 
 use crate::arrays::{ArraySet, Geometry};
 use crate::error::{Error, Result};
-use crate::host::{Cores, Host, MemoryLimit};
 use crate::index::{contig_counts, IndexKind};
 use crate::source::VcfReader;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use svar2_planner::geometry::Patch;
+use svar2_planner::host::{Cores, Host, MemoryLimit};
 use svar2_planner::memory::MEASURED;
 use svar2_planner::order::{ContigCost, CostTier};
 use svar2_planner::size::{human, MaxMem, AUTO_FRACTION};

@@ -4,15 +4,15 @@
 //! run; `w = ⌈t_read / t_exec⌉`, clamped to [1, 16]. Nothing is written.
 
 use crate::arrays::{ArraySet, Dims, Geometry, Stats};
-use crate::codec::InnerCodec;
+use crate::chunk::{chunk_tasks, encode_chunk};
 use crate::column::Batch;
-use crate::convert::encode_chunk;
 use crate::error::Result;
 use crate::pieces::{Piece, PieceReader};
 use crate::schema::Schema;
 use rayon::prelude::*;
 use std::path::Path;
 use std::time::Instant;
+use svar2_store::codec::InnerCodec;
 
 /// What the probe measured.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -61,14 +61,14 @@ pub fn run(
     stats.max_ploidy = batch.max_ploidy;
     let dims = Dims::from_stats(set, &stats, schema.has_gt);
     let sc = g.samples_chunk.max(1) as usize;
-    let tasks = crate::convert::chunk_tasks(set, n_samples, sc);
+    let tasks = chunk_tasks(set, n_samples, sc);
     let layouts: Vec<_> = set.arrays.iter().map(|a| a.layout(&stats, &dims)).collect();
     let codecs: Vec<InnerCodec> = set
         .arrays
         .iter()
         .zip(&layouts)
         .map(|(a, l)| InnerCodec::new(l.dtype, a.bitshuffle, g.zstd_level))
-        .collect::<Result<_>>()?;
+        .collect::<std::result::Result<_, _>>()?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .build()

@@ -1,11 +1,14 @@
 //! `svar2-planner`: how a conversion should run, decided from plain numbers.
 //!
-//! Everything here is a pure function of its inputs (cores, a memory budget, per-contig
-//! costs, sample count, bytes per record, probe rates): no files, no clocks. The I/O
-//! that gathers those numbers (cgroups, indexes, headers) lives in `svar2-convert`.
-//! That keeps every rule here unit-testable with literal values.
+//! Every planning rule here is a pure function of its inputs (cores, a memory budget,
+//! per-contig costs, sample count, bytes per record, probe rates): no files, no
+//! clocks, which keeps each unit-testable with literal values. The one module that
+//! reads the machine is [`host`] (cgroup memory limit and usable cores), kept apart so
+//! every command that plans — convert, and rechunk without htslib — reads them the
+//! same way; headers and indexes are read by `svar2-convert`.
 
 pub mod geometry;
+pub mod host;
 pub mod memory;
 pub mod order;
 pub mod size;

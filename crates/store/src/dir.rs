@@ -1,5 +1,6 @@
-//! The output directory: where files go, the completion marker (root `zarr.json`,
-//! written last) and the digest that proves two stores are the same.
+//! The store directory: what may be replaced (and what never), the lock held while
+//! writing, the in-progress marker, the completion marker (root `zarr.json`, written
+//! last), and the digest that proves two stores are the same.
 
 use crate::error::{Error, Result};
 use std::fs;
@@ -94,7 +95,7 @@ fn lock(root: &Path) -> Result<fs::File> {
 fn refuse(root: &Path, existing: &Existing, force: bool) -> Result<()> {
     match existing {
         Existing::Store if !force => Err(Error::OutputExists { path: root.into() }),
-        Existing::Foreign(what) => Err(Error::Store {
+        Existing::Foreign(what) => Err(Error::NotStore {
             path: root.into(),
             msg: format!(
                 "{what}; svar2 replaces only a Zarr store (with --force), an interrupted \
@@ -186,11 +187,7 @@ impl StoreDir {
 
     /// Path of a shard: `<array>/c/<i>/<j>...`.
     pub fn shard_path(&self, array: &str, indices: &[u64]) -> PathBuf {
-        let mut p = self.root.join(array).join("c");
-        for i in indices {
-            p.push(i.to_string());
-        }
-        p
+        crate::key::chunk_path(&self.root, array, indices)
     }
 
     /// Writes a file, creating parent directories.
@@ -250,7 +247,7 @@ pub fn disk_usage(root: &Path) -> (u64, u64) {
 /// digests mean byte-identical stores.
 pub fn digest(root: &Path) -> Result<String> {
     if !root.join("zarr.json").is_file() {
-        return Err(Error::Store {
+        return Err(Error::NotStore {
             path: root.into(),
             msg: "not a complete store (no root zarr.json): the conversion did not finish".into(),
         });

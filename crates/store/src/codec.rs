@@ -1,7 +1,8 @@
 //! Inner-chunk encoding and decoding through zarrs' codec implementations, so the
 //! bytes svar2 writes are exactly what any zarrs-based (and zarr-python) reader decodes.
 
-use crate::arrays::{inner_codecs, Dtype};
+use crate::codecs::inner_codecs;
+use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use std::num::NonZeroU64;
 use zarrs::array::{
@@ -48,18 +49,7 @@ impl InnerCodec {
         let metas: Vec<MetadataV3> =
             serde_json::from_value(inner_codecs(dtype, bitshuffle, level)).map_err(codec_err)?;
         let chain = CodecChain::from_metadata(&metas).map_err(codec_err)?;
-        let dt_json = match dtype {
-            Dtype::Bool => serde_json::json!("bool"),
-            Dtype::I8 => serde_json::json!("int8"),
-            Dtype::I16 => serde_json::json!("int16"),
-            Dtype::I32 => serde_json::json!("int32"),
-            Dtype::I64 => serde_json::json!("int64"),
-            Dtype::F32 => serde_json::json!("float32"),
-            Dtype::Str => serde_json::json!("string"),
-            Dtype::Char => {
-                serde_json::json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 4}})
-            }
-        };
+        let dt_json = dtype.json();
         let dt_meta: MetadataV3 = serde_json::from_value(dt_json).map_err(codec_err)?;
         let data_type = DataType::from_metadata(&dt_meta).map_err(codec_err)?;
         let fill = match dtype.size() {
@@ -104,6 +94,15 @@ impl InnerCodec {
             )
             .map_err(codec_err)?;
         Ok(out.into_owned())
+    }
+
+    /// Decodes the inner chunk at chunk key `key` (named in the error if its bytes do
+    /// not decode).
+    pub fn decode_at(&self, key: &str, encoded: &[u8], shape: &[u64]) -> Result<Raw> {
+        self.decode(encoded, shape).map_err(|e| Error::Corrupt {
+            key: key.to_string(),
+            msg: format!("an inner chunk does not decode ({e})"),
+        })
     }
 
     /// Decodes one inner chunk of the given shape.

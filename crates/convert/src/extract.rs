@@ -1,0 +1,607 @@
+//! Pulling every stored value out of a record into a [`Batch`]'s columns: the
+//! record's fixed columns (however they were parsed), INFO and FORMAT values through
+//! htslib's typed accessors (into buffers reused across records), and genotypes.
+
+use crate::arrays::{ArraySet, Source};
+use crate::column::{Batch, BCF_INT32_MISSING, BCF_INT32_VECTOR_END};
+use crate::error::{Error, Result};
+use crate::schema::{contig_name, Category, Schema, VcfNumber, VcfType};
+use rust_htslib::bcf;
+use rust_htslib::htslib;
+use std::ffi::{c_int, c_void, CString};
+use std::path::Path;
+
+extern "C" {
+    #[link_name = "free"]
+    fn libc_free(p: *mut c_void);
+}
+
+/// What the line checks found that htslib's parse alone would lose.
+#[derive(Debug, Default)]
+pub struct LineFix {
+    /// Some value is empty (`0/1::3`, `DP=`): it is rewritten as `.` (missing) first,
+    /// since htslib reads an empty Float as 0.
+    pub empty_values: bool,
+    /// INFO integers past 32 bits (htslib keeps 32 and turns these into missing):
+    /// (key, values, `.` as −1).
+    pub long_info: Vec<(Vec<u8>, Vec<i64>)>,
+}
+
+/// An htslib-managed value buffer, reused across records.
+struct HtsBuf {
+    ptr: *mut c_void,
+    cap: c_int,
+}
+
+impl HtsBuf {
+    fn new() -> Self {
+        HtsBuf {
+            ptr: std::ptr::null_mut(),
+            cap: 0,
+        }
+    }
+    fn i32s(&self, n: usize) -> &[i32] {
+        // SAFETY: htslib wrote at least n values of the requested type.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const i32, n) }
+    }
+    fn u32s(&self, n: usize) -> &[u32] {
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u32, n) }
+    }
+    fn bytes(&self, n: usize) -> &[u8] {
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, n) }
+    }
+}
+
+impl Drop for HtsBuf {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            unsafe { libc_free(self.ptr) };
+        }
+    }
+}
+
+pub(crate) struct FieldSlot {
+    pub(crate) tag: CString,
+    pub(crate) category: Category,
+    pub(crate) ty: VcfType,
+    pub(crate) number: VcfNumber,
+    pub(crate) column: usize,
+    pub(crate) name: String,
+}
+
+/// BCF int8 GT byte → canonical allele: −2 for vector end (0x81), −1 for missing
+/// (0x80, or an allele of 0 meaning "."), else (v >> 1) − 1.
+static GT_ALLELE: [i8; 256] = {
+    let mut t = [0i8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let v = b as u8 as i8;
+        t[b] = match v {
+            -127 => -2,
+            -128 => -1,
+            v if v < 0 => -1,
+            v => (v >> 1) - 1,
+        };
+        b += 1;
+    }
+    t
+};
+
+/// A record's fixed columns, however they were parsed.
+pub(crate) struct Site<'a> {
+    pub rid: u32,
+    /// CHROM, to map the contig to the store's list.
+    pub contig_name: &'a [u8],
+    /// 1-based POS.
+    pub pos: i64,
+    pub rlen: i64,
+    pub id: &'a [u8],
+    pub alleles: &'a [&'a [u8]],
+    /// QUAL as f32 bits (missing: 0x7F800001).
+    pub qual: u32,
+}
+
+/// Pulls every stored value out of a record into the batch's columns.
+pub struct Extractor {
+    pub(crate) fields: Vec<FieldSlot>,
+    pub(crate) gt: Option<(CString, usize, usize)>,
+    pub(crate) col_contig: usize,
+    pub(crate) col_pos: usize,
+    pub(crate) col_len: usize,
+    pub(crate) col_id: usize,
+    pub(crate) col_allele: usize,
+    pub(crate) col_qual: usize,
+    pub(crate) col_filter: usize,
+    /// htslib filter id → index in `filter_id`.
+    pub(crate) filter_index: Vec<Option<usize>>,
+    pub(crate) n_filters: usize,
+    pub(crate) n_samples: usize,
+    /// htslib contig id → store contig index, filled as ids are met (htslib gives
+    /// undeclared contigs new ids as it meets them; `IDX=` can skip ids).
+    contig_of_rid: Vec<Option<u32>>,
+    /// Store contig name → index: the schema's, plus any learned from the records.
+    contig_index: std::collections::HashMap<String, u32>,
+    /// Whether a contig missing from the schema may be appended (one streaming
+    /// reader meets contigs in file order; piece readers know them all from the index).
+    learns_contigs: bool,
+    /// A genotype beyond the ALT count was reported already.
+    warned_allele: bool,
+    /// htslib counts a buffer's capacity in elements of the requested type, so each
+    /// type gets its own buffer.
+    bufs: [HtsBuf; 3],
+    pub(crate) gt_vals: Vec<i32>,
+    pub(crate) phased: Vec<u8>,
+    /// Canonical calls of the current record, when decoded from BCF int8.
+    pub(crate) gt8: Vec<i8>,
+    /// Per-sample ploidy of the current record (direct text parse).
+    pub(crate) ploidies: Vec<u8>,
+    pub(crate) flags: Vec<u8>,
+}
+
+fn column_of(set: &ArraySet, source: Source) -> usize {
+    set.arrays
+        .iter()
+        .find(|a| a.source == source)
+        .map(|a| a.column)
+        .expect("array present")
+}
+
+impl Extractor {
+    /// Prepares lookups for any handle on the same header (piece readers open their own).
+    pub fn for_header(
+        header: &bcf::header::HeaderView,
+        schema: &Schema,
+        set: &ArraySet,
+    ) -> Extractor {
+        let fields = schema
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| FieldSlot {
+                tag: CString::new(f.name.as_str()).expect("header IDs have no NUL"),
+                category: f.category,
+                ty: f.ty,
+                number: f.number,
+                column: column_of(set, Source::Field(i)),
+                name: f.name.clone(),
+            })
+            .collect();
+        let gt = schema.has_gt.then(|| {
+            (
+                CString::new("GT").expect("static"),
+                column_of(set, Source::Genotype),
+                column_of(set, Source::GenotypePhased),
+            )
+        });
+        let mut filter_index = Vec::new();
+        for (i, f) in schema.filters.iter().enumerate() {
+            if let Ok(id) = header.name_to_id(f.id.as_bytes()) {
+                let id = id.0 as usize;
+                if filter_index.len() <= id {
+                    filter_index.resize(id + 1, None);
+                }
+                filter_index[id] = Some(i);
+            }
+        }
+        Extractor {
+            fields,
+            gt,
+            col_contig: column_of(set, Source::Contig),
+            col_pos: column_of(set, Source::Position),
+            col_len: column_of(set, Source::Length),
+            col_id: column_of(set, Source::Id),
+            col_allele: column_of(set, Source::Allele),
+            col_qual: column_of(set, Source::Quality),
+            col_filter: column_of(set, Source::Filter),
+            filter_index,
+            n_filters: schema.filters.len(),
+            n_samples: schema.samples.len(),
+            contig_of_rid: Vec::new(),
+            contig_index: schema
+                .contigs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.name.clone(), i as u32))
+                .collect(),
+            learns_contigs: true,
+            warned_allele: false,
+            bufs: [HtsBuf::new(), HtsBuf::new(), HtsBuf::new()],
+            gt_vals: Vec::new(),
+            phased: Vec::new(),
+            gt8: Vec::new(),
+            ploidies: Vec::new(),
+            flags: Vec::new(),
+        }
+    }
+
+    /// A genotype naming an allele the record lacks (`0/1` with ALT `.`): htslib,
+    /// bcftools and bio2zarr read it, and the value is kept as given (the round trip
+    /// prints it back), so it is a warning, once per reader, not a refusal.
+    pub(crate) fn allele_beyond_alt(&mut self, record_no: u64, locus: &str, index: i32, n: usize) {
+        allele_beyond_alt(&mut self.warned_allele, record_no, locus, index, n);
+    }
+}
+
+/// [`Extractor::allele_beyond_alt`], on the flag alone (for borrows of other fields).
+fn allele_beyond_alt(warned: &mut bool, record_no: u64, locus: &str, index: i32, n: usize) {
+    {
+        if !*warned {
+            *warned = true;
+            tracing::warn!(
+                "record {} ({locus}): GT allele index {index} but the record has only {} ALT \
+                 allele(s); stored as given (later such records are not reported)",
+                record_no + 1,
+                n.saturating_sub(1)
+            );
+        }
+    }
+}
+
+impl Extractor {
+    /// For piece readers: every contig is known from the index, so a contig missing
+    /// from the schema is an error rather than a new contig.
+    pub(crate) fn no_new_contigs(mut self) -> Extractor {
+        self.learns_contigs = false;
+        self
+    }
+
+    /// The store contig index of a record's contig. A contig the header does not
+    /// declare is appended to the store's list (in order of first appearance, as
+    /// htslib reads it) with one warning.
+    fn contig_for(&mut self, batch: &mut Batch, site: &Site) -> std::result::Result<u32, String> {
+        if let Some(Some(i)) = self.contig_of_rid.get(site.rid as usize) {
+            return Ok(*i);
+        }
+        let name = String::from_utf8_lossy(site.contig_name).into_owned();
+        let i = match self.contig_index.get(&name) {
+            Some(&i) => i,
+            None if self.learns_contigs => {
+                let i = self.contig_index.len() as u32;
+                tracing::warn!(
+                    "contig {name} is not declared in the header: it is added to the store's \
+                     contig list (without a length)"
+                );
+                self.contig_index.insert(name.clone(), i);
+                batch.new_contigs.push((i, name));
+                i
+            }
+            None => {
+                return Err(format!(
+                    "contig {name} is neither in the header nor in the index: the index is \
+                     stale, re-index the file (`bcftools index -f`)"
+                ))
+            }
+        };
+        let r = site.rid as usize;
+        if self.contig_of_rid.len() <= r {
+            self.contig_of_rid.resize(r + 1, None);
+        }
+        self.contig_of_rid[r] = Some(i);
+        Ok(i)
+    }
+
+    /// Appends a record's fixed columns (filters already set in `self.flags`).
+    pub(crate) fn push_site(
+        &mut self,
+        batch: &mut Batch,
+        site: &Site,
+    ) -> std::result::Result<(), String> {
+        let contig = self.contig_for(batch, site)?;
+        let cols = &mut batch.columns;
+        cols[self.col_contig].push_ints(&[contig as i32], 1);
+        // 64-bit where the genome needs it (chromosomes past 2^31 bp).
+        cols[self.col_pos].push_longs(&[site.pos], 1);
+        cols[self.col_len].push_longs(&[site.rlen], 1);
+        batch
+            .loci
+            .push((contig as i32, site.pos, site.pos + site.rlen - 1));
+        let c = &mut cols[self.col_id];
+        c.begin_strs(1);
+        c.push_str(site.id);
+        batch.max_alleles = batch.max_alleles.max(site.alleles.len() as u32);
+        let c = &mut cols[self.col_allele];
+        c.begin_strs(site.alleles.len() as u32);
+        for a in site.alleles {
+            c.push_str(a);
+        }
+        cols[self.col_qual].push_floats(&[site.qual], 1);
+        cols[self.col_filter].push_bools(&self.flags, self.n_filters as u32);
+        Ok(())
+    }
+
+    /// Replaces the values htslib could not hold in the record just appended: INFO
+    /// integers past 32 bits (and the variant length an `END` past 2^31 gives).
+    pub fn apply_line_fix(&mut self, fix: &LineFix, batch: &mut Batch) {
+        for (key, vals) in &fix.long_info {
+            let Some(slot) = self
+                .fields
+                .iter()
+                .find(|f| f.category == Category::Info && f.name.as_bytes() == key.as_slice())
+            else {
+                continue;
+            };
+            let col = &mut batch.columns[slot.column];
+            col.pop_record();
+            col.push_longs(vals, vals.len() as u32);
+            if key.as_slice() == b"END" && vals.len() == 1 && vals[0] >= 0 {
+                let Some(locus) = batch.loci.last_mut() else {
+                    continue;
+                };
+                if vals[0] >= locus.1 {
+                    let rlen = vals[0] - locus.1 + 1;
+                    locus.2 = vals[0];
+                    let len = &mut batch.columns[self.col_len];
+                    len.pop_record();
+                    len.push_longs(&[rlen], 1);
+                }
+            }
+        }
+    }
+
+    /// Appends one record to `batch`. `locus` names the record in errors.
+    pub fn extract(
+        &mut self,
+        path: &Path,
+        record_no: u64,
+        rec: &bcf::Record,
+        batch: &mut Batch,
+    ) -> Result<()> {
+        // SAFETY: the record's header outlives this call.
+        let hdr = unsafe { rec.header().as_ptr() };
+        let rid = rec.rid().unwrap_or(0);
+        let pos = rec.pos() + 1;
+        let contig_name = contig_name(rec.header(), rid).map(String::from_utf8_lossy);
+        let err = |msg: String| Error::Record {
+            path: path.into(),
+            record: record_no + 1,
+            locus: format!("{}:{}", contig_name.as_deref().unwrap_or("?"), pos),
+            msg,
+        };
+        let Some(contig_name) = contig_name.as_deref() else {
+            return Err(err(format!(
+                "the record's contig id {rid} is not declared in the header (a BCF written \
+                 with a different header?)"
+            )));
+        };
+        let rlen = rec.rlen();
+        let alleles = rec.alleles();
+        self.flags.clear();
+        self.flags.resize(self.n_filters, 0);
+        for f in rec.filters() {
+            match self.filter_index.get(f.0 as usize).copied().flatten() {
+                Some(i) => self.flags[i] = 1,
+                None => return Err(err(format!("FILTER id {} is not in the header", f.0))),
+            }
+        }
+        let site = Site {
+            rid,
+            contig_name: contig_name.as_bytes(),
+            pos,
+            rlen,
+            id: &rec.id(),
+            alleles: &alleles,
+            qual: rec.qual().to_bits(),
+        };
+        self.push_site(batch, &site).map_err(err)?;
+        let cols = &mut batch.columns;
+
+        let s = self.n_samples;
+        for slot in &self.fields {
+            let col = &mut cols[slot.column];
+            let inner = rec.inner;
+            let per = if slot.category == Category::Format {
+                s
+            } else {
+                1
+            };
+            let ht = match slot.ty {
+                VcfType::Integer => htslib::BCF_HT_INT,
+                VcfType::Float => htslib::BCF_HT_REAL,
+                VcfType::Flag => htslib::BCF_HT_FLAG,
+                VcfType::String | VcfType::Character => htslib::BCF_HT_STR,
+            } as c_int;
+            let buf = &mut self.bufs[match slot.ty {
+                VcfType::Integer => 0,
+                VcfType::Float => 1,
+                _ => 2,
+            }];
+            // SAFETY: hdr/rec are live; htslib (re)allocates the buffer it is handed.
+            let n = unsafe {
+                match slot.category {
+                    Category::Info => htslib::bcf_get_info_values(
+                        hdr,
+                        inner,
+                        slot.tag.as_ptr(),
+                        &mut buf.ptr,
+                        &mut buf.cap,
+                        ht,
+                    ),
+                    Category::Format => htslib::bcf_get_format_values(
+                        hdr,
+                        inner,
+                        slot.tag.as_ptr(),
+                        &mut buf.ptr,
+                        &mut buf.cap,
+                        ht,
+                    ),
+                }
+            };
+            if slot.ty == VcfType::Flag {
+                col.push_bools(&[u8::from(n == 1)], 1);
+                continue;
+            }
+            if n == -2 {
+                return Err(err(format!(
+                    "{} value does not match its header Type",
+                    slot.name
+                )));
+            }
+            if n < 0 {
+                col.push_absent();
+                continue;
+            }
+            let n = n as usize;
+            if per == 0 || !n.is_multiple_of(per) {
+                return Err(err(format!("{}: {n} values for {per} samples", slot.name)));
+            }
+            // More values than alleles would make this array's `alleles` axis longer
+            // than `variant_allele`'s, a store xarray refuses (bio2zarr refuses too).
+            let most = match slot.number {
+                VcfNumber::A => Some(alleles.len().saturating_sub(1).max(1)),
+                VcfNumber::R => Some(alleles.len()),
+                _ => None,
+            };
+            if let Some(most) = most.filter(|&m| n / per > m) {
+                let (kind, what) = match slot.number {
+                    VcfNumber::A => ("A", "one per ALT allele"),
+                    _ => ("R", "one per allele, REF included"),
+                };
+                return Err(err(format!(
+                    "{}/{} has {} values{}, but Number={kind} allows {most} here ({what}, \
+                     {} ALT): fix the record, or declare the field Number=. (`bcftools \
+                     reheader`)",
+                    if slot.category == Category::Info {
+                        "INFO"
+                    } else {
+                        "FORMAT"
+                    },
+                    slot.name,
+                    n / per,
+                    if per > 1 { " in a sample" } else { "" },
+                    alleles.len().saturating_sub(1)
+                )));
+            }
+            match slot.ty {
+                VcfType::Integer => col.push_htslib_ints(buf.i32s(n), (n / per) as u32),
+                VcfType::Float => col.push_floats(buf.u32s(n), (n / per) as u32),
+                VcfType::String | VcfType::Character => {
+                    let bytes = buf.bytes(n);
+                    let stride = n / per;
+                    let cell = |i: usize| {
+                        let b = &bytes[i * stride..(i + 1) * stride];
+                        let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
+                        &b[..end]
+                    };
+                    let width = (0..per)
+                        .map(|i| cell(i).split(|&x| x == b',').count())
+                        .max()
+                        .unwrap_or(0) as u32;
+                    col.begin_strs(width);
+                    let chars = slot.ty == VcfType::Character;
+                    for i in 0..per {
+                        let mut k = 0;
+                        let v = cell(i);
+                        let v = if v.is_empty() { &b"."[..] } else { v };
+                        for part in v.split(|&x| x == b',') {
+                            if chars {
+                                col.note_chars(String::from_utf8_lossy(part).chars().count());
+                            }
+                            col.push_str(part);
+                            k += 1;
+                        }
+                        for _ in k..width as usize {
+                            col.push_str(b"");
+                        }
+                    }
+                }
+                VcfType::Flag => unreachable!(),
+            }
+        }
+
+        if let Some((tag, col_gt, col_phased)) = &self.gt {
+            // BCF stores GT as int8 for fewer than 63 alleles: decode those bytes
+            // directly instead of widening them through bcf_get_format_values.
+            // SAFETY: hdr/rec are live; fmt.p holds n int8 values per sample.
+            let fmt = unsafe { htslib::bcf_get_fmt(hdr, rec.inner, tag.as_ptr()) };
+            if s > 0
+                && !fmt.is_null()
+                && unsafe { (*fmt).type_ } == htslib::BCF_BT_INT8 as c_int
+                && unsafe { (*fmt).n } > 0
+            {
+                let n = unsafe { (*fmt).n } as usize;
+                let data = unsafe { std::slice::from_raw_parts((*fmt).p as *const i8, s * n) };
+                self.gt8.clear();
+                self.phased.clear();
+                for call in data.chunks_exact(n) {
+                    let mut phased = 0u8;
+                    for (j, &v) in call.iter().enumerate() {
+                        let a = GT_ALLELE[v as u8 as usize];
+                        phased |= u8::from(j > 0 && a >= -1 && v & 1 == 1);
+                        self.gt8.push(a);
+                    }
+                    // A haploid call counts as phased (as cyvcf2, and so bio2zarr, has it).
+                    phased |= u8::from(n == 1 || call[1] == -127);
+                    self.phased.push(phased);
+                }
+                let lo = self.gt8.iter().copied().min().unwrap_or(0);
+                let hi = self.gt8.iter().copied().max().unwrap_or(0);
+                if hi as i32 >= alleles.len() as i32 {
+                    let locus = format!("{contig_name}:{pos}");
+                    let n = alleles.len();
+                    allele_beyond_alt(&mut self.warned_allele, record_no, &locus, hi as i32, n);
+                }
+                batch.max_ploidy = batch.max_ploidy.max(n as u32);
+                cols[*col_gt].push_i8s(&self.gt8, n as u32, lo, hi);
+                cols[*col_phased].push_bools(&self.phased, 1);
+                return Ok(());
+            }
+            let n = unsafe {
+                htslib::bcf_get_format_values(
+                    hdr,
+                    rec.inner,
+                    tag.as_ptr(),
+                    &mut self.bufs[0].ptr,
+                    &mut self.bufs[0].cap,
+                    htslib::BCF_HT_INT as c_int,
+                )
+            };
+            if n < 0 || s == 0 {
+                cols[*col_gt].push_absent();
+                self.phased.clear();
+                self.phased.resize(s, 0);
+                cols[*col_phased].push_bools(&self.phased, 1);
+            } else {
+                let n = n as usize;
+                if !n.is_multiple_of(s) {
+                    return Err(err(format!("GT: {n} values for {s} samples")));
+                }
+                let ploidy = n / s;
+                batch.max_ploidy = batch.max_ploidy.max(ploidy as u32);
+                let raw = self.bufs[0].i32s(n);
+                self.gt_vals.clear();
+                self.phased.clear();
+                let mut max_allele = -1i32;
+                for call in raw.chunks_exact(ploidy) {
+                    let mut phased = 0u8;
+                    for (j, &v) in call.iter().enumerate() {
+                        let a = match v {
+                            BCF_INT32_VECTOR_END => -2,
+                            BCF_INT32_MISSING => -1,
+                            v => {
+                                if j > 0 && v & 1 == 1 {
+                                    phased = 1;
+                                }
+                                (v >> 1) - 1
+                            }
+                        };
+                        max_allele = max_allele.max(a);
+                        self.gt_vals.push(a);
+                    }
+                    // A haploid call counts as phased (as cyvcf2, and so bio2zarr, has it).
+                    if call.len() == 1 || call[1] == BCF_INT32_VECTOR_END {
+                        phased = 1;
+                    }
+                    self.phased.push(phased);
+                }
+                if max_allele >= alleles.len() as i32 {
+                    let locus = format!("{contig_name}:{pos}");
+                    let n = alleles.len();
+                    allele_beyond_alt(&mut self.warned_allele, record_no, &locus, max_allele, n);
+                }
+                cols[*col_gt].push_ints(&self.gt_vals, ploidy as u32);
+                cols[*col_phased].push_bools(&self.phased, 1);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,57 @@
+//! The store crate's errors: each names the path or chunk key it is about, because
+//! that is what a user needs to find a damaged file.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong reading or writing a store.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}{hint}", hint = io_hint(source))]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Bytes that do not decode: a shard index out of bounds, a bad checksum, a chunk
+    /// its codec refuses. `key` is the chunk key (`call_genotype/c/0/1`).
+    #[error("{key}: corrupt shard: {msg}")]
+    Corrupt { key: String, msg: String },
+    #[error("{path} already exists; pass --force to replace it")]
+    OutputExists { path: PathBuf },
+    #[error(
+        "{path}: another svar2 conversion is writing this store; wait for it to finish \
+         or choose another output"
+    )]
+    Locked { path: PathBuf },
+    /// A path that is not (or not yet) a store, or metadata that is not svar2's.
+    #[error("{path}: {msg}")]
+    NotStore { path: PathBuf, msg: String },
+    #[error("internal codec error: {0}")]
+    Codec(String),
+}
+
+/// What to do about the I/O failures users meet on clusters.
+pub fn io_hint(e: &std::io::Error) -> &'static str {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        StorageFull | QuotaExceeded => {
+            " (free some space or write elsewhere; the partial store was removed)"
+        }
+        ReadOnlyFilesystem => " (choose an output on a writable file system)",
+        PermissionDenied => " (choose an output you may write to)",
+        _ => "",
+    }
+}
+
+/// Result alias used across the crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// Wraps an I/O error with the path it happened on.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

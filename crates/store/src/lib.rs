@@ -1,0 +1,28 @@
+//! `svar2-store`: the svar2 store contract, shared by everything that writes or reads
+//! it — convert, rechunk, the reader and the GPU path — without htslib or the VCF
+//! pipeline.
+//!
+//! A store is VCF Zarr on Zarr v3: every variant-axis array sharded
+//! (`sharding_indexed`, index at the end with a crc32c), every inner chunk blosc-zstd
+//! with bit or byte shuffle (strings: vlen-utf8 + zstd), the root `zarr.json` written
+//! last. One concept per module:
+//!
+//! - [`dtype`]: data types and their JSON;
+//! - [`codecs`]: the inner codec chain per array (the one bitshuffle/shuffle rule);
+//! - [`codec`]: encoding and decoding inner chunks through zarrs;
+//! - [`shard`]: shard bytes, and the index parsed from a shard's tail alone;
+//! - [`key`]: chunk keys and their paths;
+//! - [`metadata`]: array metadata, written and read back;
+//! - [`dir`]: the store directory (replace rules, lock, in-progress marker, digest).
+
+pub mod codec;
+pub mod codecs;
+pub mod dir;
+pub mod dtype;
+pub mod error;
+pub mod key;
+pub mod metadata;
+pub mod shard;
+
+pub use dtype::Dtype;
+pub use error::{Error, Result};
