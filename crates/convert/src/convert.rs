@@ -85,6 +85,14 @@ struct Slot {
     layout: Layout,
 }
 
+/// One inner chunk of a shard being laid out again: its stored bytes (`None`: all
+/// fill, not stored) and the layout they were encoded under.
+#[derive(Clone, Copy)]
+struct Part<'a> {
+    bytes: Option<&'a [u8]>,
+    layout: Layout,
+}
+
 /// What the finish step needs to know about a written shard row of one array.
 struct RowInfo {
     layout: Layout,
@@ -444,7 +452,8 @@ impl Writer {
             return Ok(());
         }
         let layouts = self.layouts();
-        let codecs = self.codecs_for(&layouts)?;
+        // Every codec the row's chunks were (or will be) encoded with.
+        self.codecs_for(&layouts)?;
         let mut keys = Vec::new();
         for (a, row) in open.slots.iter().enumerate() {
             for s in row.iter().flatten() {
@@ -456,7 +465,6 @@ impl Writer {
         }
         let cps = self.chunks_per_sample_shard();
         let ips = self.inner_per_shard();
-        let vc = self.g.variants_chunk;
         let end_record = row_index * self.g.variants_shard + open.records;
         // (array, sample shard) jobs.
         let jobs: Vec<(usize, usize)> = self
@@ -520,35 +528,18 @@ impl Writer {
                 } else {
                     Vec::new()
                 };
-                let mut chunks = Vec::with_capacity(slots.len());
-                for (i, slot) in slots.iter().enumerate() {
-                    let (vi, kk) = (i / ks.len(), i % ks.len());
-                    let c = match slot {
-                        None => None,
-                        Some(s) => {
-                            let bytes = s.span.map(|(o, n)| &data[o as usize..(o + n) as usize]);
-                            if s.layout == layouts[a] {
-                                bytes.map(<[u8]>::to_vec)
-                            } else {
-                                let old_codec = &this.codecs[&(s.layout.dtype, spec.bitshuffle)];
-                                let off = vi * vc as usize;
-                                this.transcode(
-                                    a,
-                                    bytes,
-                                    &s.layout,
-                                    &layouts[a],
-                                    old_codec,
-                                    &codecs[a],
-                                    row_index * this.g.variants_shard + off as u64,
-                                    end_record,
-                                    ks[kk],
-                                    &|r| bit(absent, off + r),
-                                )?
-                            }
-                        }
-                    };
-                    chunks.push(c);
-                }
+                let parts: Vec<Option<Part>> = slots
+                    .iter()
+                    .map(|slot| {
+                        slot.map(|s| Part {
+                            bytes: s.span.map(|(o, n)| &data[o as usize..(o + n) as usize]),
+                            layout: s.layout,
+                        })
+                    })
+                    .collect();
+                let first = row_index * this.g.variants_shard;
+                let chunks =
+                    this.relay_shard(a, &parts, &layouts[a], first, end_record, &ks, absent)?;
                 if stored {
                     std::fs::remove_file(&part).map_err(|e| Error::io(&part, e))?;
                 }
@@ -583,6 +574,52 @@ impl Writer {
     }
 
     /// Re-encodes shard rows written under a layout that later data outgrew.
+    /// The inner chunks of one shard of array `a` under layout `new`: a chunk already
+    /// in it is kept as it is, any other is decoded under its old layout and laid out
+    /// again (a stored-nothing chunk too: absent records read back differently under
+    /// a wider layout). `parts` is in the shard's C order (`[inner row][sample chunk
+    /// of ks]`); the shard's records start at `first` and the array's end at `end`.
+    #[allow(clippy::too_many_arguments)]
+    fn relay_shard(
+        &self,
+        a: usize,
+        parts: &[Option<Part>],
+        new: &Layout,
+        first: u64,
+        end: u64,
+        ks: &[usize],
+        absent: &Option<Vec<u64>>,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        let spec = &self.set.arrays[a];
+        let new_codec = &self.codecs[&(new.dtype, spec.bitshuffle)];
+        let vc = self.g.variants_chunk as usize;
+        parts
+            .iter()
+            .enumerate()
+            .map(|(i, part)| {
+                let Some(p) = part else { return Ok(None) };
+                if p.layout == *new {
+                    return Ok(p.bytes.map(<[u8]>::to_vec));
+                }
+                let (vi, kk) = (i / ks.len(), i % ks.len());
+                let off = vi * vc;
+                let old_codec = &self.codecs[&(p.layout.dtype, spec.bitshuffle)];
+                self.transcode(
+                    a,
+                    p.bytes,
+                    &p.layout,
+                    new,
+                    old_codec,
+                    new_codec,
+                    first + off as u64,
+                    end,
+                    ks[kk],
+                    &|r| bit(absent, off + r),
+                )
+            })
+            .collect()
+    }
+
     fn rewrite_outgrown(&mut self, finals: &[Layout]) -> Result<()> {
         let mut jobs = Vec::new();
         for (a, rows) in self.history.iter().enumerate() {
@@ -602,15 +639,12 @@ impl Writer {
         }
         let cps = self.chunks_per_sample_shard();
         let ips = self.inner_per_shard();
-        let vc = self.g.variants_chunk;
         let this = &*self;
         let counts: Vec<Result<u64>> = jobs
             .par_iter()
             .map(|&(a, r)| {
                 let spec = &this.set.arrays[a];
                 let info = &this.history[a][&r];
-                let old_codec = &this.codecs[&(info.layout.dtype, spec.bitshuffle)];
-                let new_codec = &this.codecs[&(finals[a].dtype, spec.bitshuffle)];
                 let n_sc = this.sample_chunks(spec);
                 let n_shards = n_sc.div_ceil(cps);
                 let mut written = 0;
@@ -638,30 +672,27 @@ impl Writer {
                         }
                         None => vec![None; ips * ks.len()],
                     };
-                    let mut chunks = Vec::with_capacity(parts.len());
-                    for vi in 0..ips {
-                        for (kk, &k) in ks.iter().enumerate() {
-                            let enc = parts[vi * ks.len() + kk];
-                            let off = vi * vc as usize;
-                            let c = if k < n_sc {
-                                this.transcode(
-                                    a,
-                                    enc,
-                                    &info.layout,
-                                    &finals[a],
-                                    old_codec,
-                                    new_codec,
-                                    r * this.g.variants_shard + off as u64,
-                                    this.records,
-                                    k,
-                                    &|x| bit(&info.absent, off + x),
-                                )?
-                            } else {
-                                None
-                            };
-                            chunks.push(c);
-                        }
-                    }
+                    // Sample chunks past the last sample are not part of the array.
+                    let parts: Vec<Option<Part>> = parts
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &bytes)| {
+                            (ks[i % ks.len()] < n_sc).then_some(Part {
+                                bytes,
+                                layout: info.layout,
+                            })
+                        })
+                        .collect();
+                    let first = r * this.g.variants_shard;
+                    let chunks = this.relay_shard(
+                        a,
+                        &parts,
+                        &finals[a],
+                        first,
+                        this.records,
+                        &ks,
+                        &info.absent,
+                    )?;
                     if old_bytes.is_some() {
                         std::fs::remove_file(&old_path).map_err(|e| Error::io(&old_path, e))?;
                     }

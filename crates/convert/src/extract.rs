@@ -45,9 +45,11 @@ impl HtsBuf {
         unsafe { std::slice::from_raw_parts(self.ptr as *const i32, n) }
     }
     fn u32s(&self, n: usize) -> &[u32] {
+        // SAFETY: htslib wrote at least n values of the requested type.
         unsafe { std::slice::from_raw_parts(self.ptr as *const u32, n) }
     }
     fn bytes(&self, n: usize) -> &[u8] {
+        // SAFETY: htslib wrote at least n bytes.
         unsafe { std::slice::from_raw_parts(self.ptr as *const u8, n) }
     }
 }
@@ -55,6 +57,7 @@ impl HtsBuf {
 impl Drop for HtsBuf {
     fn drop(&mut self) {
         if !self.ptr.is_null() {
+            // SAFETY: htslib allocated the buffer with malloc; it is freed once.
             unsafe { libc_free(self.ptr) };
         }
     }
@@ -405,27 +408,12 @@ impl Extractor {
                 VcfType::Float => 1,
                 _ => 2,
             }];
-            // SAFETY: hdr/rec are live; htslib (re)allocates the buffer it is handed.
-            let n = unsafe {
-                match slot.category {
-                    Category::Info => htslib::bcf_get_info_values(
-                        hdr,
-                        inner,
-                        slot.tag.as_ptr(),
-                        &mut buf.ptr,
-                        &mut buf.cap,
-                        ht,
-                    ),
-                    Category::Format => htslib::bcf_get_format_values(
-                        hdr,
-                        inner,
-                        slot.tag.as_ptr(),
-                        &mut buf.ptr,
-                        &mut buf.cap,
-                        ht,
-                    ),
-                }
+            let get = match slot.category {
+                Category::Info => htslib::bcf_get_info_values,
+                Category::Format => htslib::bcf_get_format_values,
             };
+            // SAFETY: hdr/rec are live; htslib (re)allocates the buffer it is handed.
+            let n = unsafe { get(hdr, inner, slot.tag.as_ptr(), &mut buf.ptr, &mut buf.cap, ht) };
             if slot.ty == VcfType::Flag {
                 col.push_bools(&[u8::from(n == 1)], 1);
                 continue;
@@ -511,15 +499,18 @@ impl Extractor {
         if let Some((tag, col_gt, col_phased)) = &self.gt {
             // BCF stores GT as int8 for fewer than 63 alleles: decode those bytes
             // directly instead of widening them through bcf_get_format_values.
-            // SAFETY: hdr/rec are live; fmt.p holds n int8 values per sample.
+            // SAFETY: hdr/rec are live and unpacked; the result is checked for null.
             let fmt = unsafe { htslib::bcf_get_fmt(hdr, rec.inner, tag.as_ptr()) };
-            if s > 0
-                && !fmt.is_null()
-                && unsafe { (*fmt).type_ } == htslib::BCF_BT_INT8 as c_int
-                && unsafe { (*fmt).n } > 0
-            {
-                let n = unsafe { (*fmt).n } as usize;
-                let data = unsafe { std::slice::from_raw_parts((*fmt).p as *const i8, s * n) };
+            // SAFETY: fmt is non-null (checked first) and points into the record.
+            let int8 = |f: *mut htslib::bcf_fmt_t| unsafe {
+                (*f).type_ == htslib::BCF_BT_INT8 as c_int && (*f).n > 0 && !(*f).p.is_null()
+            };
+            if s > 0 && !fmt.is_null() && int8(fmt) {
+                // SAFETY: an int8 FORMAT field holds n values for each of the s samples.
+                let (n, data) = unsafe {
+                    let n = (*fmt).n as usize;
+                    (n, std::slice::from_raw_parts((*fmt).p as *const i8, s * n))
+                };
                 self.gt8.clear();
                 self.phased.clear();
                 for call in data.chunks_exact(n) {
@@ -545,6 +536,7 @@ impl Extractor {
                 cols[*col_phased].push_bools(&self.phased, 1);
                 return Ok(());
             }
+            // SAFETY: hdr/rec are live; htslib (re)allocates the buffer it is handed.
             let n = unsafe {
                 htslib::bcf_get_format_values(
                     hdr,

@@ -1,5 +1,5 @@
 //! Per-contig record counts from a CSI or TBI index, without reading records
-//! (lesson 6): `hts_idx_get_stat` per contig. A tabix index (TBI, or CSI written by
+//! (`hts_idx_get_stat` per contig). A tabix index (TBI, or CSI written by
 //! tabix/bcftools for a .vcf.gz) numbers contigs in its own order, so names are mapped
 //! through the index's name table; a BCF's CSI uses the header's contig ids. Every id
 //! is bounded by `hts_idx_nseq` (htslib does not check).

@@ -260,10 +260,6 @@ impl PieceReader {
             .map_or("?", |s| s.as_str())
     }
 
-    fn lookups(&self) -> &Lookups {
-        self.lookups.as_ref().expect("text input")
-    }
-
     /// Reads one piece, handing out batches of at most `rows` records. Returns the
     /// number of records read.
     pub fn read(
@@ -318,8 +314,7 @@ impl PieceReader {
                     });
                 }
                 if self.text {
-                    let line =
-                        unsafe { std::slice::from_raw_parts(self.ks.s as *const u8, self.ks.l) };
+                    let line = crate::fastvcf::kstring_bytes(&self.ks);
                     // POS decides which piece owns the record.
                     let pos = line
                         .split(|&b| b == b'\t')
@@ -330,18 +325,13 @@ impl PieceReader {
                     if pos < piece.beg || pos >= piece.end {
                         continue;
                     }
-                    let lk = self.lookups() as *const Lookups;
-                    // SAFETY: `lookups` is not touched by extract_simple_line.
-                    let done = self.ex.extract_simple_line(
-                        &self.path,
-                        n,
-                        line,
-                        unsafe { &*lk },
-                        &mut batch,
-                    )?;
+                    let lookups = self.lookups.as_ref().expect("text input");
+                    let done =
+                        self.ex
+                            .extract_simple_line(&self.path, n, line, lookups, &mut batch)?;
                     if !done {
                         let fix = crate::fastvcf::parse_general(
-                            unsafe { &*lk },
+                            lookups,
                             &mut self.ks,
                             &self.header,
                             &mut self.rec,
@@ -349,7 +339,11 @@ impl PieceReader {
                         .map_err(|msg| Error::Record {
                             path: self.path.clone(),
                             record: n + 1,
-                            locus: format!("{}:{}", self.contig(piece), pos + 1),
+                            locus: format!(
+                                "{}:{}",
+                                self.names.get(piece.rid as usize).map_or("?", |s| s.as_str()),
+                                pos + 1
+                            ),
                             msg,
                         })?;
                         self.ex.extract(&self.path, n, &self.rec, &mut batch)?;
@@ -360,6 +354,7 @@ impl PieceReader {
                     if pos < piece.beg || pos >= piece.end {
                         continue;
                     }
+                    // SAFETY: rec holds the record just read.
                     unsafe { htslib::bcf_unpack(self.rec.inner, htslib::BCF_UN_ALL as c_int) };
                     self.ex.extract(&self.path, n, &self.rec, &mut batch)?;
                 }

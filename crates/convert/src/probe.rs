@@ -1,4 +1,4 @@
-//! The rate probe (lesson 5 of `shared/design/convert.md`): how many readers keep the
+//! The rate probe: how many readers keep the
 //! encoder busy on *this* machine. One reader parses a bounded prefix of the largest
 //! contig; the encoder lays out and compresses those records as it will in the real
 //! run; `w = ⌈t_read / t_exec⌉`, clamped to [1, 16]. Nothing is written.

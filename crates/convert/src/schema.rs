@@ -261,7 +261,7 @@ impl Schema {
 /// Declares FORMAT/GT in a header that lacks it; `true` if it was added.
 ///
 /// # Safety
-/// `hdr` is a live, writable htslib header.
+/// `hdr` is a live, writable htslib header that no other thread uses meanwhile.
 pub unsafe fn declare_gt(hdr: *mut htslib::bcf_hdr_t) -> bool {
     // SAFETY: the caller's contract; the strings are NUL-terminated literals.
     unsafe {
@@ -344,7 +344,7 @@ struct HeaderLine {
 /// A C string from htslib as text: `None` for null, non-UTF-8 bytes replaced.
 ///
 /// # Safety
-/// `p` is null or points to a NUL-terminated string.
+/// `p` is null or points to a NUL-terminated string of a live htslib structure.
 unsafe fn lossy(p: *const c_char) -> Option<String> {
     // SAFETY: the caller's contract.
     (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())

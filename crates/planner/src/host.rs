@@ -1,7 +1,7 @@
 //! What this process may use: its memory limit and cores, read the way a job
 //! scheduler sets them (cgroups), not the way the host advertises them.
 //!
-//! Memory (lesson 1 of `shared/design/convert.md`): resolve our own cgroup from
+//! Memory: resolve our own cgroup from
 //! `/proc/self/cgroup`; for v2 walk every ancestor up to the root and take the smallest
 //! `memory.max` ("max" = none); for v1 read the leaf's `memory.limit_in_bytes` and treat
 //! the PAGE_COUNTER_MAX sentinel as none; fall back to the fixed root paths, then to
