@@ -413,7 +413,16 @@ impl Extractor {
                 Category::Format => htslib::bcf_get_format_values,
             };
             // SAFETY: hdr/rec are live; htslib (re)allocates the buffer it is handed.
-            let n = unsafe { get(hdr, inner, slot.tag.as_ptr(), &mut buf.ptr, &mut buf.cap, ht) };
+            let n = unsafe {
+                get(
+                    hdr,
+                    inner,
+                    slot.tag.as_ptr(),
+                    &mut buf.ptr,
+                    &mut buf.cap,
+                    ht,
+                )
+            };
             if slot.ty == VcfType::Flag {
                 col.push_bools(&[u8::from(n == 1)], 1);
                 continue;

@@ -11,6 +11,7 @@ pub mod planning;
 pub mod probe;
 pub mod schema;
 pub mod truncation;
+mod writer;
 
 pub use error::{Error, Result};
 pub mod chunk;

@@ -326,9 +326,9 @@ impl PieceReader {
                         continue;
                     }
                     let lookups = self.lookups.as_ref().expect("text input");
-                    let done =
-                        self.ex
-                            .extract_simple_line(&self.path, n, line, lookups, &mut batch)?;
+                    let done = self
+                        .ex
+                        .extract_simple_line(&self.path, n, line, lookups, &mut batch)?;
                     if !done {
                         let fix = crate::fastvcf::parse_general(
                             lookups,
@@ -341,7 +341,9 @@ impl PieceReader {
                             record: n + 1,
                             locus: format!(
                                 "{}:{}",
-                                self.names.get(piece.rid as usize).map_or("?", |s| s.as_str()),
+                                self.names
+                                    .get(piece.rid as usize)
+                                    .map_or("?", |s| s.as_str()),
                                 pos + 1
                             ),
                             msg,

@@ -1,0 +1,246 @@
+//! Completing the store: array metadata under the final layouts, the small arrays
+//! (samples, contigs, filters), the region index, and the root group written last.
+use super::*;
+
+impl Writer {
+    /// Writes a small array that is not on the variants axis as one shard holding
+    /// one inner chunk.
+    pub(super) fn write_small(
+        &mut self,
+        name: &str,
+        dims: &[&str],
+        shape: &[u64],
+        dtype: Dtype,
+        raw: Raw,
+    ) -> Result<()> {
+        let chunk: Vec<u64> = shape.iter().map(|&s| s.max(1)).collect();
+        let dim_names: Vec<String> = dims.iter().map(|s| s.to_string()).collect();
+        let meta = ArrayMeta {
+            shape: shape.to_vec(),
+            shard: chunk.clone(),
+            inner: chunk.clone(),
+            dimension_names: dim_names,
+            dtype,
+            bitshuffle: false,
+            level: self.g.zstd_level,
+            description: String::new(),
+        };
+        self.store.write_json(name, &meta.to_json())?;
+        if shape.iter().product::<u64>() == 0 || raw.is_fill() {
+            return Ok(());
+        }
+        let codec = self.codec(dtype, false)?;
+        let enc = codec.encode(&raw, &chunk)?;
+        let bytes = shard::assemble(&[Some(enc)]).expect("one chunk");
+        let path = self.store.shard_path(name, &vec![0; shape.len()]);
+        Ok(self.store.write(&path, &bytes)?)
+    }
+
+    /// Writes `sample_id` on the same samples grid as the call arrays (readers such as
+    /// vcztools take the samples chunk size from it).
+    pub(super) fn write_sample_ids(&mut self) -> Result<()> {
+        let samples = self.schema.samples.clone();
+        let (sc, ss) = (self.g.samples_chunk as usize, self.g.samples_shard as usize);
+        let n = samples.len() as u64;
+        let meta = ArrayMeta {
+            shape: vec![n],
+            shard: vec![ss as u64],
+            inner: vec![sc as u64],
+            dimension_names: vec!["samples".to_string()],
+            dtype: Dtype::Str,
+            bitshuffle: false,
+            level: self.g.zstd_level,
+            description: String::new(),
+        };
+        self.store.write_json("sample_id", &meta.to_json())?;
+        let codec = self.codec(Dtype::Str, false)?;
+        for (j, shard_names) in samples.chunks(ss).enumerate() {
+            let mut chunks = Vec::new();
+            for names in shard_names.chunks(sc) {
+                let mut bytes = Vec::new();
+                let mut offsets = vec![0];
+                for k in 0..sc {
+                    if let Some(s) = names.get(k) {
+                        bytes.extend_from_slice(s.as_bytes());
+                    }
+                    offsets.push(bytes.len());
+                }
+                let raw = Raw::Strings { bytes, offsets };
+                chunks.push(if raw.is_fill() {
+                    None
+                } else {
+                    Some(codec.encode(&raw, &[sc as u64])?)
+                });
+            }
+            chunks.resize(ss / sc, None);
+            if let Some(bytes) = shard::assemble(&chunks) {
+                self.store
+                    .write(&self.store.shard_path("sample_id", &[j as u64]), &bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every array that names a dimension must give it one length, or xarray cannot
+    /// open the store. Only a `Number=G` field wider than the genotypes the alleles and
+    /// ploidy allow can break this here (A and R are checked per record).
+    pub(super) fn check_shared_dimensions(&self, finals: &[Layout]) -> Result<()> {
+        let mut seen: HashMap<&str, (u32, &str)> = HashMap::new();
+        // The standard arrays come first, so they set each length.
+        for (spec, l) in self.set.arrays.iter().zip(finals) {
+            let Some(w) = l.width else { continue };
+            let (len, first) = *seen.entry(&spec.trailing_dim).or_insert((w, &spec.name));
+            if len != w {
+                return Err(Error::Usage(format!(
+                    "{}: {} has {w} values per cell where {first} gives dimension `{}` {len}: \
+                     a field declared Number=G carries more values than the alleles and \
+                     ploidy allow; declare it Number=. (`bcftools reheader`) and convert again",
+                    self.input.display(),
+                    spec.name,
+                    spec.trailing_dim
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        // Only the last row is short, but with concurrent contigs it need not arrive last.
+        while let Some((row, open)) = self.open.pop_first() {
+            self.flush_row(row, open)?;
+        }
+        // Rows arrive in any order; each chunk's rows arrived together, in record order.
+        self.region.sort_by_key(|r| r[0]);
+        let finals = self.layouts();
+        self.check_shared_dimensions(&finals)?;
+        self.rewrite_outgrown(&finals)?;
+        let n = self.records;
+        let s = self.n_samples() as u64;
+        for (a, spec) in self.set.arrays.iter().enumerate() {
+            let meta = spec.metadata(&finals[a], n, s, &self.g);
+            self.store.write_json(&spec.name, &meta.to_json())?;
+        }
+        let strings = |v: Vec<&str>| {
+            let mut bytes = Vec::new();
+            let mut offsets = vec![0];
+            for s in v {
+                bytes.extend_from_slice(s.as_bytes());
+                offsets.push(bytes.len());
+            }
+            Raw::Strings { bytes, offsets }
+        };
+        let schema = self.schema.clone();
+        self.write_sample_ids()?;
+        let nc = schema.contigs.len() as u64;
+        self.write_small(
+            "contig_id",
+            &["contigs"],
+            &[nc],
+            Dtype::Str,
+            strings(schema.contigs.iter().map(|c| c.name.as_str()).collect()),
+        )?;
+        // Only when every contig has a length: the array has no missing value, and a
+        // −1 would be printed back as `length=-1`, which htslib then drops.
+        let unknown: Vec<&str> = schema
+            .contigs
+            .iter()
+            .filter(|c| c.length.is_none())
+            .map(|c| c.name.as_str())
+            .collect();
+        if !unknown.is_empty() && unknown.len() < schema.contigs.len() {
+            tracing::warn!(
+                "{}: the header gives no length for contig {}{}: contig_length is left out \
+                 (add lengths with `bcftools reheader --fai`)",
+                self.input.display(),
+                unknown[0],
+                match unknown.len() {
+                    1 => String::new(),
+                    n => format!(" and {} more", n - 1),
+                }
+            );
+        }
+        if let Some(lengths) = schema.contig_lengths() {
+            self.write_small(
+                "contig_length",
+                &["contigs"],
+                &[nc],
+                Dtype::I64,
+                Raw::Fixed(lengths.iter().flat_map(|l| l.to_le_bytes()).collect()),
+            )?;
+        }
+        let nf = schema.filters.len() as u64;
+        self.write_small(
+            "filter_id",
+            &["filters"],
+            &[nf],
+            Dtype::Str,
+            strings(schema.filters.iter().map(|f| f.id.as_str()).collect()),
+        )?;
+        self.write_small(
+            "filter_description",
+            &["filters"],
+            &[nf],
+            Dtype::Str,
+            strings(
+                schema
+                    .filters
+                    .iter()
+                    .map(|f| f.description.as_str())
+                    .collect(),
+            ),
+        )?;
+
+        // region_index takes variant_position's type, as bio2zarr does (widened if a
+        // max-end would not fit).
+        let pos_dtype = finals[self
+            .set
+            .arrays
+            .iter()
+            .position(|a| a.name == "variant_position")
+            .expect("pos")]
+        .dtype;
+        let (lo, hi) = self
+            .region
+            .iter()
+            .flatten()
+            .fold((0i64, 0i64), |(l, h), &v| (l.min(v), h.max(v)));
+        let dtype = match (pos_dtype, Dtype::smallest_int(lo, hi)) {
+            (p, r) if r.size() > p.size() => r,
+            (p, _) => p,
+        };
+        let mut bytes = Vec::new();
+        for v in self.region.iter().flatten() {
+            match dtype {
+                Dtype::I8 => bytes.push(*v as i8 as u8),
+                Dtype::I16 => bytes.extend_from_slice(&(*v as i16).to_le_bytes()),
+                Dtype::I32 => bytes.extend_from_slice(&(*v as i32).to_le_bytes()),
+                _ => bytes.extend_from_slice(&v.to_le_bytes()),
+            }
+        }
+        let nr = self.region.len() as u64;
+        self.write_small(
+            "region_index",
+            &["region_index_values", "region_index_fields"],
+            &[nr, 6],
+            dtype,
+            Raw::Fixed(bytes),
+        )?;
+
+        let root = json!({
+            "zarr_format": 3,
+            "node_type": "group",
+            "attributes": {
+                "vcf_zarr_version": "0.5",
+                "source": format!("svar2-{}", env!("CARGO_PKG_VERSION")),
+                "vcf_meta_information": schema.meta_information.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+                "svar2": {
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "layout": self.g,
+                    "blosc_blocksize": svar2_store::codecs::BLOSC_BLOCKSIZE,
+                }
+            }
+        });
+        // Written last: its presence is what marks the store complete.
+        Ok(self.store.finish(&root)?)
+    }
+}

@@ -1,0 +1,386 @@
+//! The store writer: encoded inner chunks go straight to their shard's partial file
+//! as rows of records arrive (in any order, with concurrent contigs), each shard row
+//! is finished when its last record arrives, and the store is completed at the end.
+//! One job per file: rows and parts here; shard assembly in `shards`; re-laying rows
+//! whose layout was outgrown in `relayout`; the arrays written at the end (small
+//! arrays, region index, root group) in `finish`.
+
+mod finish;
+mod relayout;
+mod shards;
+
+use crate::arrays::{ArraySet, ArraySpec, Dims, Geometry, Layout, Stats};
+use crate::chunk::{chunk_tasks, column_from_raw, encode_chunk, materialize, ChunkView};
+use crate::column::Batch;
+use crate::error::{Error, Result};
+use crate::schema::Schema;
+use rayon::prelude::*;
+use serde_json::json;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use svar2_store::codec::{InnerCodec, Raw};
+use svar2_store::dir::StoreDir;
+use svar2_store::metadata::ArrayMeta;
+use svar2_store::{shard, Dtype};
+
+/// One encoded inner chunk of the current shard row: where it sits in the shard's
+/// partial file (`None`: all fill, not stored) and the layout it was encoded under.
+#[derive(Clone)]
+struct Slot {
+    span: Option<(u64, u64)>,
+    layout: Layout,
+}
+
+/// One inner chunk of a shard being laid out again: its stored bytes (`None`: all
+/// fill, not stored) and the layout they were encoded under.
+#[derive(Clone, Copy)]
+struct Part<'a> {
+    bytes: Option<&'a [u8]>,
+    layout: Layout,
+}
+
+/// What the finish step needs to know about a written shard row of one array.
+struct RowInfo {
+    layout: Layout,
+    /// Records (row-relative) whose field was absent, for growable arrays.
+    absent: Option<Vec<u64>>,
+}
+
+fn bit(bits: &Option<Vec<u64>>, i: usize) -> bool {
+    bits.as_ref()
+        .is_some_and(|b| b.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1))
+}
+
+/// A shard row still being filled. Concurrent contigs fill several rows at once, in
+/// any order; each is finished when its last record arrives.
+#[derive(Default)]
+struct OpenRow {
+    /// Per array: the row's inner chunks, `[inner row][sample chunk]`.
+    slots: Vec<Vec<Option<Slot>>>,
+    /// Bytes already appended to each (array, sample shard) partial file of the row.
+    part_len: HashMap<(usize, usize), u64>,
+    /// Per growable array: records (row-relative) whose field was absent.
+    absent: Vec<Option<Vec<u64>>>,
+    records: u64,
+}
+
+pub(crate) struct Writer {
+    input: PathBuf,
+    /// `--max-mem`, the plan's predicted peak and the encoding threads: wide records
+    /// are checked against what the plan left over.
+    budget: u64,
+    planned_peak: u64,
+    threads: usize,
+    schema: Schema,
+    set: ArraySet,
+    g: Geometry,
+    store: StoreDir,
+    stats: Stats,
+    codecs: HashMap<(Dtype, bool), Arc<InnerCodec>>,
+    records: u64,
+    open: std::collections::BTreeMap<u64, OpenRow>,
+    /// Per array, per finished shard row: the layout it was written under.
+    history: Vec<std::collections::BTreeMap<u64, RowInfo>>,
+    /// Region index rows, each tagged with its inner chunk (sorted at the end).
+    region: Vec<[i64; 6]>,
+    rewritten: u64,
+}
+
+impl Writer {
+    /// A writer for `set`'s arrays into `store`, for a conversion planned to peak at
+    /// `planned_peak` bytes of a `budget` (wide records are checked against it).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        input: &Path,
+        budget: u64,
+        planned_peak: u64,
+        threads: usize,
+        schema: Schema,
+        set: ArraySet,
+        g: Geometry,
+        store: StoreDir,
+        stats: Stats,
+    ) -> Writer {
+        let n_arrays = set.arrays.len();
+        Writer {
+            input: input.into(),
+            budget,
+            planned_peak,
+            threads,
+            schema,
+            set,
+            g,
+            store,
+            stats,
+            codecs: HashMap::new(),
+            records: 0,
+            open: Default::default(),
+            history: (0..n_arrays).map(|_| Default::default()).collect(),
+            region: Vec::new(),
+            rewritten: 0,
+        }
+    }
+
+    /// Records written so far.
+    pub(crate) fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Shards re-encoded because their layout was outgrown.
+    pub(crate) fn rewritten(&self) -> u64 {
+        self.rewritten
+    }
+
+    fn n_samples(&self) -> usize {
+        self.schema.samples.len()
+    }
+
+    fn inner_per_shard(&self) -> usize {
+        (self.g.variants_shard / self.g.variants_chunk) as usize
+    }
+
+    fn sample_chunks(&self, a: &ArraySpec) -> usize {
+        if a.per_sample {
+            (self.n_samples() as u64)
+                .div_ceil(self.g.samples_chunk)
+                .max(1) as usize
+        } else {
+            1
+        }
+    }
+
+    fn chunks_per_sample_shard(&self) -> usize {
+        (self.g.samples_shard / self.g.samples_chunk) as usize
+    }
+
+    fn dims(&self) -> Dims {
+        Dims::from_stats(&self.set, &self.stats, self.schema.has_gt)
+    }
+
+    fn layouts(&self) -> Vec<Layout> {
+        let dims = self.dims();
+        self.set
+            .arrays
+            .iter()
+            .map(|a| a.layout(&self.stats, &dims))
+            .collect()
+    }
+
+    fn codec(&mut self, dtype: Dtype, bitshuffle: bool) -> Result<Arc<InnerCodec>> {
+        if let Some(c) = self.codecs.get(&(dtype, bitshuffle)) {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(InnerCodec::new(dtype, bitshuffle, self.g.zstd_level)?);
+        self.codecs.insert((dtype, bitshuffle), c.clone());
+        Ok(c)
+    }
+
+    fn codecs_for(&mut self, layouts: &[Layout]) -> Result<Vec<Arc<InnerCodec>>> {
+        let keys: Vec<_> = self
+            .set
+            .arrays
+            .iter()
+            .zip(layouts)
+            .map(|(a, l)| (l.dtype, a.bitshuffle))
+            .collect();
+        keys.into_iter().map(|(d, b)| self.codec(d, b)).collect()
+    }
+
+    fn inner_shape(&self, a: &ArraySpec, l: &Layout) -> Vec<u64> {
+        a.shapes(l, 0, self.n_samples() as u64, &self.g)[2].clone()
+    }
+
+    /// Encodes one inner-chunk row of records into the current shard row and hands
+    /// the batch back for reuse.
+    pub(crate) fn add_batch(&mut self, batch: Batch) -> Result<Batch> {
+        for (s, c) in self.stats.columns.iter_mut().zip(&batch.columns) {
+            s.merge(&c.stats);
+        }
+        for (i, name) in &batch.new_contigs {
+            debug_assert_eq!(*i as usize, self.schema.contigs.len());
+            self.schema
+                .add_undeclared_contigs(std::slice::from_ref(name));
+        }
+        if !batch.new_contigs.is_empty() {
+            // bio2zarr sizes variant_contig by the contig count.
+            let col = self.set.arrays[0].column;
+            let n = self.schema.contigs.len() as i64;
+            self.stats.columns[col].max = self.stats.columns[col].max.max(n);
+        }
+        self.stats.max_alleles = self.stats.max_alleles.max(batch.max_alleles);
+        self.stats.max_ploidy = self.stats.max_ploidy.max(batch.max_ploidy);
+        let layouts = self.layouts();
+        self.check_widths(&batch, &layouts)?;
+        let codecs = self.codecs_for(&layouts)?;
+        let vc = self.g.variants_chunk as usize;
+        let sc = self.g.samples_chunk as usize;
+        let n_samples = self.n_samples();
+        let ips = self.inner_per_shard();
+        let inner_row = ((batch.first / vc as u64) % ips as u64) as usize;
+        let chunk_index = batch.first / vc as u64;
+        let row_index = chunk_index / ips as u64;
+        let n_arrays = self.set.arrays.len();
+        let mut open = self.open.remove(&row_index).unwrap_or_else(|| OpenRow {
+            slots: vec![Vec::new(); n_arrays],
+            absent: vec![None; n_arrays],
+            ..OpenRow::default()
+        });
+
+        // Region index rows: one per run of one contig within this inner chunk.
+        let mut i = 0;
+        while i < batch.loci.len() {
+            let (contig, start, _) = batch.loci[i];
+            let mut j = i;
+            let mut max_end = i64::MIN;
+            while j < batch.loci.len() && batch.loci[j].0 == contig {
+                max_end = max_end.max(batch.loci[j].2);
+                j += 1;
+            }
+            let end = batch.loci[j - 1].1;
+            self.region.push([
+                chunk_index as i64,
+                contig as i64,
+                start,
+                end,
+                max_end,
+                (j - i) as i64,
+            ]);
+            i = j;
+        }
+
+        let tasks = chunk_tasks(&self.set, n_samples, sc);
+        let (set, g) = (&self.set, &self.g);
+        let results: Vec<Result<Option<Vec<u8>>>> = tasks
+            .par_iter()
+            .map(|&(a, k)| encode_chunk(set, &batch, &layouts[a], &codecs[a], g, n_samples, a, k))
+            .collect();
+        // Encoded chunks go straight to their shard's partial file, in a fixed order,
+        // so memory never holds more than one inner-chunk row of encoded bytes.
+        let cps = self.chunks_per_sample_shard();
+        for (&(a, k), r) in tasks.iter().zip(results) {
+            let n_sc = self.sample_chunks(&self.set.arrays[a]);
+            let span = match r? {
+                None => None,
+                Some(bytes) => {
+                    let j = k / cps;
+                    let path = self.part_path(row_index, a, j);
+                    let off = open.part_len.entry((a, j)).or_insert(0);
+                    append(&path, &bytes)?;
+                    let span = (*off, bytes.len() as u64);
+                    *off += bytes.len() as u64;
+                    Some(span)
+                }
+            };
+            let row = &mut open.slots[a];
+            if row.is_empty() {
+                row.resize(ips * n_sc, None);
+            }
+            row[inner_row * n_sc + k] = Some(Slot {
+                span,
+                layout: layouts[a],
+            });
+        }
+        for (a, spec) in self.set.arrays.iter().enumerate() {
+            if !spec.growable() {
+                continue;
+            }
+            let col = &batch.columns[spec.column];
+            for (r, &w) in col.widths.iter().enumerate() {
+                if w == 0 {
+                    let i = inner_row * vc + r;
+                    let bits = open.absent[a].get_or_insert_with(|| {
+                        vec![0u64; (self.g.variants_shard as usize).div_ceil(64)]
+                    });
+                    bits[i / 64] |= 1 << (i % 64);
+                }
+            }
+        }
+        self.records += batch.len() as u64;
+        open.records += batch.len() as u64;
+        if open.records == self.g.variants_shard {
+            self.flush_row(row_index, open)?;
+        } else {
+            self.open.insert(row_index, open);
+        }
+        Ok(batch)
+    }
+
+    /// Refuses a layout whose inner chunks no longer fit the memory budget. An array
+    /// is as wide as its widest record, so one record with a million values makes
+    /// every chunk of that array a million wide; each encoding thread holds one such
+    /// chunk and its encoded copy.
+    fn check_widths(&self, batch: &Batch, layouts: &[Layout]) -> Result<()> {
+        for (spec, l) in self.set.arrays.iter().zip(layouts) {
+            let Some(width) = l.width else { continue };
+            let planned = spec.planned_width();
+            if u64::from(width) <= planned {
+                continue;
+            }
+            let shape = self.inner_shape(spec, l);
+            let chunk = shape.iter().product::<u64>() * l.dtype.size().unwrap_or(16) as u64;
+            // What the plan did not budget: the chunk's width beyond the planned one.
+            let excess = chunk - chunk / u64::from(width) * planned;
+            let need = self
+                .planned_peak
+                .saturating_add(excess.saturating_mul(2 * self.threads as u64));
+            if need <= self.budget {
+                continue;
+            }
+            let col = &batch.columns[spec.column];
+            let widest = col
+                .widths
+                .iter()
+                .enumerate()
+                .max_by_key(|&(_, w)| *w)
+                .filter(|&(_, &w)| w >= width)
+                .map(|(i, _)| i / col.per_record.max(1));
+            let locus = widest
+                .and_then(|r| batch.loci.get(r))
+                .map(|&(rid, pos, _)| {
+                    let name = self
+                        .schema
+                        .contigs
+                        .get(rid as usize)
+                        .map_or("?", |c| &c.name);
+                    format!("{name}:{pos}")
+                })
+                .unwrap_or_else(|| "header".into());
+            return Err(Error::Record {
+                path: self.input.clone(),
+                record: batch.first + widest.unwrap_or(0) as u64 + 1,
+                locus,
+                msg: format!(
+                    "{} is {width} values wide here; every inner chunk of it would hold {} \
+                     ({}), which does not fit --max-mem {}. Drop the field (`bcftools \
+                     annotate -x`), or pass a smaller --variants-chunk or a larger --max-mem \
+                     (about {})",
+                    spec.name,
+                    shape
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" x "),
+                    svar2_planner::size::human(chunk),
+                    svar2_planner::size::human(self.budget),
+                    svar2_planner::size::human(need.saturating_mul(5) / 4)
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Appends bytes to a file, creating it (and its directory) if needed.
+fn append(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(|e| Error::io(path, e))
+}
