@@ -13,6 +13,7 @@ use crate::source::VcfReader;
 use crate::writer::Writer;
 use std::path::Path;
 use std::time::Instant;
+use svar2_planner::geometry::whole_chunks;
 use svar2_planner::PIECES_PER_READER;
 use svar2_store::dir::{disk_usage, StoreDir};
 
@@ -56,10 +57,9 @@ pub struct Summary {
 /// and no axis is chunked wider than the data needs.
 pub fn normalise(g: Geometry, n_samples: u64) -> Geometry {
     let vc = g.variants_chunk.max(1);
-    let vs = g.variants_shard.max(vc).div_ceil(vc) * vc;
+    let vs = whole_chunks(g.variants_shard, vc);
     let sc = g.samples_chunk.max(1).min(n_samples.max(1));
-    let s_full = n_samples.max(1).div_ceil(sc) * sc;
-    let ss = (g.samples_shard.max(sc).div_ceil(sc) * sc).min(s_full);
+    let ss = whole_chunks(g.samples_shard, sc).min(whole_chunks(n_samples, sc));
     Geometry {
         variants_chunk: vc,
         samples_chunk: sc,

@@ -40,28 +40,37 @@ fn cpath(p: &Path) -> Option<CString> {
     CString::new(p.as_os_str().as_encoded_bytes()).ok()
 }
 
+/// The index files beside `input` that exist, CSI first.
+fn index_paths(input: &Path) -> Vec<(PathBuf, IndexKind)> {
+    [("csi", IndexKind::Csi), ("tbi", IndexKind::Tbi)]
+        .into_iter()
+        .filter_map(|(ext, kind)| {
+            let mut p = input.as_os_str().to_owned();
+            p.push(format!(".{ext}"));
+            let p = PathBuf::from(p);
+            p.exists().then_some((p, kind))
+        })
+        .collect()
+}
+
 /// Counts from `<input>.csi` or `<input>.tbi`, whichever exists (CSI first).
 pub fn contig_counts(input: &Path, contigs: &[Contig]) -> Result<IndexCounts, NoCounts> {
-    let mut tried = Vec::new();
-    for (ext, kind) in [("csi", IndexKind::Csi), ("tbi", IndexKind::Tbi)] {
-        let mut idx_path = input.as_os_str().to_owned();
-        idx_path.push(format!(".{ext}"));
-        let idx_path = PathBuf::from(idx_path);
-        if !idx_path.exists() {
-            continue;
-        }
-        tried.push(idx_path.display().to_string());
-        if let Some((counts, undeclared)) = read_counts(input, &idx_path, contigs) {
+    let found = index_paths(input);
+    for (idx_path, kind) in &found {
+        // A VCF's index names its contigs (tabix); a BCF's CSI uses header ids.
+        let index =
+            Index::open(input, idx_path, true).or_else(|| Index::open(input, idx_path, false));
+        if let Some((counts, undeclared)) = index.and_then(|i| i.counts(contigs)) {
             return Ok(IndexCounts {
-                kind,
-                path: idx_path,
+                kind: *kind,
+                path: idx_path.clone(),
                 counts,
                 undeclared,
             });
         }
     }
     Err(NoCounts {
-        reason: if tried.is_empty() {
+        reason: if found.is_empty() {
             format!(
                 "no index ({0}.csi or {0}.tbi); index it with `bcftools index {0}`",
                 input.display()
@@ -69,7 +78,11 @@ pub fn contig_counts(input: &Path, contigs: &[Contig]) -> Result<IndexCounts, No
         } else {
             format!(
                 "index {} has no usable per-contig statistics",
-                tried.join(", ")
+                found
+                    .iter()
+                    .map(|(p, _)| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         },
     })
@@ -84,31 +97,35 @@ fn stats(idx: *const htslib::hts_idx_t, tid: c_int) -> Option<u64> {
 
 type Counts = (Vec<u64>, Vec<(String, u64)>);
 
-fn read_counts(input: &Path, idx_path: &Path, contigs: &[Contig]) -> Option<Counts> {
-    let (fnc, idxc) = (cpath(input)?, cpath(idx_path)?);
-    let by_name: HashMap<&str, usize> = contigs
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.name.as_str(), i))
-        .collect();
-    let mut counts = vec![0u64; contigs.len()];
-    let mut undeclared = Vec::new();
-    // SAFETY: pointers come from htslib and are destroyed before returning.
-    unsafe {
-        let tbx = htslib::tbx_index_load2(fnc.as_ptr(), idxc.as_ptr());
-        if !tbx.is_null() {
-            let mut n: c_int = 0;
-            let names = htslib::tbx_seqnames(tbx, &mut n);
-            let nseq = htslib::hts_idx_nseq((*tbx).idx);
-            let mut ok = !names.is_null();
-            if ok {
+impl Index {
+    /// Records per contig from the index's statistics (and the contigs a tabix index
+    /// lists that `contigs` lacks); `None` when the index has no statistics.
+    fn counts(&self, contigs: &[Contig]) -> Option<Counts> {
+        let by_name: HashMap<&str, usize> = contigs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.as_str(), i))
+            .collect();
+        let mut counts = vec![0u64; contigs.len()];
+        let mut undeclared = Vec::new();
+        // SAFETY: the index is live; ids are bounded by hts_idx_nseq; the name table
+        // is checked for null, each name too, and freed once.
+        unsafe {
+            let nseq = htslib::hts_idx_nseq(self.idx).max(0);
+            if !self.tbx.is_null() {
+                let mut n: c_int = 0;
+                let names = htslib::tbx_seqnames(self.tbx, &mut n);
+                if names.is_null() {
+                    return None;
+                }
+                let mut ok = true;
                 for tid in 0..n.min(nseq) {
                     let name = *names.add(tid as usize);
                     if name.is_null() {
                         continue;
                     }
                     let name = CStr::from_ptr(name).to_string_lossy();
-                    let Some(c) = stats((*tbx).idx, tid) else {
+                    let Some(c) = stats(self.idx, tid) else {
                         ok = false;
                         break;
                     };
@@ -118,33 +135,119 @@ fn read_counts(input: &Path, idx_path: &Path, contigs: &[Contig]) -> Option<Coun
                     }
                 }
                 libc_free(names as *mut std::ffi::c_void);
+                return ok.then_some((counts, undeclared));
             }
-            htslib::tbx_destroy(tbx);
-            return ok.then_some((counts, undeclared));
+            // A contig without records has no bins and so no stats (0 records).
+            let mut any = false;
+            for (c, contig) in counts.iter_mut().zip(contigs) {
+                let Some(tid) = contig.hts_rid.and_then(|r| c_int::try_from(r).ok()) else {
+                    continue;
+                };
+                if tid >= nseq {
+                    continue;
+                }
+                if let Some(v) = stats(self.idx, tid) {
+                    *c = v;
+                    any = true;
+                }
+            }
+            (any || nseq == 0).then_some((counts, undeclared))
         }
-        let idx = htslib::hts_idx_load2(fnc.as_ptr(), idxc.as_ptr());
-        if idx.is_null() {
+    }
+}
+
+/// An open index: tabix (VCF text) or CSI (BCF).
+pub(crate) struct Index {
+    tbx: *mut htslib::tbx_t,
+    idx: *mut htslib::hts_idx_t,
+}
+
+impl Index {
+    /// The first of `<input>.csi`, `<input>.tbi` that loads: as a tabix index for VCF
+    /// text (contigs named in the index), as a plain CSI for BCF (header ids).
+    pub(crate) fn load(input: &Path, text: bool) -> Option<Index> {
+        index_paths(input)
+            .into_iter()
+            .find_map(|(p, _)| Index::open(input, &p, text))
+    }
+
+    /// Opens one index file (see [`Index::load`]).
+    fn open(input: &Path, idx_path: &Path, tabix: bool) -> Option<Index> {
+        let (c, ci) = (cpath(input)?, cpath(idx_path)?);
+        // SAFETY: plain htslib loads; null checked; freed in Drop.
+        unsafe {
+            if tabix {
+                let tbx = htslib::tbx_index_load2(c.as_ptr(), ci.as_ptr());
+                (!tbx.is_null() && !(*tbx).idx.is_null()).then(|| Index {
+                    tbx,
+                    idx: (*tbx).idx,
+                })
+            } else {
+                let idx = htslib::hts_idx_load2(c.as_ptr(), ci.as_ptr());
+                (!idx.is_null()).then_some(Index {
+                    tbx: std::ptr::null_mut(),
+                    idx,
+                })
+            }
+        }
+    }
+
+    /// The tabix handle htslib's text iterator reads lines through (null for BCF).
+    pub(crate) fn tabix_ptr(&self) -> *mut htslib::tbx_t {
+        self.tbx
+    }
+
+    /// The index's id for a contig: by name in a tabix index, by the header's id in a
+    /// BCF's CSI.
+    pub(crate) fn tid(&self, name: &str, hts_rid: Option<u32>) -> Option<i32> {
+        if self.tbx.is_null() {
+            let rid = i32::try_from(hts_rid?).ok()?;
+            // SAFETY: idx is live.
+            let n = unsafe { htslib::hts_idx_nseq(self.idx) };
+            return (rid < n).then_some(rid);
+        }
+        let c = CString::new(name).ok()?;
+        // SAFETY: tbx is live.
+        let t = unsafe { htslib::tbx_name2id(self.tbx, c.as_ptr()) };
+        let n = unsafe { htslib::hts_idx_nseq(self.idx) };
+        (t >= 0 && t < n).then_some(t)
+    }
+
+    pub(crate) fn query(&self, tid: i32, beg: i64, end: i64) -> *mut htslib::hts_itr_t {
+        let readrec = if self.tbx.is_null() {
+            Some(htslib::bcf_readrec as unsafe extern "C" fn(_, _, _, _, _, _) -> _)
+        } else {
+            Some(htslib::tbx_readrec as unsafe extern "C" fn(_, _, _, _, _, _) -> _)
+        };
+        // SAFETY: idx is live; tid bounded by hts_idx_nseq in `tid`.
+        unsafe { htslib::hts_itr_query(self.idx, tid, beg, end, readrec) }
+    }
+
+    /// Compressed offset where a contig's records start (for file order).
+    pub(crate) fn first_offset(&self, tid: i32) -> Option<u64> {
+        let itr = self.query(tid, 0, i64::MAX >> 2);
+        if itr.is_null() {
             return None;
         }
-        let nseq = htslib::hts_idx_nseq(idx).max(0);
-        // A BCF's CSI numbers contigs as the header does (ids, which `IDX=` can
-        // skip); a contig without records has no bins and so no stats (0 records).
-        let mut any = false;
-        for (c, contig) in counts.iter_mut().zip(contigs) {
-            let Some(tid) = contig.hts_rid.and_then(|r| c_int::try_from(r).ok()) else {
-                continue;
-            };
-            if tid >= nseq {
-                continue;
-            }
-            if let Some(v) = stats(idx, tid) {
-                *c = v;
-                any = true;
+        // SAFETY: itr is live until destroyed below.
+        unsafe {
+            let o = ((*itr).n_off > 0).then(|| (*(*itr).off).u);
+            htslib::hts_itr_destroy(itr);
+            o
+        }
+    }
+}
+
+impl Drop for Index {
+    fn drop(&mut self) {
+        // SAFETY: owned pointers from htslib.
+        unsafe {
+            if self.tbx.is_null() {
+                htslib::hts_idx_destroy(self.idx);
+            } else {
+                htslib::tbx_destroy(self.tbx);
             }
         }
-        let ok = any || nseq == 0;
-        htslib::hts_idx_destroy(idx);
-        ok.then_some((counts, undeclared))
     }
 }
 

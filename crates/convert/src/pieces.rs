@@ -11,6 +11,7 @@ use crate::column::Batch;
 use crate::error::{Error, Result};
 use crate::extract::Extractor;
 use crate::fastvcf::{Lookups, TextReader};
+use crate::index::Index;
 use crate::schema::Schema;
 use rust_htslib::bcf::{self, header::HeaderView};
 use rust_htslib::htslib;
@@ -30,101 +31,6 @@ pub struct Piece {
     pub end: i64,
     /// True for the contig's last piece (where its record count is checked).
     pub last_of_contig: bool,
-}
-
-/// An open index: tabix (VCF text) or CSI (BCF).
-struct Index {
-    tbx: *mut htslib::tbx_t,
-    idx: *mut htslib::hts_idx_t,
-}
-
-impl Index {
-    fn load(input: &Path, text: bool) -> Option<Index> {
-        let c = CString::new(input.as_os_str().as_encoded_bytes()).ok()?;
-        for ext in ["csi", "tbi"] {
-            let mut p = input.as_os_str().to_owned();
-            p.push(format!(".{ext}"));
-            let p = PathBuf::from(p);
-            if !p.exists() {
-                continue;
-            }
-            let ci = CString::new(p.as_os_str().as_encoded_bytes()).ok()?;
-            // SAFETY: plain htslib loads; null checked; freed in Drop.
-            unsafe {
-                if text {
-                    let tbx = htslib::tbx_index_load2(c.as_ptr(), ci.as_ptr());
-                    if !tbx.is_null() {
-                        return Some(Index {
-                            tbx,
-                            idx: (*tbx).idx,
-                        });
-                    }
-                } else {
-                    let idx = htslib::hts_idx_load2(c.as_ptr(), ci.as_ptr());
-                    if !idx.is_null() {
-                        return Some(Index {
-                            tbx: std::ptr::null_mut(),
-                            idx,
-                        });
-                    }
-                }
-            }
-        }
-        None
-    }
-
-    /// The index's id for a contig: by name in a tabix index, by the header's id in a
-    /// BCF's CSI.
-    fn tid(&self, name: &str, hts_rid: Option<u32>) -> Option<i32> {
-        if self.tbx.is_null() {
-            let rid = i32::try_from(hts_rid?).ok()?;
-            // SAFETY: idx is live.
-            let n = unsafe { htslib::hts_idx_nseq(self.idx) };
-            return (rid < n).then_some(rid);
-        }
-        let c = CString::new(name).ok()?;
-        // SAFETY: tbx is live.
-        let t = unsafe { htslib::tbx_name2id(self.tbx, c.as_ptr()) };
-        let n = unsafe { htslib::hts_idx_nseq(self.idx) };
-        (t >= 0 && t < n).then_some(t)
-    }
-
-    fn query(&self, tid: i32, beg: i64, end: i64) -> *mut htslib::hts_itr_t {
-        let readrec = if self.tbx.is_null() {
-            Some(htslib::bcf_readrec as unsafe extern "C" fn(_, _, _, _, _, _) -> _)
-        } else {
-            Some(htslib::tbx_readrec as unsafe extern "C" fn(_, _, _, _, _, _) -> _)
-        };
-        // SAFETY: idx is live; tid bounded by hts_idx_nseq in `tid`.
-        unsafe { htslib::hts_itr_query(self.idx, tid, beg, end, readrec) }
-    }
-
-    /// Compressed offset where a contig's records start (for file order).
-    fn first_offset(&self, tid: i32) -> Option<u64> {
-        let itr = self.query(tid, 0, i64::MAX >> 2);
-        if itr.is_null() {
-            return None;
-        }
-        // SAFETY: itr is live until destroyed below.
-        unsafe {
-            let o = ((*itr).n_off > 0).then(|| (*(*itr).off).u);
-            htslib::hts_itr_destroy(itr);
-            o
-        }
-    }
-}
-
-impl Drop for Index {
-    fn drop(&mut self) {
-        // SAFETY: owned pointers from htslib.
-        unsafe {
-            if self.tbx.is_null() {
-                htslib::hts_idx_destroy(self.idx);
-            } else {
-                htslib::tbx_destroy(self.tbx);
-            }
-        }
-    }
 }
 
 fn is_text(input: &Path) -> bool {
@@ -194,8 +100,8 @@ pub struct PieceReader {
     /// Name lookups for the direct text parse; `None` for BCF.
     lookups: Option<Lookups>,
     ex: Extractor,
-    /// Store contig names, for messages.
-    names: Vec<String>,
+    /// The schema (contig names for messages).
+    schema: Schema,
 }
 
 // SAFETY: all raw handles are owned and used by one thread at a time.
@@ -250,14 +156,12 @@ impl PieceReader {
             text,
             lookups,
             ex,
-            names: schema.contigs.iter().map(|c| c.name.clone()).collect(),
+            schema: schema.clone(),
         })
     }
 
     fn contig(&self, piece: &Piece) -> &str {
-        self.names
-            .get(piece.rid as usize)
-            .map_or("?", |s| s.as_str())
+        self.schema.contig_label(piece.rid as i64)
     }
 
     /// Reads one piece, handing out batches of at most `rows` records. Returns the
@@ -286,7 +190,7 @@ impl PieceReader {
                             bgzf,
                             itr,
                             &mut self.ks as *mut _ as *mut c_void,
-                            self.index.tbx as *mut c_void,
+                            self.index.tabix_ptr() as *mut c_void,
                         )
                     } else {
                         htslib::hts_itr_next(
@@ -341,9 +245,7 @@ impl PieceReader {
                             record: n + 1,
                             locus: format!(
                                 "{}:{}",
-                                self.names
-                                    .get(piece.rid as usize)
-                                    .map_or("?", |s| s.as_str()),
+                                self.schema.contig_label(piece.rid as i64),
                                 pos + 1
                             ),
                             msg,

@@ -238,6 +238,14 @@ impl Schema {
 }
 
 impl Schema {
+    /// The name of store contig `i` for messages (`?` for an index out of range).
+    pub fn contig_label(&self, i: i64) -> &str {
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| self.contigs.get(i))
+            .map_or("?", |c| c.name.as_str())
+    }
+
     /// Appends contigs the header does not declare (found in the index), once each.
     pub fn add_undeclared_contigs(&mut self, names: &[String]) {
         for n in names {

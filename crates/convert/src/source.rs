@@ -141,13 +141,9 @@ impl VcfReader {
                     msg,
                 } if locus == "reading" => Error::Record {
                     locus: match self.last {
-                        Some((rid, pos)) => format!(
-                            "after {}:{pos}",
-                            self.schema
-                                .contigs
-                                .get(rid as usize)
-                                .map_or("?", |c| c.name.as_str())
-                        ),
+                        Some((rid, pos)) => {
+                            format!("after {}:{pos}", self.schema.contig_label(rid as i64))
+                        }
                         None => "first record".into(),
                     },
                     msg: format!("{msg}{}", truncation_hint(&path)),
@@ -161,13 +157,7 @@ impl VcfReader {
         }
         let &(rid, pos, _) = batch.loci.last().expect("a record was added");
         if let Some((last_rid, last_pos)) = self.last {
-            let name = |r: i32| {
-                self.schema
-                    .contigs
-                    .get(r as usize)
-                    .map_or("?", |c| c.name.as_str())
-                    .to_string()
-            };
+            let name = |r: i32| self.schema.contig_label(r as i64).to_string();
             let unsorted = |msg: String| Error::Record {
                 path: self.path.clone(),
                 record: record_no + 1,

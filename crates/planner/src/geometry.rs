@@ -136,6 +136,13 @@ pub fn shards_for(c: Chunks, n_samples: u64, cell: u64) -> (u64, u64) {
     (c.variants * kv, c.samples * ks)
 }
 
+/// `len` rounded up to whole `chunk`s, at least one: a shard holds whole inner chunks
+/// (convert and the planner round the user's shard sizes with this one rule).
+pub fn whole_chunks(len: u64, chunk: u64) -> u64 {
+    let chunk = chunk.max(1);
+    len.max(chunk).div_ceil(chunk) * chunk
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

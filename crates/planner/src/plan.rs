@@ -1,7 +1,7 @@
 //! Putting it together: cores, memory and data sizes in; concurrency, readers, chunk
 //! geometry and a predicted peak RSS out — or an error that says what would fit.
 
-use crate::geometry::{amplification, chunks_for_patch, shards_for, Chunks, Patch};
+use crate::geometry::{amplification, chunks_for_patch, shards_for, whole_chunks, Chunks, Patch};
 use crate::memory::{InFlight, RssModel, HEADROOM};
 use crate::order::{dispatch_order, ContigCost, CostTier};
 use crate::size::human;
@@ -306,12 +306,12 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
 
     let (mut vs, mut ss) = shards_for(chunks, input.samples, input.cell_bytes);
     if let Some(v) = input.requested.variants_shard {
-        vs = v.max(chunks.variants).div_ceil(chunks.variants) * chunks.variants;
+        vs = whole_chunks(v, chunks.variants);
     }
     if let Some(s) = input.requested.samples_shard {
-        ss = s.max(chunks.samples).div_ceil(chunks.samples) * chunks.samples;
+        ss = whole_chunks(s, chunks.samples);
     }
-    let s_full = input.samples.max(1).div_ceil(chunks.samples) * chunks.samples;
+    let s_full = whole_chunks(input.samples, chunks.samples);
     ss = ss.min(s_full);
 
     let in_flight_split = in_flight(chunks.variants, cc);

@@ -337,14 +337,7 @@ impl Writer {
                 .map(|(i, _)| i / col.per_record.max(1));
             let locus = widest
                 .and_then(|r| batch.loci.get(r))
-                .map(|&(rid, pos, _)| {
-                    let name = self
-                        .schema
-                        .contigs
-                        .get(rid as usize)
-                        .map_or("?", |c| &c.name);
-                    format!("{name}:{pos}")
-                })
+                .map(|&(rid, pos, _)| format!("{}:{pos}", self.schema.contig_label(rid as i64)))
                 .unwrap_or_else(|| "header".into());
             return Err(Error::Record {
                 path: self.input.clone(),
