@@ -3,6 +3,9 @@
 # ratios hold on a noisy machine. Prints wall time, peak RSS (/usr/bin/time -v; for
 # multi-process tools the largest process) and output bytes, and svar2's ratio to each.
 #   scripts/bench_convert.sh [INPUT ...]   default: ../shared/corpus/sim.vcf.gz sim.bcf
+#   SVAR2_BASELINE=/path/to/old/svar2 scripts/bench_convert.sh ...   also times that
+#   binary (e.g. main before a change, built into another target directory), twice,
+#   interleaved with this build's runs, so a refactor's speed is compared in one run.
 # Needs: bcftools, vcf2zarr (bio2zarr[vcf]), genoray; scripts/setup.sh --test installs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +36,12 @@ for input in "${inputs[@]}"; do
   : > "$work/rows"
   base=$(basename "$input")
   run "svar2 --threads 2" "$work/s2.zarr" "$svar2" convert -q --threads 2 "$input" "$work/s2.zarr"
+  if [[ -n ${SVAR2_BASELINE:-} ]]; then
+    for k in 1 2; do
+      run "baseline --threads 2 #$k" "$work/o$k.zarr" "$SVAR2_BASELINE" convert -q --threads 2 "$input" "$work/o$k.zarr"
+      run "svar2 --threads 2 #$((k + 1))" "$work/n$k.zarr" "$svar2" convert -q --threads 2 "$input" "$work/n$k.zarr"
+    done
+  fi
   run "svar2 --threads 1" "$work/s1.zarr" "$svar2" convert -q --threads 1 "$input" "$work/s1.zarr"
   # One core in all (affinity): --threads 1 alone still runs the reader beside the encoder.
   run "svar2 on 1 core" "$work/s0.zarr" taskset -c 0 "$svar2" convert -q "$input" "$work/s0.zarr"
