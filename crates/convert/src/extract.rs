@@ -3,18 +3,14 @@
 //! htslib's typed accessors (into buffers reused across records), and genotypes.
 
 use crate::arrays::{ArraySet, Source};
-use crate::column::{Batch, BCF_INT32_MISSING, BCF_INT32_VECTOR_END};
+use crate::column::Batch;
 use crate::error::{Error, Result};
+use crate::genotype;
 use crate::schema::{contig_name, Category, Schema, VcfNumber, VcfType};
 use rust_htslib::bcf;
 use rust_htslib::htslib;
 use std::ffi::{c_int, c_void, CString};
 use std::path::Path;
-
-extern "C" {
-    #[link_name = "free"]
-    fn libc_free(p: *mut c_void);
-}
 
 /// What the line checks found that htslib's parse alone would lose.
 #[derive(Debug, Default)]
@@ -56,10 +52,8 @@ impl HtsBuf {
 
 impl Drop for HtsBuf {
     fn drop(&mut self) {
-        if !self.ptr.is_null() {
-            // SAFETY: htslib allocated the buffer with malloc; it is freed once.
-            unsafe { libc_free(self.ptr) };
-        }
+        // SAFETY: htslib allocated the buffer with malloc; it is freed once.
+        unsafe { crate::hts::free(self.ptr) };
     }
 }
 
@@ -71,24 +65,6 @@ pub(crate) struct FieldSlot {
     pub(crate) column: usize,
     pub(crate) name: String,
 }
-
-/// BCF int8 GT byte → canonical allele: −2 for vector end (0x81), −1 for missing
-/// (0x80, or an allele of 0 meaning "."), else (v >> 1) − 1.
-static GT_ALLELE: [i8; 256] = {
-    let mut t = [0i8; 256];
-    let mut b = 0;
-    while b < 256 {
-        let v = b as u8 as i8;
-        t[b] = match v {
-            -127 => -2,
-            -128 => -1,
-            v if v < 0 => -1,
-            v => (v >> 1) - 1,
-        };
-        b += 1;
-    }
-    t
-};
 
 /// A record's fixed columns, however they were parsed.
 pub(crate) struct Site<'a> {
@@ -522,17 +498,9 @@ impl Extractor {
                 };
                 self.gt8.clear();
                 self.phased.clear();
-                for call in data.chunks_exact(n) {
-                    let mut phased = 0u8;
-                    for (j, &v) in call.iter().enumerate() {
-                        let a = GT_ALLELE[v as u8 as usize];
-                        phased |= u8::from(j > 0 && a >= -1 && v & 1 == 1);
-                        self.gt8.push(a);
-                    }
-                    // A haploid call counts as phased (as cyvcf2, and so bio2zarr, has it).
-                    phased |= u8::from(n == 1 || call[1] == -127);
-                    self.phased.push(phased);
-                }
+                let allele = |v: i8| genotype::BCF8_ALLELE[v as u8 as usize];
+                let bit = |v: i8| v & 1 == 1;
+                genotype::decode_bcf_calls(data, n, allele, bit, &mut self.gt8, &mut self.phased);
                 let lo = self.gt8.iter().copied().min().unwrap_or(0);
                 let hi = self.gt8.iter().copied().max().unwrap_or(0);
                 if hi as i32 >= alleles.len() as i32 {
@@ -571,29 +539,10 @@ impl Extractor {
                 let raw = self.bufs[0].i32s(n);
                 self.gt_vals.clear();
                 self.phased.clear();
-                let mut max_allele = -1i32;
-                for call in raw.chunks_exact(ploidy) {
-                    let mut phased = 0u8;
-                    for (j, &v) in call.iter().enumerate() {
-                        let a = match v {
-                            BCF_INT32_VECTOR_END => -2,
-                            BCF_INT32_MISSING => -1,
-                            v => {
-                                if j > 0 && v & 1 == 1 {
-                                    phased = 1;
-                                }
-                                (v >> 1) - 1
-                            }
-                        };
-                        max_allele = max_allele.max(a);
-                        self.gt_vals.push(a);
-                    }
-                    // A haploid call counts as phased (as cyvcf2, and so bio2zarr, has it).
-                    if call.len() == 1 || call[1] == BCF_INT32_VECTOR_END {
-                        phased = 1;
-                    }
-                    self.phased.push(phased);
-                }
+                let bit = |v: i32| v & 1 == 1;
+                let (calls, phased) = (&mut self.gt_vals, &mut self.phased);
+                genotype::decode_bcf_calls(raw, ploidy, genotype::bcf32_allele, bit, calls, phased);
+                let max_allele = self.gt_vals.iter().copied().max().unwrap_or(-1);
                 if max_allele >= alleles.len() as i32 {
                     let locus = format!("{contig_name}:{pos}");
                     let n = alleles.len();

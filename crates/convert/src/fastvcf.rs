@@ -8,11 +8,11 @@
 use crate::column::Batch;
 use crate::error::{Error, Result};
 use crate::extract::{Extractor, LineFix, Site};
+use crate::hts::{HtsFile, KString};
 use crate::schema::{Category, Schema, VcfType};
 use rust_htslib::bcf::{self, header::HeaderView};
 use rust_htslib::htslib;
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -30,42 +30,35 @@ pub struct Lookups {
 
 /// A text VCF (plain or bgzipped) opened with htslib, read a line at a time.
 pub struct TextReader {
-    fp: *mut htslib::htsFile,
+    fp: HtsFile,
     header: Arc<HeaderView>,
-    ks: htslib::kstring_t,
+    ks: KString,
     /// `hts_getline`'s result for the line read ahead at open (held in `ks`).
     pending: Option<i32>,
     rec: bcf::Record,
     lookups: Lookups,
 }
 
-// SAFETY: the htsFile and kstring are owned by this value and only used through &mut.
-unsafe impl Send for TextReader {}
-
-const KS_SEP_LINE: i32 = 2;
-
 impl TextReader {
     /// Opens `path` if it is VCF text; `Ok(None)` for BCF or anything else.
     pub fn open(path: &Path) -> Result<Option<TextReader>> {
-        let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::Open {
-            path: path.into(),
-            msg: "path contains a NUL byte".into(),
-        })?;
-        // SAFETY: plain htslib calls; every pointer is checked before use and owned by
-        // the returned value (closed in Drop) or closed here.
+        if path.as_os_str().as_encoded_bytes().contains(&0) {
+            return Err(Error::Open {
+                path: path.into(),
+                msg: "path contains a NUL byte".into(),
+            });
+        }
+        let Some(mut fp) = HtsFile::open(path) else {
+            return Ok(None);
+        };
+        if !fp.is_vcf_text() {
+            return Ok(None);
+        }
+        // SAFETY: the file is open; the header is checked for null and owned by the
+        // HeaderView made from it.
         unsafe {
-            let fp = htslib::hts_open(c.as_ptr(), c"r".as_ptr());
-            if fp.is_null() {
-                return Ok(None);
-            }
-            let fmt = htslib::hts_get_format(fp);
-            if fmt.is_null() || (*fmt).format != htslib::htsExactFormat_vcf {
-                htslib::hts_close(fp);
-                return Ok(None);
-            }
-            let hdr = htslib::bcf_hdr_read(fp);
+            let hdr = htslib::bcf_hdr_read(fp.as_ptr());
             if hdr.is_null() {
-                htslib::hts_close(fp);
                 return Err(Error::Header {
                     path: path.into(),
                     msg: match diagnose_header(path) {
@@ -80,17 +73,14 @@ impl TextReader {
             // The first record, read now: a FORMAT/GT it uses but the header does not
             // declare is declared before the schema is read (GT's meaning is fixed by
             // the VCF spec, and htslib would read it as a string otherwise).
-            let mut ks = htslib::kstring_t {
-                l: 0,
-                m: 0,
-                s: std::ptr::null_mut(),
-            };
-            let mut pending = htslib::hts_getline(fp, KS_SEP_LINE, &mut ks);
-            while pending >= 0 && ks.l == 0 {
-                pending = htslib::hts_getline(fp, KS_SEP_LINE, &mut ks);
+            let mut ks = KString::new();
+            let mut pending = fp.getline(&mut ks);
+            while pending >= 0 && ks.bytes().is_empty() {
+                pending = fp.getline(&mut ks);
             }
             let uses_gt = pending >= 0
-                && kstring_bytes(&ks)
+                && ks
+                    .bytes()
                     .split(|&b| b == b'\t')
                     .nth(8)
                     .is_some_and(|f| f.split(|&b| b == b':').any(|k| k == b"GT"));
@@ -165,16 +155,15 @@ impl TextReader {
 
     /// The current line.
     pub fn line(&self) -> &[u8] {
-        kstring_bytes(&self.ks)
+        self.ks.bytes()
     }
 
     /// Reads the next non-empty line; `Ok(false)` at end of file.
     pub fn next_line(&mut self, path: &Path, record_no: u64) -> Result<bool> {
         loop {
-            // SAFETY: fp is open; htslib grows ks as needed.
             let r = match self.pending.take() {
                 Some(r) => r,
-                None => unsafe { htslib::hts_getline(self.fp, KS_SEP_LINE, &mut self.ks) },
+                None => self.fp.getline(&mut self.ks),
             };
             if r == -1 {
                 return Ok(false);
@@ -187,7 +176,7 @@ impl TextReader {
                     msg: "the compressed data is truncated or corrupt".into(),
                 });
             }
-            if self.ks.l > 0 {
+            if !self.ks.bytes().is_empty() {
                 return Ok(true);
             }
         }
@@ -198,7 +187,7 @@ impl TextReader {
     pub fn parse_line(&mut self, path: &Path, record_no: u64) -> Result<(&bcf::Record, LineFix)> {
         let fix = parse_general(&self.lookups, &mut self.ks, &self.header, &mut self.rec).map_err(
             |msg| {
-                let line = kstring_bytes(&self.ks);
+                let line = self.ks.bytes();
                 let mut cols = line.split(|&b| b == b'\t');
                 let chrom = String::from_utf8_lossy(cols.next().unwrap_or(b"?")).into_owned();
                 let pos = String::from_utf8_lossy(cols.next().unwrap_or(b"?")).into_owned();
@@ -217,33 +206,18 @@ impl TextReader {
 /// Why htslib refused a text header, found by reading it again: the line and what
 /// is wrong with it, for the cases users meet. `None` when nothing is recognised.
 fn diagnose_header(path: &Path) -> Option<String> {
-    let c = CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
-    let mut ks = htslib::kstring_t {
-        l: 0,
-        m: 0,
-        s: std::ptr::null_mut(),
-    };
+    let mut fp = HtsFile::open(path)?;
+    let mut ks = KString::new();
     let mut lines: Vec<Vec<u8>> = Vec::new();
-    // SAFETY: fp is checked, read line by line into ks, then closed; ks freed below.
-    unsafe {
-        let fp = htslib::hts_open(c.as_ptr(), c"r".as_ptr());
-        if fp.is_null() {
-            return None;
-        }
-        // The header only, and at most 1 MB of it.
-        let mut total = 0;
-        while htslib::hts_getline(fp, KS_SEP_LINE, &mut ks) >= 0 && total < 1 << 20 {
-            let line = kstring_bytes(&ks).to_vec();
-            total += line.len();
-            let last = !line.starts_with(b"#") || line.starts_with(b"#CHROM");
-            lines.push(line);
-            if last {
-                break;
-            }
-        }
-        htslib::hts_close(fp);
-        if !ks.s.is_null() {
-            libc_free(ks.s as *mut std::ffi::c_void);
+    // The header only, and at most 1 MB of it.
+    let mut total = 0;
+    while fp.getline(&mut ks) >= 0 && total < 1 << 20 {
+        let line = ks.bytes().to_vec();
+        total += line.len();
+        let last = !line.starts_with(b"#") || line.starts_with(b"#CHROM");
+        lines.push(line);
+        if last {
+            break;
         }
     }
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
@@ -299,33 +273,23 @@ fn diagnose_header(path: &Path) -> Option<String> {
     None
 }
 
-/// The bytes of a kstring.
-pub(crate) fn kstring_bytes(ks: &htslib::kstring_t) -> &[u8] {
-    if ks.s.is_null() {
-        return &[];
-    }
-    // SAFETY: htslib keeps ks.l valid bytes at ks.s.
-    unsafe { std::slice::from_raw_parts(ks.s as *const u8, ks.l) }
-}
-
 /// The general path for one text line (in `ks`): the line checks, empty values made
 /// `.`, then htslib's parser into `rec`, unpacked. An `Err` is the message for the
 /// record.
 pub(crate) fn parse_general(
     lk: &Lookups,
-    ks: &mut htslib::kstring_t,
+    ks: &mut KString,
     header: &HeaderView,
     rec: &mut bcf::Record,
 ) -> std::result::Result<LineFix, String> {
-    let line = kstring_bytes(ks);
-    let fix = lk.check_line(line)?;
+    let fix = lk.check_line(ks.bytes())?;
     if fix.empty_values {
-        let filled = fill_empty_values(line);
-        set_kstring(ks, &filled);
+        let filled = fill_empty_values(ks.bytes());
+        ks.set(&filled);
     }
     // SAFETY: ks holds the line; rec was made for this header.
     let r = unsafe {
-        let r = htslib::vcf_parse(ks, header.as_ptr(), rec.inner);
+        let r = htslib::vcf_parse(ks.raw(), header.as_ptr(), rec.inner);
         if r == 0 {
             htslib::bcf_unpack(rec.inner, htslib::BCF_UN_ALL as i32);
         }
@@ -335,24 +299,6 @@ pub(crate) fn parse_general(
         return Err("htslib could not parse the record".into());
     }
     Ok(fix)
-}
-
-/// Replaces a kstring's contents (NUL-terminated, as htslib expects).
-fn set_kstring(ks: &mut htslib::kstring_t, bytes: &[u8]) {
-    if ks.m < bytes.len() + 1 || ks.s.is_null() {
-        // SAFETY: ks.s is null or was allocated by htslib with malloc; realloc keeps
-        // the contents' ownership with ks (freed with `free` in Drop).
-        let p = unsafe { libc_realloc(ks.s as *mut std::ffi::c_void, bytes.len() + 1) };
-        assert!(!p.is_null(), "out of memory for one VCF line");
-        ks.s = p as *mut std::ffi::c_char;
-        ks.m = bytes.len() + 1;
-    }
-    // SAFETY: ks.s has room for bytes.len() + 1 bytes (checked above).
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), ks.s as *mut u8, bytes.len());
-        *ks.s.add(bytes.len()) = 0;
-    }
-    ks.l = bytes.len();
 }
 
 /// The line with every empty INFO value (`DP=`) and every empty FORMAT value
@@ -401,25 +347,6 @@ fn parse_longs(v: &[u8]) -> Option<Vec<i64>> {
             x => std::str::from_utf8(x).ok()?.parse::<i64>().ok(),
         })
         .collect()
-}
-
-impl Drop for TextReader {
-    fn drop(&mut self) {
-        // SAFETY: fp was opened by hts_open; ks.s was allocated by htslib.
-        unsafe {
-            htslib::hts_close(self.fp);
-            if !self.ks.s.is_null() {
-                libc_free(self.ks.s as *mut std::ffi::c_void);
-            }
-        }
-    }
-}
-
-extern "C" {
-    #[link_name = "free"]
-    fn libc_free(p: *mut std::ffi::c_void);
-    #[link_name = "realloc"]
-    fn libc_realloc(p: *mut std::ffi::c_void, n: usize) -> *mut std::ffi::c_void;
 }
 
 impl Lookups {
@@ -711,53 +638,6 @@ fn check_gt(v: &[u8]) -> std::result::Result<(), String> {
     }
 }
 
-fn parse_u64(b: &[u8]) -> Option<u64> {
-    if b.is_empty() || b.len() > 18 {
-        return None;
-    }
-    b.iter().try_fold(0u64, |acc, &c| {
-        c.is_ascii_digit().then(|| acc * 10 + (c - b'0') as u64)
-    })
-}
-
-/// One GT string into canonical alleles (appended to `out`), returning (ploidy,
-/// phased); `None` for anything unusual (left to htslib).
-fn parse_gt(s: &[u8], out: &mut Vec<i32>) -> Option<(usize, bool)> {
-    let mut n = 0;
-    let mut phased = false;
-    let mut i = 0;
-    loop {
-        let a = match s.get(i)? {
-            b'.' => {
-                i += 1;
-                -1
-            }
-            c if c.is_ascii_digit() => {
-                let start = i;
-                while i < s.len() && s[i].is_ascii_digit() {
-                    i += 1;
-                }
-                if i - start > 6 {
-                    return None;
-                }
-                parse_u64(&s[start..i])? as i32
-            }
-            _ => return None,
-        };
-        out.push(a);
-        n += 1;
-        match s.get(i) {
-            None => break,
-            Some(b'|') => phased = true,
-            Some(b'/') => {}
-            Some(_) => return None,
-        }
-        i += 1;
-    }
-    // A haploid call counts as phased (as in the htslib path).
-    Some((n, phased || n == 1))
-}
-
 impl Extractor {
     /// Appends the current line if it has the simple shape (INFO `.`, FORMAT `GT`, or
     /// no FORMAT when there are no samples); `Ok(false)` leaves the batch untouched and
@@ -795,7 +675,7 @@ impl Extractor {
         let Some(&rid) = lk.contigs.get(chrom) else {
             return Ok(false);
         };
-        let Some(pos) = parse_u64(pos_b) else {
+        let Some(pos) = crate::genotype::parse_u64(pos_b) else {
             return Ok(false);
         };
         let qual = if qual_b == b"." {
@@ -874,7 +754,8 @@ impl Extractor {
                     .position(|&c| c == b'\t')
                     .map_or(b.len(), |e| p + e);
                 let start = self.gt_vals.len();
-                let Some((n, ph)) = parse_gt(&b[p..end], &mut self.gt_vals) else {
+                let Some((n, ph)) = crate::genotype::parse_text_call(&b[p..end], &mut self.gt_vals)
+                else {
                     return Ok(false);
                 };
                 for &a in &self.gt_vals[start..] {

@@ -134,7 +134,7 @@ impl Index {
                         None => undeclared.push((name.into_owned(), c)),
                     }
                 }
-                libc_free(names as *mut std::ffi::c_void);
+                crate::hts::free(names as *mut std::ffi::c_void);
                 return ok.then_some((counts, undeclared));
             }
             // A contig without records has no bins and so no stats (0 records).
@@ -249,9 +249,4 @@ impl Drop for Index {
             }
         }
     }
-}
-
-extern "C" {
-    #[link_name = "free"]
-    fn libc_free(p: *mut std::ffi::c_void);
 }

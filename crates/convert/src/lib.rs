@@ -5,6 +5,8 @@ pub mod column;
 pub mod error;
 pub mod extract;
 pub mod fastvcf;
+mod genotype;
+mod hts;
 pub mod index;
 pub mod pieces;
 pub mod planning;

@@ -11,11 +11,12 @@ use crate::column::Batch;
 use crate::error::{Error, Result};
 use crate::extract::Extractor;
 use crate::fastvcf::{Lookups, TextReader};
+use crate::hts::{HtsFile, KString};
 use crate::index::Index;
 use crate::schema::Schema;
 use rust_htslib::bcf::{self, header::HeaderView};
 use rust_htslib::htslib;
-use std::ffi::{c_int, c_void, CString};
+use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -91,11 +92,11 @@ pub fn plan_pieces(
 /// A reader of pieces: its own file handle, index, header and extractor.
 pub struct PieceReader {
     path: PathBuf,
-    fp: *mut htslib::htsFile,
+    fp: HtsFile,
     index: Index,
     header: Arc<HeaderView>,
     rec: bcf::Record,
-    ks: htslib::kstring_t,
+    ks: KString,
     text: bool,
     /// Name lookups for the direct text parse; `None` for BCF.
     lookups: Option<Lookups>,
@@ -104,7 +105,8 @@ pub struct PieceReader {
     schema: Schema,
 }
 
-// SAFETY: all raw handles are owned and used by one thread at a time.
+// SAFETY: the index's raw handles (and the record's) are owned by this reader and
+// used by one thread at a time.
 unsafe impl Send for PieceReader {}
 
 impl PieceReader {
@@ -121,24 +123,19 @@ impl PieceReader {
         });
         let text = lookups.is_some();
         let index = Index::load(input, text).ok_or_else(|| open_err("index disappeared"))?;
-        let c =
-            CString::new(input.as_os_str().as_encoded_bytes()).map_err(|_| open_err("bad path"))?;
-        // SAFETY: checked htslib calls; handles owned by the returned value.
-        let (fp, header) = unsafe {
-            let fp = htslib::hts_open(c.as_ptr(), c"r".as_ptr());
-            if fp.is_null() {
-                return Err(open_err("cannot reopen"));
-            }
-            let hdr = htslib::bcf_hdr_read(fp);
+        let fp = HtsFile::open(input).ok_or_else(|| open_err("cannot reopen"))?;
+        // SAFETY: the file is open; the header is checked for null and owned by the
+        // HeaderView made from it.
+        let header = unsafe {
+            let hdr = htslib::bcf_hdr_read(fp.as_ptr());
             if hdr.is_null() {
-                htslib::hts_close(fp);
                 return Err(open_err("cannot reread the header"));
             }
             if schema.has_gt {
                 // As the first reader did for a GT the header does not declare.
                 crate::schema::declare_gt(hdr);
             }
-            (fp, Arc::new(HeaderView::from_ptr(hdr)))
+            Arc::new(HeaderView::from_ptr(hdr))
         };
         let rec = header.empty_record();
         let ex = Extractor::for_header(&header, schema, set).no_new_contigs();
@@ -148,11 +145,7 @@ impl PieceReader {
             index,
             header,
             rec,
-            ks: htslib::kstring_t {
-                l: 0,
-                m: 0,
-                s: std::ptr::null_mut(),
-            },
+            ks: KString::new(),
             text,
             lookups,
             ex,
@@ -183,13 +176,13 @@ impl PieceReader {
         let result = (|| -> Result<()> {
             loop {
                 // SAFETY: fp/itr live; ks/rec are owned buffers htslib fills.
+                let bgzf = self.fp.bgzf();
                 let r = unsafe {
-                    let bgzf = htslib::hts_get_bgzfp(self.fp);
                     if self.text {
                         htslib::hts_itr_next(
                             bgzf,
                             itr,
-                            &mut self.ks as *mut _ as *mut c_void,
+                            self.ks.raw() as *mut _ as *mut c_void,
                             self.index.tabix_ptr() as *mut c_void,
                         )
                     } else {
@@ -218,7 +211,7 @@ impl PieceReader {
                     });
                 }
                 if self.text {
-                    let line = crate::fastvcf::kstring_bytes(&self.ks);
+                    let line = self.ks.bytes();
                     // POS decides which piece owns the record.
                     let pos = line
                         .split(|&b| b == b'\t')
@@ -279,23 +272,6 @@ impl PieceReader {
         unsafe { htslib::hts_itr_destroy(itr) };
         result.map(|_| n)
     }
-}
-
-impl Drop for PieceReader {
-    fn drop(&mut self) {
-        // SAFETY: owned handles.
-        unsafe {
-            htslib::hts_close(self.fp);
-            if !self.ks.s.is_null() {
-                libc_free(self.ks.s as *mut c_void);
-            }
-        }
-    }
-}
-
-extern "C" {
-    #[link_name = "free"]
-    fn libc_free(p: *mut c_void);
 }
 
 /// What a piece reader sends back for its piece.

@@ -6,11 +6,11 @@ use crate::column::Batch;
 use crate::error::{Error, Result};
 use crate::extract::Extractor;
 use crate::fastvcf::TextReader;
+use crate::hts::KString;
 use crate::schema::{contig_name, Schema};
 use crate::truncation::truncation_hint;
 use rust_htslib::bcf::{self, Read};
 use rust_htslib::htslib;
-use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 
 /// Silences htslib's own stderr messages: svar2 reports every failure itself, with
@@ -39,26 +39,13 @@ enum Inner {
 }
 
 fn raw_header(header: &bcf::header::HeaderView) -> String {
-    let mut ks = htslib::kstring_t {
-        l: 0,
-        m: 0,
-        s: std::ptr::null_mut(),
-    };
-    // SAFETY: the header pointer is valid for the reader's lifetime; kstring is freed below.
-    unsafe {
-        if htslib::bcf_hdr_format(header.as_ptr(), 0, &mut ks) != 0 || ks.s.is_null() {
-            return String::new();
-        }
-        let bytes = std::slice::from_raw_parts(ks.s as *const u8, ks.l);
-        let text = String::from_utf8_lossy(bytes).into_owned();
-        libc_free(ks.s as *mut c_void);
-        text
+    let mut ks = KString::new();
+    // SAFETY: the header pointer is valid for the reader's lifetime; htslib fills ks.
+    let r = unsafe { htslib::bcf_hdr_format(header.as_ptr(), 0, ks.raw()) };
+    if r != 0 {
+        return String::new();
     }
-}
-
-extern "C" {
-    #[link_name = "free"]
-    fn libc_free(p: *mut c_void);
+    String::from_utf8_lossy(ks.bytes()).into_owned()
 }
 
 impl VcfReader {

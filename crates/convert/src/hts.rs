@@ -1,0 +1,132 @@
+//! Owned htslib handles — an open file and a growable line buffer — each closed or
+//! freed exactly once when dropped, so no reader carries its own close/free code.
+
+use rust_htslib::htslib;
+use std::ffi::{c_void, CString};
+use std::path::Path;
+
+extern "C" {
+    #[link_name = "free"]
+    fn libc_free(p: *mut c_void);
+    #[link_name = "realloc"]
+    fn libc_realloc(p: *mut c_void, n: usize) -> *mut c_void;
+}
+
+/// Frees memory htslib allocated with `malloc` and handed over (name tables, value
+/// buffers).
+///
+/// # Safety
+/// `p` is null or came from htslib's `malloc`/`realloc` and is not used afterwards.
+pub(crate) unsafe fn free(p: *mut c_void) {
+    if !p.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { libc_free(p) }
+    }
+}
+
+/// An open `htsFile`, closed on drop.
+pub(crate) struct HtsFile(*mut htslib::htsFile);
+
+// SAFETY: the handle is owned and used by one thread at a time (through &mut).
+unsafe impl Send for HtsFile {}
+
+impl HtsFile {
+    /// Opens `path` for reading; `None` if htslib cannot (missing, unreadable).
+    pub(crate) fn open(path: &Path) -> Option<HtsFile> {
+        let c = CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+        // SAFETY: a plain open; the result is checked for null.
+        let fp = unsafe { htslib::hts_open(c.as_ptr(), c"r".as_ptr()) };
+        (!fp.is_null()).then_some(HtsFile(fp))
+    }
+
+    /// The raw handle, for htslib calls (valid while `self` lives).
+    pub(crate) fn as_ptr(&self) -> *mut htslib::htsFile {
+        self.0
+    }
+
+    /// Whether htslib detected VCF text (plain or bgzipped).
+    pub(crate) fn is_vcf_text(&self) -> bool {
+        // SAFETY: the handle is open; the format pointer is checked for null.
+        unsafe {
+            let fmt = htslib::hts_get_format(self.0);
+            !fmt.is_null() && (*fmt).format == htslib::htsExactFormat_vcf
+        }
+    }
+
+    /// Reads the next line into `ks`: its length, −1 at end of file, < −1 on error.
+    pub(crate) fn getline(&mut self, ks: &mut KString) -> i32 {
+        const KS_SEP_LINE: i32 = 2;
+        // SAFETY: the handle is open; htslib grows ks as needed.
+        unsafe { htslib::hts_getline(self.0, KS_SEP_LINE, &mut ks.0) }
+    }
+
+    /// The BGZF stream under the handle, for index iterators.
+    pub(crate) fn bgzf(&self) -> *mut htslib::BGZF {
+        // SAFETY: the handle is open.
+        unsafe { htslib::hts_get_bgzfp(self.0) }
+    }
+}
+
+impl Drop for HtsFile {
+    fn drop(&mut self) {
+        // SAFETY: opened by hts_open, closed only here.
+        unsafe { htslib::hts_close(self.0) };
+    }
+}
+
+/// An htslib `kstring_t` line buffer, freed on drop.
+pub(crate) struct KString(htslib::kstring_t);
+
+// SAFETY: the buffer is owned and used by one thread at a time (through &mut).
+unsafe impl Send for KString {}
+
+impl KString {
+    /// An empty buffer (htslib allocates on first use).
+    pub(crate) fn new() -> KString {
+        KString(htslib::kstring_t {
+            l: 0,
+            m: 0,
+            s: std::ptr::null_mut(),
+        })
+    }
+
+    /// The bytes held.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        if self.0.s.is_null() {
+            return &[];
+        }
+        // SAFETY: htslib keeps `l` valid bytes at `s`.
+        unsafe { std::slice::from_raw_parts(self.0.s as *const u8, self.0.l) }
+    }
+
+    /// Replaces the contents (NUL-terminated, as htslib expects).
+    pub(crate) fn set(&mut self, bytes: &[u8]) {
+        let ks = &mut self.0;
+        if ks.m < bytes.len() + 1 || ks.s.is_null() {
+            // SAFETY: `s` is null or was allocated by htslib with malloc; realloc keeps
+            // ownership with this buffer (freed in Drop).
+            let p = unsafe { libc_realloc(ks.s as *mut c_void, bytes.len() + 1) };
+            assert!(!p.is_null(), "out of memory for one VCF line");
+            ks.s = p as *mut std::ffi::c_char;
+            ks.m = bytes.len() + 1;
+        }
+        // SAFETY: `s` has room for bytes.len() + 1 bytes (checked above).
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), ks.s as *mut u8, bytes.len());
+            *ks.s.add(bytes.len()) = 0;
+        }
+        ks.l = bytes.len();
+    }
+
+    /// The raw buffer, for htslib calls that fill or parse it.
+    pub(crate) fn raw(&mut self) -> &mut htslib::kstring_t {
+        &mut self.0
+    }
+}
+
+impl Drop for KString {
+    fn drop(&mut self) {
+        // SAFETY: `s` is null or htslib's malloc'd buffer, freed only here.
+        unsafe { free(self.0.s as *mut c_void) };
+    }
+}
