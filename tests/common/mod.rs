@@ -332,3 +332,31 @@ pub fn assert_xarray_opens(test: &str, dir: &Path, allow_none: bool) {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Converts `input` with bio2zarr (`vcf2zarr`, Zarr v3) and with svar2 (`geometry`)
+/// in a scratch directory and asserts every array is the same
+/// (`tests/py/compare_stores.py`: name, dtype, shape, dimension names, fill, values).
+pub fn assert_same_as_bio2zarr(input: &Path, geometry: &[&str]) {
+    let dir = test_dir();
+    let reference = dir.path().join("bio2zarr.zarr");
+    sh_ok(&format!(
+        "BIO2ZARR_DEFAULT_ZARR_FORMAT=3 vcf2zarr convert -p 1 {} {} >/dev/null 2>&1",
+        input.display(),
+        reference.display()
+    ));
+    let ours = dir.path().join("svar2.zarr");
+    convert(input, &ours, geometry);
+    let out = sh(&format!(
+        "python3 {} {} {}",
+        py("compare_stores.py"),
+        reference.display(),
+        ours.display()
+    ));
+    assert!(
+        out.status.success(),
+        "arrays differ from bio2zarr for {}:\n{}{}",
+        input.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
