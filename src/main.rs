@@ -65,6 +65,20 @@ enum Command {
         #[arg(long)]
         probe: bool,
     },
+    /// Show a Zarr v2 or v3 store's layout (any VCF Zarr store: svar2's, bio2zarr's):
+    /// per array its shape, type, decoded chunk, shard, codecs, bytes, files, whether
+    /// svar2's GPU path decodes it, and what a --patch costs; reads no array data.
+    Inspect {
+        /// The store directory.
+        store: PathBuf,
+        /// The patch a reader fetches, VARIANTSxSAMPLES (e.g. 4096x1): prints each
+        /// array's decode amplification (decoded bytes / needed bytes).
+        #[arg(long)]
+        patch: Option<Patch>,
+        /// Print the report as JSON, for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print one blake3 hash over every file (relative path and bytes) of a store.
     Digest {
         /// The store directory.
@@ -166,6 +180,23 @@ fn init_logging(verbose: u8, quiet: bool) {
     }
 }
 
+/// Writes to standard output; a reader that went away (`| head`) ends the output
+/// quietly instead of a panic.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("svar2: error: standard output: {e}");
+        }
+        std::process::exit(if e.kind() == std::io::ErrorKind::BrokenPipe {
+            0
+        } else {
+            1
+        });
+    }
+}
+
 fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
     match cli.command {
         Command::Convert {
@@ -212,22 +243,37 @@ fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
         } => {
             let report = make_plan(&input, &plan.request(probe))?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report).expect("json"));
+                out(&format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&report).expect("json")
+                ));
             } else {
-                print!("{}", report.render());
+                out(&report.render());
                 if let Some(o) = output {
                     if o.exists() {
-                        println!(
-                            "warning        {} exists: convert will refuse it without --force",
+                        out(&format!(
+                            "warning        {} exists: convert will refuse it without --force\n",
                             o.display()
-                        );
+                        ));
                     }
                 }
             }
             Ok(())
         }
+        Command::Inspect { store, patch, json } => {
+            let report = svar2_rechunk::inspect::inspect(&store, patch)?;
+            if json {
+                out(&format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&report).expect("json")
+                ));
+            } else {
+                out(&report.render());
+            }
+            Ok(())
+        }
         Command::Digest { store } => {
-            println!("{}", svar2_convert::digest(&store)?);
+            out(&format!("{}\n", svar2_convert::digest(&store)?));
             Ok(())
         }
     }

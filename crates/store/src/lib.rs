@@ -13,6 +13,7 @@
 //! - [`shard`]: shard bytes, and the index parsed from a shard's tail alone;
 //! - [`key`]: chunk keys and their paths;
 //! - [`metadata`]: array metadata, written and read back;
+//! - [`layout`]: the layout of any Zarr v2 or v3 group's arrays, from metadata and files;
 //! - [`dir`]: the store directory (replace rules, lock, in-progress marker, digest).
 
 pub mod codec;
@@ -21,6 +22,7 @@ pub mod dir;
 pub mod dtype;
 pub mod error;
 pub mod key;
+pub mod layout;
 pub mod metadata;
 pub mod shard;
 

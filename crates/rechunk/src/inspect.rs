@@ -1,0 +1,212 @@
+//! What a store's layout costs a reader of patches (`svar2 inspect`): per array its
+//! shape, type, the chunk a reader decodes, shard, codecs, stored bytes, compression
+//! ratio, file count, whether svar2's GPU path decodes it, and the decode amplification
+//! of a `--patch` (decoded bytes ÷ needed bytes, the planner's law); then the store's
+//! totals and the arrays that cost a patch reader the most.
+
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+use svar2_planner::geometry::{amplification, Patch};
+use svar2_store::layout::{read_group, ArrayLayout};
+
+/// One array and what a patch costs in it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArrayReport {
+    #[serde(flatten)]
+    pub layout: ArrayLayout,
+    /// Decoded ÷ stored bytes (fixed-size types).
+    pub compression_ratio: Option<f64>,
+    /// Decoded ÷ needed bytes for the patch, on arrays with a `variants` axis.
+    pub amplification: Option<f64>,
+}
+
+/// The whole store.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreReport {
+    pub store: String,
+    pub zarr_format: u8,
+    pub patch: Option<String>,
+    pub arrays: Vec<ArrayReport>,
+    pub files: u64,
+    pub stored_bytes: u64,
+}
+
+/// The decode amplification of `patch` on an array: along `variants` and, when it has
+/// one, `samples`; other axes are read whole, as a patch reads every ploidy.
+pub fn array_amplification(a: &ArrayLayout, patch: Patch) -> Option<f64> {
+    let vc = a.chunk_along("variants")?;
+    match (a.chunk_along("samples"), a.len_along("samples")) {
+        (Some(sc), Some(n)) => Some(amplification(patch, vc, sc, n)),
+        _ => Some(amplification(
+            Patch {
+                variants: patch.variants,
+                samples: 1,
+            },
+            vc,
+            1,
+            1,
+        )),
+    }
+}
+
+/// Reads the layout of the store at `root` and what `patch` costs in it.
+pub fn inspect(root: &Path, patch: Option<Patch>) -> svar2_store::Result<StoreReport> {
+    let arrays = read_group(root)?;
+    let zarr_format = arrays.first().map_or(3, |a| a.zarr_format);
+    let files = arrays.iter().map(|a| a.files).sum();
+    let stored_bytes = arrays.iter().map(|a| a.stored_bytes).sum();
+    let arrays = arrays
+        .into_iter()
+        .map(|layout| ArrayReport {
+            compression_ratio: layout
+                .decoded_bytes()
+                .filter(|_| layout.stored_bytes > 0)
+                .map(|d| d as f64 / layout.stored_bytes as f64),
+            amplification: patch.and_then(|p| array_amplification(&layout, p)),
+            layout,
+        })
+        .collect();
+    Ok(StoreReport {
+        store: root.display().to_string(),
+        zarr_format,
+        patch: patch.map(|p| format!("{}x{}", p.variants, p.samples)),
+        arrays,
+        files,
+        stored_bytes,
+    })
+}
+
+fn dims(v: &[u64]) -> String {
+    v.iter().map(u64::to_string).collect::<Vec<_>>().join("x")
+}
+
+fn bytes(n: u64) -> String {
+    svar2_planner::size::human(n)
+}
+
+impl StoreReport {
+    /// The report as people read it.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{} (Zarr v{}), {} arrays, {} in {} files{}",
+            self.store,
+            self.zarr_format,
+            self.arrays.len(),
+            bytes(self.stored_bytes),
+            self.files,
+            self.patch.as_ref().map_or(String::new(), |p| format!(
+                "; amplification for a {p} patch"
+            ))
+        );
+        let _ = writeln!(
+            s,
+            "{:<24} {:>8} {:<18} {:<14} {:<14} {:>10} {:>6} {:>6} {:>6}  codecs / GPU",
+            "array", "dtype", "shape", "chunk", "shard", "stored", "ratio", "files", "amp"
+        );
+        for a in &self.arrays {
+            let l = &a.layout;
+            let _ = writeln!(
+                s,
+                "{:<24} {:>8} {:<18} {:<14} {:<14} {:>10} {:>6} {:>6} {:>6}  {}; {}",
+                l.name,
+                if l.dtype == "fixed_length_utf32" {
+                    "utf32"
+                } else {
+                    &l.dtype
+                },
+                dims(&l.shape),
+                dims(&l.chunk),
+                l.shard.as_deref().map_or("-".into(), dims),
+                bytes(l.stored_bytes),
+                a.compression_ratio
+                    .map_or("-".into(), |r| format!("{r:.1}")),
+                l.files,
+                a.amplification.map_or("-".into(), |x| format!("{x:.1}")),
+                l.codecs,
+                match &l.gpu_unsupported {
+                    None => "GPU: yes".to_string(),
+                    Some(why) => format!("GPU: no, {why}"),
+                }
+            );
+        }
+        if let Some(p) = &self.patch {
+            let mut worst: Vec<&ArrayReport> = self
+                .arrays
+                .iter()
+                .filter(|a| a.amplification.is_some_and(|x| x > 1.5))
+                .collect();
+            worst.sort_by(|a, b| {
+                b.amplification
+                    .partial_cmp(&a.amplification)
+                    .expect("finite")
+            });
+            if worst.is_empty() {
+                let _ = writeln!(s, "every array decodes a {p} patch at 1.5x or less");
+            } else {
+                let _ = writeln!(
+                    s,
+                    "worst for a {p} patch: {}",
+                    worst
+                        .iter()
+                        .take(5)
+                        .map(|a| format!(
+                            "{} {:.1}x",
+                            a.layout.name,
+                            a.amplification.unwrap_or(0.0)
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                let _ = writeln!(
+                    s,
+                    "for this patch, convert with `svar2 convert --patch {p} IN.vcf.gz OUT.zarr` \
+                     (inner chunks sized so a patch decodes at most --max-amplification, 1.5)"
+                );
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amplification_is_the_planners_law() {
+        let layout = ArrayLayout {
+            name: "call_genotype".into(),
+            zarr_format: 2,
+            shape: vec![198_366, 1000, 2],
+            dtype: "|i1".into(),
+            itemsize: Some(1),
+            chunk: vec![10_000, 1000, 2],
+            shard: None,
+            codecs: String::new(),
+            dimension_names: vec!["variants".into(), "samples".into(), "ploidy".into()],
+            stored_bytes: 1,
+            files: 1,
+            gpu_unsupported: None,
+        };
+        let p = Patch {
+            variants: 4096,
+            samples: 1,
+        };
+        // (v − 1 + Vc)/v × (s − 1 + Sc)/s, as the planner sizes chunks by.
+        let want = (4095.0 + 10_000.0) / 4096.0 * 1000.0;
+        let got = array_amplification(&layout, p).unwrap();
+        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        assert_eq!(got, amplification(p, 10_000, 1000, 1000));
+        // A variants-only array pays along variants alone.
+        let mut pos = layout.clone();
+        pos.dimension_names = vec!["variants".into()];
+        pos.chunk = vec![10_000];
+        let got = array_amplification(&pos, p).unwrap();
+        assert!((got - 14095.0 / 4096.0).abs() < 1e-9);
+        pos.dimension_names = vec!["samples".into()];
+        assert_eq!(array_amplification(&pos, p), None);
+    }
+}

@@ -1,0 +1,381 @@
+//! The layout of any Zarr v2 or v3 group's arrays, read from their metadata and files
+//! alone: shape, type, the chunk a reader decodes (the inner chunk of a shard), the
+//! shard, the codecs, the bytes stored and files used, and whether svar2's GPU path can
+//! decode the chunks. `svar2 inspect` prints it; no array data is read.
+
+use crate::error::{Error, Result};
+use serde_json::Value;
+use std::fs;
+use std::path::Path;
+
+/// One array's layout.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ArrayLayout {
+    pub name: String,
+    /// 2 or 3.
+    pub zarr_format: u8,
+    pub shape: Vec<u64>,
+    /// The data type as the metadata spells it (`int8`, `<i4`, `string`, `|O`…).
+    pub dtype: String,
+    /// Bytes per element for fixed-size types.
+    pub itemsize: Option<u64>,
+    /// What a reader decodes at once: the inner chunk (sharded) or the chunk.
+    pub chunk: Vec<u64>,
+    /// The shard (one file), when the array is sharded.
+    pub shard: Option<Vec<u64>>,
+    /// The codec chain, outermost first, e.g. `sharding_indexed > bytes, blosc(zstd,
+    /// bitshuffle, clevel 1)`.
+    pub codecs: String,
+    pub dimension_names: Vec<String>,
+    /// Bytes of the chunk files (metadata excluded) and how many there are.
+    pub stored_bytes: u64,
+    pub files: u64,
+    /// `None` when svar2's GPU path decodes the chunks; otherwise why not.
+    pub gpu_unsupported: Option<String>,
+}
+
+impl ArrayLayout {
+    /// Decoded bytes of all elements (fixed-size types only).
+    pub fn decoded_bytes(&self) -> Option<u64> {
+        Some(self.shape.iter().product::<u64>() * self.itemsize?)
+    }
+
+    /// The length of the dimension called `name` in the chunk a reader decodes.
+    pub fn chunk_along(&self, name: &str) -> Option<u64> {
+        let i = self.dimension_names.iter().position(|d| d == name)?;
+        self.chunk.get(i).copied()
+    }
+
+    /// The array's length along the dimension called `name`.
+    pub fn len_along(&self, name: &str) -> Option<u64> {
+        let i = self.dimension_names.iter().position(|d| d == name)?;
+        self.shape.get(i).copied()
+    }
+}
+
+fn read_json(path: &Path) -> Result<Value> {
+    let text = fs::read(path).map_err(|e| Error::io(path, e))?;
+    serde_json::from_slice(&text).map_err(|e| Error::NotStore {
+        path: path.into(),
+        msg: format!("not JSON ({e})"),
+    })
+}
+
+fn u64s(v: Option<&Value>) -> Vec<u64> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default()
+}
+
+/// Bytes and count of the files under `dir` other than Zarr metadata.
+fn chunk_files(dir: &Path) -> (u64, u64) {
+    let (mut bytes, mut files) = (0, 0);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let Ok(t) = e.file_type() else { continue };
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if t.is_dir() {
+                stack.push(e.path());
+            } else if t.is_file()
+                && !matches!(
+                    name.as_ref(),
+                    "zarr.json" | ".zarray" | ".zattrs" | ".zgroup"
+                )
+            {
+                bytes += e.metadata().map_or(0, |m| m.len());
+                files += 1;
+            }
+        }
+    }
+    (bytes, files)
+}
+
+/// A v3 codec as text, and whether it is the blosc-zstd the GPU path decodes.
+fn codec_v3(c: &Value) -> String {
+    let name = c.get("name").and_then(Value::as_str).unwrap_or("?");
+    let conf = c.get("configuration");
+    let get = |k: &str| {
+        conf.and_then(|x| x.get(k))
+            .map(|v| v.to_string().replace('"', ""))
+    };
+    match name {
+        "blosc" => format!(
+            "blosc({}, {}, clevel {})",
+            get("cname").unwrap_or_default(),
+            get("shuffle").unwrap_or_default(),
+            get("clevel").unwrap_or_default()
+        ),
+        "zstd" => format!("zstd(level {})", get("level").unwrap_or_default()),
+        n => n.to_string(),
+    }
+}
+
+/// Why svar2's GPU path cannot decode chunks with this inner chain (v3 codecs, after
+/// any sharding), or `None` when it can: fixed-size little-endian elements through
+/// blosc with zstd, any shuffle.
+fn gpu_v3(chain: &[Value], itemsize: Option<u64>) -> Option<String> {
+    if itemsize.is_none() {
+        return Some("variable-length strings (decoded on the CPU)".into());
+    }
+    let names: Vec<&str> = chain
+        .iter()
+        .map(|c| c.get("name").and_then(Value::as_str).unwrap_or("?"))
+        .collect();
+    match names.as_slice() {
+        ["bytes", "blosc"] => {
+            let cname = chain[1]
+                .pointer("/configuration/cname")
+                .and_then(Value::as_str);
+            (cname != Some("zstd")).then(|| {
+                format!(
+                    "blosc with {} (the GPU path decodes blosc-zstd)",
+                    cname.unwrap_or("?")
+                )
+            })
+        }
+        _ => Some(format!(
+            "codecs {} (the GPU path decodes bytes + blosc-zstd)",
+            names.join(", ")
+        )),
+    }
+}
+
+fn itemsize_v3(dtype: &Value) -> Option<u64> {
+    match dtype.as_str() {
+        Some("bool" | "int8" | "uint8") => Some(1),
+        Some("int16" | "uint16" | "float16") => Some(2),
+        Some("int32" | "uint32" | "float32") => Some(4),
+        Some("int64" | "uint64" | "float64") => Some(8),
+        Some(_) => None,
+        None => dtype
+            .pointer("/configuration/length_bytes")
+            .and_then(Value::as_u64),
+    }
+}
+
+fn array_v3(name: &str, dir: &Path, meta: &Value) -> ArrayLayout {
+    let dtype = meta.get("data_type").cloned().unwrap_or(Value::Null);
+    let itemsize = itemsize_v3(&dtype);
+    let grid = u64s(meta.pointer("/chunk_grid/configuration/chunk_shape"));
+    let codecs: Vec<Value> = meta
+        .get("codecs")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let sharding = codecs
+        .first()
+        .filter(|c| c.get("name").and_then(Value::as_str) == Some("sharding_indexed"));
+    let (chunk, shard, chain, codec_text) = match sharding {
+        Some(s) => {
+            let inner = u64s(s.pointer("/configuration/chunk_shape"));
+            let chain: Vec<Value> = s
+                .pointer("/configuration/codecs")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let text = format!(
+                "sharding_indexed > {}",
+                chain.iter().map(codec_v3).collect::<Vec<_>>().join(", ")
+            );
+            (inner, Some(grid), chain, text)
+        }
+        None => {
+            let text = codecs.iter().map(codec_v3).collect::<Vec<_>>().join(", ");
+            (grid, None, codecs.clone(), text)
+        }
+    };
+    let (stored_bytes, files) = chunk_files(dir);
+    ArrayLayout {
+        name: name.into(),
+        zarr_format: 3,
+        shape: u64s(meta.get("shape")),
+        dtype: match &dtype {
+            Value::String(s) => s.clone(),
+            v => v.get("name").and_then(Value::as_str).unwrap_or("?").into(),
+        },
+        itemsize,
+        chunk,
+        shard,
+        codecs: codec_text,
+        dimension_names: meta
+            .get("dimension_names")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|d| d.as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        stored_bytes,
+        files,
+        gpu_unsupported: gpu_v3(&chain, itemsize),
+    }
+}
+
+fn array_v2(name: &str, dir: &Path, meta: &Value, attrs: Option<Value>) -> ArrayLayout {
+    let dtype = meta
+        .get("dtype")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string();
+    // numpy type strings: `<i4`, `|b1`, `<U1` (4 bytes per character), `|O` (objects).
+    let itemsize = {
+        let (kind, n) = (
+            dtype.chars().nth(1),
+            dtype.get(2..).and_then(|n| n.parse::<u64>().ok()),
+        );
+        match (kind, n) {
+            (Some('U'), Some(n)) => Some(4 * n),
+            (Some('O'), _) | (_, None) => None,
+            (_, Some(n)) => Some(n),
+        }
+    };
+    let compressor = meta.get("compressor").filter(|c| !c.is_null());
+    let filters = meta
+        .get("filters")
+        .and_then(Value::as_array)
+        .filter(|f| !f.is_empty());
+    let id = |c: &Value| {
+        c.get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string()
+    };
+    let codec_text = {
+        let mut parts: Vec<String> = filters.into_iter().flatten().map(id).collect();
+        match compressor {
+            Some(c) if id(c) == "blosc" => parts.push(format!(
+                "blosc({}, shuffle {}, clevel {})",
+                c.get("cname").and_then(Value::as_str).unwrap_or("?"),
+                c.get("shuffle").map_or(String::new(), Value::to_string),
+                c.get("clevel").map_or(String::new(), Value::to_string)
+            )),
+            Some(c) => parts.push(id(c)),
+            None => parts.push("uncompressed".into()),
+        }
+        parts.join(", ")
+    };
+    let gpu_unsupported = if itemsize.is_none() {
+        Some("variable-length strings (decoded on the CPU)".into())
+    } else if filters.is_some() {
+        Some(format!(
+            "filters {codec_text} (the GPU path decodes blosc-zstd alone)"
+        ))
+    } else if dtype.starts_with('>') {
+        Some("big-endian elements".into())
+    } else {
+        match compressor {
+            Some(c)
+                if id(c) == "blosc" && c.get("cname").and_then(Value::as_str) == Some("zstd") =>
+            {
+                None
+            }
+            _ => Some(format!(
+                "compressor {codec_text} (the GPU path decodes blosc-zstd)"
+            )),
+        }
+    };
+    let (stored_bytes, files) = chunk_files(dir);
+    ArrayLayout {
+        name: name.into(),
+        zarr_format: 2,
+        shape: u64s(meta.get("shape")),
+        dtype,
+        itemsize,
+        chunk: u64s(meta.get("chunks")),
+        shard: None,
+        codecs: codec_text,
+        dimension_names: attrs
+            .as_ref()
+            .and_then(|a| a.get("_ARRAY_DIMENSIONS"))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|d| d.as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        stored_bytes,
+        files,
+        gpu_unsupported,
+    }
+}
+
+/// The arrays of the Zarr group at `root` (v3 `zarr.json` or v2 `.zgroup`), sorted by
+/// name. Anything else is an error saying what the path is.
+pub fn read_group(root: &Path) -> Result<Vec<ArrayLayout>> {
+    let v3 = root.join("zarr.json").is_file();
+    if !v3 && !root.join(".zgroup").is_file() {
+        return Err(Error::NotStore {
+            path: root.into(),
+            msg: "not a Zarr group (no zarr.json or .zgroup)".into(),
+        });
+    }
+    let mut out = Vec::new();
+    for e in fs::read_dir(root).map_err(|e| Error::io(root, e))? {
+        let e = e.map_err(|e| Error::io(root, e))?;
+        if !e.file_type().map_err(|x| Error::io(e.path(), x))?.is_dir() {
+            continue;
+        }
+        let dir = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if dir.join("zarr.json").is_file() {
+            let meta = read_json(&dir.join("zarr.json"))?;
+            if meta.get("node_type").and_then(Value::as_str) == Some("array") {
+                out.push(array_v3(&name, &dir, &meta));
+            }
+        } else if dir.join(".zarray").is_file() {
+            let meta = read_json(&dir.join(".zarray"))?;
+            let attrs = dir
+                .join(".zattrs")
+                .is_file()
+                .then(|| read_json(&dir.join(".zattrs")))
+                .transpose()?;
+            out.push(array_v2(&name, &dir, &meta, attrs));
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn v3_sharded_and_v2_layouts_and_gpu_rules() {
+        let meta = json!({
+            "zarr_format": 3, "node_type": "array", "shape": [10, 4, 2], "data_type": "int8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [8, 4, 2]}},
+            "codecs": [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [4, 2, 2],
+                "codecs": [{"name": "bytes"}, {"name": "blosc", "configuration":
+                    {"cname": "zstd", "clevel": 1, "shuffle": "bitshuffle"}}]}}],
+            "dimension_names": ["variants", "samples", "ploidy"]
+        });
+        let a = array_v3("call_genotype", Path::new("/nonexistent"), &meta);
+        assert_eq!(
+            (a.chunk.clone(), a.shard.clone()),
+            (vec![4, 2, 2], Some(vec![8, 4, 2]))
+        );
+        assert_eq!(a.gpu_unsupported, None);
+        assert_eq!(a.chunk_along("samples"), Some(2));
+        assert_eq!(a.decoded_bytes(), Some(80));
+        let v2 = json!({"shape": [10, 4], "chunks": [5, 4], "dtype": "<i4",
+            "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1},
+            "filters": null});
+        let b = array_v2("call_DP", Path::new("/nonexistent"), &v2, None);
+        assert_eq!(b.itemsize, Some(4));
+        assert!(b.gpu_unsupported.unwrap().contains("blosc-zstd"));
+        let s = json!({"shape": [10], "chunks": [5], "dtype": "|O",
+            "compressor": {"id": "blosc", "cname": "zstd"}, "filters": [{"id": "vlen-utf8"}]});
+        assert!(array_v2("variant_id", Path::new("/x"), &s, None)
+            .gpu_unsupported
+            .unwrap()
+            .contains("strings"));
+    }
+}
