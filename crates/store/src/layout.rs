@@ -248,9 +248,16 @@ fn array_v2(name: &str, dir: &Path, meta: &Value, attrs: Option<Value>) -> Array
         let mut parts: Vec<String> = filters.into_iter().flatten().map(id).collect();
         match compressor {
             Some(c) if id(c) == "blosc" => parts.push(format!(
-                "blosc({}, shuffle {}, clevel {})",
+                "blosc({}, {}, clevel {})",
                 c.get("cname").and_then(Value::as_str).unwrap_or("?"),
-                c.get("shuffle").map_or(String::new(), Value::to_string),
+                // numcodecs' shuffle ids.
+                match c.get("shuffle").and_then(Value::as_i64) {
+                    Some(0) => "noshuffle",
+                    Some(1) => "shuffle",
+                    Some(2) => "bitshuffle",
+                    Some(-1) => "autoshuffle",
+                    _ => "?",
+                },
                 c.get("clevel").map_or(String::new(), Value::to_string)
             )),
             Some(c) => parts.push(id(c)),
