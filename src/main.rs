@@ -197,6 +197,14 @@ fn out(text: &str) {
     }
 }
 
+/// A report as pretty JSON on standard output, for scripts.
+fn out_json(report: &impl serde::Serialize) {
+    out(&format!(
+        "{}\n",
+        serde_json::to_string_pretty(report).expect("reports serialise")
+    ));
+}
+
 fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
     match cli.command {
         Command::Convert {
@@ -243,10 +251,7 @@ fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
         } => {
             let report = make_plan(&input, &plan.request(probe))?;
             if json {
-                out(&format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&report).expect("json")
-                ));
+                out_json(&report);
             } else {
                 out(&report.render());
                 if let Some(o) = output {
@@ -263,10 +268,7 @@ fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
         Command::Inspect { store, patch, json } => {
             let report = svar2_rechunk::inspect::inspect(&store, patch)?;
             if json {
-                out(&format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&report).expect("json")
-                ));
+                out_json(&report);
             } else {
                 out(&report.render());
             }

@@ -67,6 +67,18 @@ fn u64s(v: Option<&Value>) -> Vec<u64> {
         .unwrap_or_default()
 }
 
+/// A JSON array of strings (dimension names: v3's `dimension_names`, v2's
+/// `_ARRAY_DIMENSIONS` attribute); empty when absent.
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|d| d.as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Bytes and count of the files under `dir` other than Zarr metadata.
 fn chunk_files(dir: &Path) -> (u64, u64) {
     let (mut bytes, mut files) = (0, 0);
@@ -200,15 +212,7 @@ fn array_v3(name: &str, dir: &Path, meta: &Value) -> ArrayLayout {
         chunk,
         shard,
         codecs: codec_text,
-        dimension_names: meta
-            .get("dimension_names")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|d| d.as_str().unwrap_or("").to_string())
-                    .collect()
-            })
-            .unwrap_or_default(),
+        dimension_names: strings(meta.get("dimension_names")),
         stored_bytes,
         files,
         gpu_unsupported: gpu_v3(&chain, itemsize),
@@ -295,16 +299,7 @@ fn array_v2(name: &str, dir: &Path, meta: &Value, attrs: Option<Value>) -> Array
         chunk: u64s(meta.get("chunks")),
         shard: None,
         codecs: codec_text,
-        dimension_names: attrs
-            .as_ref()
-            .and_then(|a| a.get("_ARRAY_DIMENSIONS"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|d| d.as_str().unwrap_or("").to_string())
-                    .collect()
-            })
-            .unwrap_or_default(),
+        dimension_names: strings(attrs.as_ref().and_then(|a| a.get("_ARRAY_DIMENSIONS"))),
         stored_bytes,
         files,
         gpu_unsupported,
