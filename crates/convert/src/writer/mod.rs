@@ -32,11 +32,11 @@ struct Slot {
     layout: Layout,
 }
 
-/// One inner chunk of a shard being laid out again: its stored bytes (`None`: all
-/// fill, not stored) and the layout they were encoded under.
+/// One inner chunk of a shard being laid out again: where its stored bytes are in
+/// the old file (`None`: all fill, not stored) and the layout they were encoded under.
 #[derive(Clone, Copy)]
-struct Part<'a> {
-    bytes: Option<&'a [u8]>,
+struct Part {
+    span: Option<(u64, u64)>,
     layout: Layout,
 }
 

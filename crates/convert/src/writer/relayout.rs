@@ -64,50 +64,109 @@ impl Writer {
     }
 
     /// Re-encodes shard rows written under a layout that later data outgrew.
-    /// The inner chunks of one shard of array `a` under layout `new`: a chunk already
-    /// in it is kept as it is, any other is decoded under its old layout and laid out
-    /// again (a stored-nothing chunk too: absent records read back differently under
-    /// a wider layout). `parts` is in the shard's C order (`[inner row][sample chunk
-    /// of ks]`); the shard's records start at `first` and the array's end at `end`.
+    /// Writes one shard of array `a` under layout `new` to `out`, chunk by chunk: a
+    /// chunk already in it is copied as it is, any other is decoded under its old
+    /// layout and laid out again (a stored-nothing chunk too: absent records read back
+    /// differently under a wider layout). Old chunks are read one at a time at their
+    /// spans in `source` (file, path) and new ones streamed to a temporary file, so a
+    /// thread holds one chunk in and one out, not the shard. `parts` is in the shard's
+    /// C order (`[inner row][sample chunk of ks]`); `records` = (the shard's first
+    /// record, the end of the array's records). `clear` runs once every old chunk is
+    /// read and before the new shard is moved into place (it removes an old shard file
+    /// that may sit where the new shard's directory goes). Returns whether a shard was
+    /// written (none when every chunk is fill).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn relay_shard(
         &self,
         a: usize,
+        source: Option<(&std::fs::File, &Path)>,
         parts: &[Option<Part>],
         new: &Layout,
-        first: u64,
-        end: u64,
+        (first, end): (u64, u64),
         ks: &[usize],
         absent: &Option<Vec<u64>>,
-    ) -> Result<Vec<Option<Vec<u8>>>> {
+        out: &Path,
+        clear: impl FnOnce() -> Result<()>,
+    ) -> Result<bool> {
+        use std::io::Write;
+        use std::os::unix::fs::FileExt;
         let spec = &self.set.arrays[a];
         let new_codec = &self.codecs[&(new.dtype, spec.bitshuffle)];
         let vc = self.g.variants_chunk as usize;
-        parts
-            .iter()
-            .enumerate()
-            .map(|(i, part)| {
-                let Some(p) = part else { return Ok(None) };
-                if p.layout == *new {
-                    return Ok(p.bytes.map(<[u8]>::to_vec));
+        // Beside the array's chunk directory, never under the new shard's path (whose
+        // parent may still be the old shard file).
+        let rel = out.strip_prefix(&self.store.root).unwrap_or(out);
+        let tmp = self.store.root.join(&spec.name).join(format!(
+            ".relay.{}",
+            rel.to_string_lossy().replace('/', ".")
+        ));
+        let mut writer: Option<std::io::BufWriter<std::fs::File>> = None;
+        let mut spans = Vec::with_capacity(parts.len());
+        let mut at = 0u64;
+        let mut old = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            let chunk = match part {
+                None => None,
+                Some(p) => {
+                    let bytes = match (p.span, source) {
+                        (Some((o, n)), Some((f, path))) => {
+                            old.resize(n as usize, 0);
+                            f.read_exact_at(&mut old, o)
+                                .map_err(|e| Error::io(path, e))?;
+                            Some(old.as_slice())
+                        }
+                        _ => None,
+                    };
+                    if p.layout == *new {
+                        bytes.map(<[u8]>::to_vec)
+                    } else {
+                        let (vi, kk) = (i / ks.len(), i % ks.len());
+                        let off = vi * vc;
+                        let old_codec = &self.codecs[&(p.layout.dtype, spec.bitshuffle)];
+                        self.transcode(
+                            a,
+                            bytes,
+                            &p.layout,
+                            new,
+                            old_codec,
+                            new_codec,
+                            first + off as u64,
+                            end,
+                            ks[kk],
+                            &|r| bit(absent, off + r),
+                        )?
+                    }
                 }
-                let (vi, kk) = (i / ks.len(), i % ks.len());
-                let off = vi * vc;
-                let old_codec = &self.codecs[&(p.layout.dtype, spec.bitshuffle)];
-                self.transcode(
-                    a,
-                    p.bytes,
-                    &p.layout,
-                    new,
-                    old_codec,
-                    new_codec,
-                    first + off as u64,
-                    end,
-                    ks[kk],
-                    &|r| bit(absent, off + r),
-                )
-            })
-            .collect()
+            };
+            spans.push(match chunk {
+                None => None,
+                Some(c) => {
+                    if writer.is_none() {
+                        if let Some(dir) = tmp.parent() {
+                            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+                        }
+                        let f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+                        writer = Some(std::io::BufWriter::new(f));
+                    }
+                    let w = writer.as_mut().expect("opened above");
+                    w.write_all(&c).map_err(|e| Error::io(&tmp, e))?;
+                    let span = (at, c.len() as u64);
+                    at += c.len() as u64;
+                    Some(span)
+                }
+            });
+        }
+        let Some(mut w) = writer else {
+            clear()?;
+            return Ok(false);
+        };
+        w.write_all(&shard::index(&spans))
+            .and_then(|()| w.flush())
+            .map_err(|e| Error::io(&tmp, e))?;
+        drop(w);
+        clear()?;
+        self.store.rename(&tmp, out)?;
+        Ok(true)
     }
 
     pub(super) fn rewrite_outgrown(&mut self, finals: &[Layout]) -> Result<()> {
@@ -150,46 +209,56 @@ impl Writer {
                     } else {
                         vec![0]
                     };
-                    let old_bytes = match std::fs::read(&old_path) {
-                        Ok(b) => Some(b),
+                    // The old shard's index, read from its tail alone; its chunks are
+                    // then read one at a time.
+                    let n = ips * ks.len();
+                    let source = match std::fs::File::open(&old_path) {
+                        Ok(f) => Some(f),
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                         Err(e) => return Err(Error::io(&old_path, e)),
                     };
-                    let parts = match &old_bytes {
-                        Some(b) => {
+                    let spans = match &source {
+                        Some(f) => {
+                            use std::os::unix::fs::FileExt;
+                            let len = f.metadata().map_err(|e| Error::io(&old_path, e))?.len();
+                            let tail_len = shard::index_len(n).min(len as usize);
+                            let mut tail = vec![0u8; tail_len];
+                            f.read_exact_at(&mut tail, len - tail_len as u64)
+                                .map_err(|e| Error::io(&old_path, e))?;
                             let key = old_path.strip_prefix(&this.store.root).unwrap_or(&old_path);
-                            shard::parse(&key.to_string_lossy(), b, ips * ks.len())?
+                            shard::parse_index(&key.to_string_lossy(), &tail, n, len)?
                         }
-                        None => vec![None; ips * ks.len()],
+                        None => vec![None; n],
                     };
                     // Sample chunks past the last sample are not part of the array.
-                    let parts: Vec<Option<Part>> = parts
+                    let parts: Vec<Option<Part>> = spans
                         .iter()
                         .enumerate()
-                        .map(|(i, &bytes)| {
+                        .map(|(i, &span)| {
                             (ks[i % ks.len()] < n_sc).then_some(Part {
-                                bytes,
+                                span,
                                 layout: info.layout,
                             })
                         })
                         .collect();
                     let first = r * this.g.variants_shard;
-                    let chunks = this.relay_shard(
+                    let wrote = this.relay_shard(
                         a,
+                        source.as_ref().map(|f| (f, old_path.as_path())),
                         &parts,
                         &finals[a],
-                        first,
-                        this.records,
+                        (first, this.records),
                         &ks,
                         &info.absent,
+                        &new_path,
+                        || match std::fs::remove_file(&old_path) {
+                            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                                Err(Error::io(&old_path, e))
+                            }
+                            _ => Ok(()),
+                        },
                     )?;
-                    if old_bytes.is_some() {
-                        std::fs::remove_file(&old_path).map_err(|e| Error::io(&old_path, e))?;
-                    }
-                    if let Some(bytes) = shard::assemble(&chunks) {
-                        this.store.write(&new_path, &bytes)?;
-                        written += 1;
-                    }
+                    written += u64::from(wrote);
                 }
                 Ok(written)
             })

@@ -91,28 +91,35 @@ impl Writer {
                     append(&part, &shard::index(&spans))?;
                     return Ok(this.store.rename(&part, &path)?);
                 }
-                let data = if stored {
-                    std::fs::read(&part).map_err(|e| Error::io(&part, e))?
+                let src = if stored {
+                    Some(std::fs::File::open(&part).map_err(|e| Error::io(&part, e))?)
                 } else {
-                    Vec::new()
+                    None
                 };
                 let parts: Vec<Option<Part>> = slots
                     .iter()
                     .map(|slot| {
                         slot.map(|s| Part {
-                            bytes: s.span.map(|(o, n)| &data[o as usize..(o + n) as usize]),
+                            span: s.span,
                             layout: s.layout,
                         })
                     })
                     .collect();
                 let first = row_index * this.g.variants_shard;
-                let chunks =
-                    this.relay_shard(a, &parts, &layouts[a], first, end_record, &ks, absent)?;
+                let source = src.as_ref().map(|f| (f, part.as_path()));
+                this.relay_shard(
+                    a,
+                    source,
+                    &parts,
+                    &layouts[a],
+                    (first, end_record),
+                    &ks,
+                    absent,
+                    &path,
+                    || Ok(()),
+                )?;
                 if stored {
                     std::fs::remove_file(&part).map_err(|e| Error::io(&part, e))?;
-                }
-                if let Some(bytes) = shard::assemble(&chunks) {
-                    this.store.write(&path, &bytes)?;
                 }
                 Ok(())
             })
