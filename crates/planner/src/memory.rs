@@ -78,7 +78,7 @@ impl InFlight {
 /// Plans keep `predicted × HEADROOM ≤ budget`, because `--max-mem` is a promise, not
 /// a target: the law's worst under-prediction was 30 % in calibration and 31 % on the
 /// runs of `scripts/bench_memory.sh` (held-out call sets included), where the same
-/// configuration's peak moved by up to 20 % between runs (thread timing decides how
+/// configuration's peak also moved by 5–10 % between runs (thread timing decides how
 /// many chunk rows are alive at once); long files cut into small chunk rows drift
 /// further (allocator fragmentation: sim.vcf.gz at 305-record rows peaks at 19.9 MB
 /// over 198 k records, 15.9 MB over its first 20 k).
