@@ -18,13 +18,8 @@ pub enum Error {
         locus: String,
         msg: String,
     },
-    #[error("{path}: {source}{hint}", hint = svar2_store::error::io_hint(source))]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// Writing or reading the store: its own messages name the path or chunk key.
+    /// Writing or reading the store, and any file I/O (the store crate's error, which
+    /// names the path or chunk key and says what to do about a full or read-only disk).
     #[error(transparent)]
     Store(#[from] svar2_store::Error),
     #[error("{0}")]
@@ -37,9 +32,6 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// Wraps an I/O error with the path it happened on.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Store(svar2_store::Error::io(path, source))
     }
 }
