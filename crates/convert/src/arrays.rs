@@ -546,15 +546,7 @@ impl ArraySpec {
     }
 }
 
-/// Chunk and shard sizes shared by every variant-axis array.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct Geometry {
-    pub variants_chunk: u64,
-    pub samples_chunk: u64,
-    pub variants_shard: u64,
-    pub samples_shard: u64,
-    pub zstd_level: i32,
-}
+pub use svar2_store::grid::Geometry;
 
 impl ArraySpec {
     /// Dimension names for a layout.
@@ -580,25 +572,20 @@ impl ArraySpec {
             dtype: layout.dtype,
             bitshuffle: self.bitshuffle,
             level: g.zstd_level,
-            description: self.description.clone(),
+            attributes: ArrayMeta::described(&self.description),
         }
     }
 
     /// (array shape, shard shape, inner chunk shape) for `n` records.
     pub fn shapes(&self, layout: &Layout, n: u64, n_samples: u64, g: &Geometry) -> [Vec<u64>; 3] {
         let mut shape = vec![n];
-        let mut shard = vec![g.variants_shard];
-        let mut inner = vec![g.variants_chunk];
         if self.per_sample {
             shape.push(n_samples);
-            shard.push(g.samples_shard);
-            inner.push(g.samples_chunk);
         }
         if let Some(w) = layout.width {
             shape.push(w as u64);
-            shard.push((w as u64).max(1));
-            inner.push((w as u64).max(1));
         }
+        let (shard, inner) = g.grid(&self.dimension_names(layout), &shape);
         [shape, shard, inner]
     }
 }
@@ -622,7 +609,7 @@ mod tests {
             per_sample: false,
             width,
             trailing_dim: "d".into(),
-            description: String::new(),
+            attributes: ArrayMeta::described(""),
             column: 0,
             bitshuffle: false,
         }

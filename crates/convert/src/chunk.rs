@@ -387,7 +387,7 @@ mod tests {
                 always: false,
             },
             trailing_dim: "d".into(),
-            description: String::new(),
+            attributes: ArrayMeta::described(""),
             column: 0,
             bitshuffle: false,
         }

@@ -136,6 +136,60 @@ pub fn shards_for(c: Chunks, n_samples: u64, cell: u64) -> (u64, u64) {
     (c.variants * kv, c.samples * ks)
 }
 
+/// Default inner chunk when no `--patch` is given: bio2zarr's 1000 × 1000.
+pub const DEFAULT_CHUNKS: Chunks = Chunks {
+    variants: 1000,
+    samples: 1000,
+};
+
+/// Chunk and shard sizes the user fixed on the command line (they override the patch
+/// rule).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Requested {
+    pub variants_chunk: Option<u64>,
+    pub samples_chunk: Option<u64>,
+    pub variants_shard: Option<u64>,
+    pub samples_shard: Option<u64>,
+}
+
+/// The inner chunk a store gets: from the patch (or [`DEFAULT_CHUNKS`]), then the
+/// user's explicit sizes. `convert` may shrink the variants side further to fit its
+/// memory budget; `rechunk` (whose memory does not grow with it) takes it as is, so
+/// both write the same grid for the same options.
+pub fn requested_chunks(
+    patch: Option<Patch>,
+    max_amp: f64,
+    n_samples: u64,
+    cell: u64,
+    requested: &Requested,
+) -> Chunks {
+    let mut chunks = match patch {
+        Some(p) => chunks_for_patch(p, max_amp, n_samples, cell).0,
+        None => DEFAULT_CHUNKS,
+    };
+    if let Some(v) = requested.variants_chunk {
+        chunks.variants = v.max(1);
+    }
+    if let Some(s) = requested.samples_chunk {
+        chunks.samples = s.max(1);
+    }
+    chunks.samples = chunks.samples.min(n_samples.max(1));
+    chunks
+}
+
+/// The shard (variants, samples) for inner chunks `c`: [`shards_for`], then the
+/// user's explicit sizes rounded to whole chunks; never wider than the samples.
+pub fn requested_shards(c: Chunks, n_samples: u64, cell: u64, requested: &Requested) -> (u64, u64) {
+    let (mut vs, mut ss) = shards_for(c, n_samples, cell);
+    if let Some(v) = requested.variants_shard {
+        vs = whole_chunks(v, c.variants);
+    }
+    if let Some(s) = requested.samples_shard {
+        ss = whole_chunks(s, c.samples);
+    }
+    (vs, ss.min(whole_chunks(n_samples, c.samples)))
+}
+
 /// `len` rounded up to whole `chunk`s, at least one: a shard holds whole inner chunks
 /// (convert and the planner round the user's shard sizes with this one rule).
 pub fn whole_chunks(len: u64, chunk: u64) -> u64 {

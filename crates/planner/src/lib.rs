@@ -14,4 +14,5 @@ pub mod order;
 pub mod size;
 
 mod plan;
-pub use plan::{plan, Plan, PlanError, PlanInput, ReaderSource, Requested, PIECES_PER_READER};
+pub use geometry::Requested;
+pub use plan::{plan, Plan, PlanError, PlanInput, ReaderSource, PIECES_PER_READER};

@@ -1,7 +1,9 @@
 //! Putting it together: cores, memory and data sizes in; concurrency, readers, chunk
 //! geometry and a predicted peak RSS out — or an error that says what would fit.
 
-use crate::geometry::{amplification, chunks_for_patch, shards_for, whole_chunks, Chunks, Patch};
+use crate::geometry::{
+    amplification, requested_chunks, requested_shards, Chunks, Patch, Requested,
+};
 use crate::memory::{InFlight, RssModel, HEADROOM};
 use crate::order::{dispatch_order, ContigCost, CostTier};
 use crate::size::human;
@@ -16,15 +18,6 @@ pub enum ReaderSource {
     Probe,
     /// No probe ran (dry run, or the executor has one reader per contig).
     Default,
-}
-
-/// Chunk sizes the user fixed on the command line (they override the patch rule).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Requested {
-    pub variants_chunk: Option<u64>,
-    pub samples_chunk: Option<u64>,
-    pub variants_shard: Option<u64>,
-    pub samples_shard: Option<u64>,
 }
 
 /// Everything the planner needs, as plain numbers.
@@ -148,12 +141,6 @@ pub const PIECES_PER_READER: u64 = 4;
 /// per thread past two that the law did not see (27 % under at 4 threads without it).
 const PER_EXTRA_THREAD_BYTES: u64 = 6_500_000;
 
-/// Default inner chunk when no `--patch` is given: bio2zarr's 1000 × 1000.
-const DEFAULT_CHUNKS: Chunks = Chunks {
-    variants: 1000,
-    samples: 1000,
-};
-
 /// Builds the plan. Concurrency is charged by what each contig uses: one core for
 /// its encoder plus one per reader.
 pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
@@ -205,18 +192,13 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         cc = 1;
     }
 
-    // Inner chunks: from the patch, then overridden by explicit flags.
-    let (mut chunks, _) = match input.patch {
-        Some(p) => chunks_for_patch(p, input.max_amplification, input.samples, input.cell_bytes),
-        None => (DEFAULT_CHUNKS, 0.0),
-    };
-    if let Some(v) = input.requested.variants_chunk {
-        chunks.variants = v.max(1);
-    }
-    if let Some(s) = input.requested.samples_chunk {
-        chunks.samples = s.max(1);
-    }
-    chunks.samples = chunks.samples.min(input.samples.max(1));
+    let mut chunks = requested_chunks(
+        input.patch,
+        input.max_amplification,
+        input.samples,
+        input.cell_bytes,
+        &input.requested,
+    );
 
     // Memory: in-flight rows are what the budget buys.
     let eff_rows = |vc: u64, cc: usize| -> u64 {
@@ -304,15 +286,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         chunks.variants = fits;
     }
 
-    let (mut vs, mut ss) = shards_for(chunks, input.samples, input.cell_bytes);
-    if let Some(v) = input.requested.variants_shard {
-        vs = whole_chunks(v, chunks.variants);
-    }
-    if let Some(s) = input.requested.samples_shard {
-        ss = whole_chunks(s, chunks.samples);
-    }
-    let s_full = whole_chunks(input.samples, chunks.samples);
-    ss = ss.min(s_full);
+    let (vs, ss) = requested_shards(chunks, input.samples, input.cell_bytes, &input.requested);
 
     let in_flight_split = in_flight(chunks.variants, cc);
     let in_flight_bytes = in_flight_split.total();
@@ -410,7 +384,7 @@ mod tests {
     #[test]
     fn roomy_budget_keeps_defaults() {
         let p = plan(&input(8 << 30, 1000)).unwrap();
-        assert_eq!(p.chunks, DEFAULT_CHUNKS);
+        assert_eq!(p.chunks, crate::geometry::DEFAULT_CHUNKS);
         assert_eq!(p.cc, 1);
         assert_eq!(p.readers_from, ReaderSource::Default);
         assert!(p.predicted_peak_rss <= 8 << 30);

@@ -11,7 +11,9 @@
 //! - [`codecs`]: the inner codec chain per array (the one bitshuffle/shuffle rule);
 //! - [`codec`]: encoding and decoding inner chunks through zarrs;
 //! - [`shard`]: shard bytes, and the index parsed from a shard's tail alone;
+//! - [`grid`]: the chunk grid every array is placed on;
 //! - [`key`]: chunk keys and their paths;
+//! - [`region`]: the region index readers use to find a genomic range;
 //! - [`metadata`]: array metadata, written and read back;
 //! - [`layout`]: the layout of any Zarr v2 or v3 group's arrays, from metadata and files;
 //! - [`dir`]: the store directory (replace rules, lock, in-progress marker, digest).
@@ -21,9 +23,11 @@ pub mod codecs;
 pub mod dir;
 pub mod dtype;
 pub mod error;
+pub mod grid;
 pub mod key;
 pub mod layout;
 pub mod metadata;
+pub mod region;
 pub mod shard;
 
 pub use dtype::Dtype;

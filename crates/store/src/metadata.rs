@@ -5,7 +5,7 @@
 use crate::codecs::inner_codecs;
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::path::Path;
 
 /// Everything an svar2 array's `zarr.json` says.
@@ -21,7 +21,8 @@ pub struct ArrayMeta {
     pub bitshuffle: bool,
     /// blosc clevel (numbers) or zstd level (strings).
     pub level: i32,
-    pub description: String,
+    /// The array's attributes (`description`, and whatever a source store carried).
+    pub attributes: Map<String, Value>,
 }
 
 impl ArrayMeta {
@@ -41,7 +42,7 @@ impl ArrayMeta {
                 "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
                 "index_location": "end"
             }}],
-            "attributes": {"description": self.description},
+            "attributes": self.attributes,
             "dimension_names": self.dimension_names,
         })
     }
@@ -105,11 +106,11 @@ impl ArrayMeta {
             dtype,
             bitshuffle,
             level,
-            description: v
-                .pointer("/attributes/description")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
+            attributes: v
+                .get("attributes")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
         };
         // What it says must be exactly what svar2 writes for those settings.
         if meta.to_json().get("codecs") != v.get("codecs") {
@@ -120,6 +121,13 @@ impl ArrayMeta {
             return Err(bad("shapes of different ranks"));
         }
         Ok(meta)
+    }
+
+    /// Attributes holding just a description, as convert writes every array's.
+    pub fn described(text: &str) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("description".into(), json!(text));
+        m
     }
 
     /// Inner chunks per shard (the entries of a shard's index).
@@ -159,7 +167,7 @@ mod tests {
                     dtype,
                     bitshuffle: bitshuffle && dtype != Dtype::Str,
                     level: 3,
-                    description: "x".into(),
+                    attributes: ArrayMeta::described("x"),
                 };
                 let back = ArrayMeta::from_json(Path::new("a/zarr.json"), &m.to_json());
                 assert_eq!(back.unwrap(), m, "{dtype:?}");
@@ -174,7 +182,7 @@ mod tests {
             dtype: Dtype::I8,
             bitshuffle: false,
             level: 1,
-            description: String::new(),
+            attributes: Map::new(),
         }
         .to_json();
         v["codecs"][0]["name"] = json!("bytes");

@@ -23,7 +23,7 @@ impl Writer {
             dtype,
             bitshuffle: false,
             level: self.g.zstd_level,
-            description: String::new(),
+            attributes: ArrayMeta::described(""),
         };
         self.store.write_json(name, &meta.to_json())?;
         if shape.iter().product::<u64>() == 0 || raw.is_fill() {
@@ -50,7 +50,7 @@ impl Writer {
             dtype: Dtype::Str,
             bitshuffle: false,
             level: self.g.zstd_level,
-            description: String::new(),
+            attributes: ArrayMeta::described(""),
         };
         self.store.write_json("sample_id", &meta.to_json())?;
         let codec = self.codec(Dtype::Str, false)?;
@@ -190,8 +190,6 @@ impl Writer {
             ),
         )?;
 
-        // region_index takes variant_position's type, as bio2zarr does (widened if a
-        // max-end would not fit).
         let pos_dtype = finals[self
             .set
             .arrays
@@ -199,31 +197,14 @@ impl Writer {
             .position(|a| a.name == "variant_position")
             .expect("pos")]
         .dtype;
-        let (lo, hi) = self
-            .region
-            .iter()
-            .flatten()
-            .fold((0i64, 0i64), |(l, h), &v| (l.min(v), h.max(v)));
-        let dtype = match (pos_dtype, Dtype::smallest_int(lo, hi)) {
-            (p, r) if r.size() > p.size() => r,
-            (p, _) => p,
-        };
-        let mut bytes = Vec::new();
-        for v in self.region.iter().flatten() {
-            match dtype {
-                Dtype::I8 => bytes.push(*v as i8 as u8),
-                Dtype::I16 => bytes.extend_from_slice(&(*v as i16).to_le_bytes()),
-                Dtype::I32 => bytes.extend_from_slice(&(*v as i32).to_le_bytes()),
-                _ => bytes.extend_from_slice(&v.to_le_bytes()),
-            }
-        }
+        let (dtype, raw) = svar2_store::region::encode(&self.region, pos_dtype);
         let nr = self.region.len() as u64;
         self.write_small(
             "region_index",
             &["region_index_values", "region_index_fields"],
             &[nr, 6],
             dtype,
-            Raw::Fixed(bytes),
+            raw,
         )?;
 
         let root = json!({

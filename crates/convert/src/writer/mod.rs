@@ -227,27 +227,7 @@ impl Writer {
             ..OpenRow::default()
         });
 
-        // Region index rows: one per run of one contig within this inner chunk.
-        let mut i = 0;
-        while i < batch.loci.len() {
-            let (contig, start, _) = batch.loci[i];
-            let mut j = i;
-            let mut max_end = i64::MIN;
-            while j < batch.loci.len() && batch.loci[j].0 == contig {
-                max_end = max_end.max(batch.loci[j].2);
-                j += 1;
-            }
-            let end = batch.loci[j - 1].1;
-            self.region.push([
-                chunk_index as i64,
-                contig as i64,
-                start,
-                end,
-                max_end,
-                (j - i) as i64,
-            ]);
-            i = j;
-        }
+        svar2_store::region::push_rows(chunk_index, &batch.loci, &mut self.region);
 
         let tasks = chunk_tasks(&self.set, n_samples, sc);
         let (set, g) = (&self.set, &self.g);
