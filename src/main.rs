@@ -79,6 +79,35 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Rewrite any VCF Zarr store (Zarr v2 or v3: bio2zarr's, an older svar2's) in
+    /// svar2's sharded, GPU-decodable layout for a --patch: the same arrays, attributes
+    /// and values, chunks sized so a patch decodes at most --max-amplification, and
+    /// the bytes `svar2 convert` would write with the same layout flags.
+    Rechunk {
+        /// The store to read (not changed).
+        input: PathBuf,
+        /// Output store directory (the same rules as convert's).
+        output: PathBuf,
+        #[command(flatten)]
+        layout: LayoutArgs,
+        #[command(flatten)]
+        budget: BudgetArgs,
+        /// Threads that only wait on reads (default 4; a network file system wants
+        /// dozens).
+        #[arg(long)]
+        io_threads: Option<usize>,
+        /// Replace an existing Zarr store (never the input, nor anything that is not a
+        /// Zarr store).
+        #[arg(long)]
+        force: bool,
+        /// Print the plan (geometry, tiles, predicted peak RSS, source decodes) and
+        /// write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// With --dry-run: print the plan as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print one blake3 hash over every file (relative path and bytes) of a store.
     Digest {
         /// The store directory.
@@ -86,15 +115,9 @@ enum Command {
     },
 }
 
+/// The store layout: the same flags for `convert`, `plan` and `rechunk`.
 #[derive(Args)]
-struct PlanArgs {
-    /// Memory budget: `auto` (0.8 x the cgroup limit, else host memory), or a size
-    /// such as 8GiB, 512M, 1000000. Peak RSS is planned to stay under it.
-    #[arg(long, default_value = "auto", value_parser = parse_max_mem)]
-    max_mem: MaxMem,
-    /// Encoding threads (default: every usable core, cgroup quota and affinity applied).
-    #[arg(long)]
-    threads: Option<usize>,
+struct LayoutArgs {
     /// The patch a reader fetches, VARIANTSxSAMPLES (e.g. 4096x1): inner chunks are
     /// sized so decoding a random patch costs at most --max-amplification.
     #[arg(long)]
@@ -115,10 +138,6 @@ struct PlanArgs {
     /// Samples per shard file (default: all samples, up to ~64 MiB per shard).
     #[arg(long)]
     samples_shard: Option<u64>,
-    /// Readers per contig (sub-contig pieces read through the index in parallel).
-    /// Default: one streaming reader.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
-    readers: Option<u32>,
     /// Compression level of every inner chunk: the blosc clevel (1-9) of numeric
     /// chunks and the zstd level of string chunks. 1 writes ~1.45x faster than 3 for a
     /// store ~4% larger (still ~16% smaller than bio2zarr's at its level 7); decoding
@@ -127,21 +146,51 @@ struct PlanArgs {
     zstd_level: i32,
 }
 
+impl LayoutArgs {
+    fn requested(&self) -> Requested {
+        Requested {
+            variants_chunk: self.variants_chunk,
+            samples_chunk: self.samples_chunk,
+            variants_shard: self.variants_shard,
+            samples_shard: self.samples_shard,
+        }
+    }
+}
+
+/// Memory and threads.
+#[derive(Args)]
+struct BudgetArgs {
+    /// Memory budget: `auto` (0.8 x the cgroup limit, else host memory), or a size
+    /// such as 8GiB, 512M, 1000000. Peak RSS is planned to stay under it.
+    #[arg(long, default_value = "auto", value_parser = parse_max_mem)]
+    max_mem: MaxMem,
+    /// Encoding threads (default: every usable core, cgroup quota and affinity applied).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Args)]
+struct PlanArgs {
+    #[command(flatten)]
+    budget: BudgetArgs,
+    #[command(flatten)]
+    layout: LayoutArgs,
+    /// Readers per contig (sub-contig pieces read through the index in parallel).
+    /// Default: one streaming reader.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    readers: Option<u32>,
+}
+
 impl PlanArgs {
     fn request(&self, probe: bool) -> PlanRequest {
         PlanRequest {
-            max_mem: self.max_mem,
-            threads: self.threads,
-            patch: self.patch,
-            max_amplification: self.max_amplification,
-            requested: Requested {
-                variants_chunk: self.variants_chunk,
-                samples_chunk: self.samples_chunk,
-                variants_shard: self.variants_shard,
-                samples_shard: self.samples_shard,
-            },
+            max_mem: self.budget.max_mem,
+            threads: self.budget.threads,
+            patch: self.layout.patch,
+            max_amplification: self.layout.max_amplification,
+            requested: self.layout.requested(),
             readers: self.readers,
-            zstd_level: self.zstd_level,
+            zstd_level: self.layout.zstd_level,
             probe,
         }
     }
@@ -205,7 +254,7 @@ fn out_json(report: &impl serde::Serialize) {
     ));
 }
 
-fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
+fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     match cli.command {
         Command::Convert {
             input,
@@ -271,6 +320,51 @@ fn run(cli: Cli) -> Result<(), svar2_convert::Error> {
                 out_json(&report);
             } else {
                 out(&report.render());
+            }
+            Ok(())
+        }
+        Command::Rechunk {
+            input,
+            output,
+            layout,
+            budget,
+            io_threads,
+            force,
+            dry_run,
+            json,
+        } => {
+            let opts = svar2_rechunk::Options {
+                patch: layout.patch,
+                max_amplification: layout.max_amplification,
+                requested: layout.requested(),
+                zstd_level: layout.zstd_level,
+                max_mem: budget.max_mem,
+                threads: budget.threads,
+                io_threads,
+                force,
+            };
+            if dry_run {
+                let report = svar2_rechunk::dry_run(&input, &opts)?;
+                if json {
+                    out_json(&report);
+                } else {
+                    out(&report.render());
+                }
+                return Ok(());
+            }
+            let s = svar2_rechunk::rechunk(&input, &output, &opts)?;
+            if !cli.quiet {
+                eprintln!(
+                    "svar2: {} arrays rechunked in {:.2} s ({} source chunks, {} decodes) -> {} \
+                     ({} in {} files)",
+                    s.arrays,
+                    s.seconds,
+                    s.source_chunks,
+                    s.decodes,
+                    output.display(),
+                    human(s.store_bytes),
+                    s.files
+                );
             }
             Ok(())
         }

@@ -12,7 +12,7 @@ use svar2_planner::geometry::Patch;
 use svar2_planner::host::{Cores, Host, MemoryLimit};
 use svar2_planner::memory::MEASURED;
 use svar2_planner::order::{ContigCost, CostTier};
-use svar2_planner::size::{human, MaxMem, AUTO_FRACTION};
+use svar2_planner::size::{human, MaxMem};
 use svar2_planner::{plan, Plan, PlanInput, Requested};
 
 /// What the user asked the planner for.
@@ -118,47 +118,9 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
     };
     let host = Host::system();
     let memory_limit = host.memory_limit();
-    let (budget, budget_from) = match req.max_mem {
-        // A budget above what the machine (or its cgroup) allows would be a promise
-        // the kernel breaks with an OOM kill: cap it as `auto` would.
-        MaxMem::Bytes(b) => match &memory_limit {
-            Some(m) if b > m.bytes => {
-                let capped = (m.bytes as f64 * AUTO_FRACTION) as u64;
-                tracing::warn!(
-                    "--max-mem {} is above the memory limit of {} ({}); planning for {}",
-                    human(b),
-                    human(m.bytes),
-                    m.source,
-                    human(capped)
-                );
-                (
-                    capped,
-                    format!(
-                        "--max-mem {} capped: {AUTO_FRACTION} x the {} limit from {}",
-                        human(b),
-                        human(m.bytes),
-                        m.source
-                    ),
-                )
-            }
-            _ => (b, "--max-mem".to_string()),
-        },
-        MaxMem::Auto => match &memory_limit {
-            Some(m) => (
-                (m.bytes as f64 * AUTO_FRACTION) as u64,
-                format!(
-                    "auto: {AUTO_FRACTION} x {} from {}",
-                    human(m.bytes),
-                    m.source
-                ),
-            ),
-            None => {
-                return Err(Error::Usage(
-                    "cannot determine this machine's memory; pass --max-mem (e.g. 8GiB)".into(),
-                ))
-            }
-        },
-    };
+    let (budget, budget_from) =
+        svar2_planner::host::resolve_budget(req.max_mem, memory_limit.as_ref())
+            .map_err(Error::Usage)?;
     let cores = host.cores();
     let threads = req.threads.unwrap_or(cores.usable).max(1);
     let (call_arrays, variant_arrays) = set.counts();

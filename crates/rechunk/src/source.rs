@@ -1,0 +1,308 @@
+//! A VCF Zarr store to read from — any Zarr v2 or v3 group, whoever wrote it — opened
+//! through zarrs, with what rechunk needs to know of each array: its data type in
+//! svar2's terms, dimension names, attributes, and the chunk a read decodes.
+
+use crate::error::{Error, Result};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use svar2_store::codec::Raw;
+use svar2_store::layout::{read_group, ArrayLayout};
+use svar2_store::Dtype;
+use zarrs::array::{Array, ArrayBytes, ArraySubset, ArrayToBytesCodecTraits, CodecOptions};
+use zarrs::filesystem::FilesystemStore;
+
+/// The arrays every VCF Zarr store has, and rechunk needs (the region index is
+/// rebuilt from the three `variant_` ones).
+pub const REQUIRED: [&str; 5] = [
+    "sample_id",
+    "contig_id",
+    "variant_contig",
+    "variant_position",
+    "variant_length",
+];
+
+/// One array of the source store.
+pub struct SourceArray {
+    pub name: String,
+    pub layout: ArrayLayout,
+    pub dtype: Dtype,
+    /// Attributes, less Zarr v2's `_ARRAY_DIMENSIONS` (they become dimension names).
+    pub attributes: Map<String, Value>,
+    array: Array<FilesystemStore>,
+}
+
+/// The source store.
+pub struct Source {
+    pub root: PathBuf,
+    pub zarr_format: u8,
+    /// The root group's attributes (`vcf_zarr_version`, `vcf_meta_information`, …).
+    pub attributes: Map<String, Value>,
+    pub arrays: Vec<Arc<SourceArray>>,
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+fn object(v: Option<Value>) -> Map<String, Value> {
+    match v {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+/// svar2's name for a data type as the metadata spells it (v3 names, numpy strings).
+fn dtype_of(l: &ArrayLayout) -> Option<Dtype> {
+    Some(match l.dtype.as_str() {
+        "bool" | "|b1" => Dtype::Bool,
+        "int8" | "|i1" => Dtype::I8,
+        "int16" | "<i2" => Dtype::I16,
+        "int32" | "<i4" => Dtype::I32,
+        "int64" | "<i8" => Dtype::I64,
+        "float32" | "<f4" => Dtype::F32,
+        "string" | "|O" => Dtype::Str,
+        "fixed_length_utf32" | "<U1" if l.itemsize == Some(4) => Dtype::Char,
+        _ => return None,
+    })
+}
+
+/// Opens one array through zarrs. A Zarr v2 `fill_value: null` (numpy's "none") on a
+/// character array (`<U1`, as bio2zarr writes VCF `Character` fields) is read as the
+/// empty string, which zarrs does not assume for that type.
+fn open_array(
+    storage: &Arc<FilesystemStore>,
+    dir: &Path,
+    name: &str,
+    zarr_format: u8,
+) -> std::result::Result<Array<FilesystemStore>, String> {
+    let path = format!("/{name}");
+    match Array::open(storage.clone(), &path) {
+        Ok(a) => Ok(a),
+        Err(e) if zarr_format == 2 => {
+            let mut meta = read_json(&dir.join(".zarray")).ok_or_else(|| e.to_string())?;
+            let is_chars = meta
+                .get("dtype")
+                .and_then(Value::as_str)
+                .is_some_and(|d| d.starts_with("<U") || d.starts_with(">U"));
+            if !is_chars || !meta.get("fill_value").is_some_and(Value::is_null) {
+                return Err(e.to_string());
+            }
+            meta["fill_value"] = Value::String(String::new());
+            let v2: zarrs::metadata::v2::ArrayMetadataV2 =
+                serde_json::from_value(meta).map_err(|_| e.to_string())?;
+            Array::new_with_metadata(
+                storage.clone(),
+                &path,
+                zarrs::metadata::ArrayMetadata::V2(v2),
+            )
+            .map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+impl Source {
+    /// Opens the group at `root`: every array must be one zarrs reads, with a data
+    /// type and dimension names VCF Zarr uses, and the standard arrays must be there.
+    pub fn open(root: &Path) -> Result<Source> {
+        let not_vcf = |msg: String| Error::Input {
+            path: root.into(),
+            msg,
+        };
+        let layouts = read_group(root)?;
+        if layouts.is_empty() {
+            return Err(not_vcf(
+                "a Zarr group with no arrays: not a VCF Zarr store".into(),
+            ));
+        }
+        let missing: Vec<&str> = REQUIRED
+            .iter()
+            .copied()
+            .filter(|r| !layouts.iter().any(|l| l.name == *r))
+            .collect();
+        if !missing.is_empty() {
+            return Err(not_vcf(format!(
+                "not a VCF Zarr store: array{} {} missing (write it with `svar2 convert` or \
+                 `vcf2zarr convert`)",
+                if missing.len() > 1 { "s" } else { "" },
+                missing.join(", ")
+            )));
+        }
+        let zarr_format = layouts[0].zarr_format;
+        let storage = Arc::new(FilesystemStore::new(root).map_err(|e| Error::Input {
+            path: root.into(),
+            msg: format!("cannot open ({e})"),
+        })?);
+        let attributes = if zarr_format == 2 {
+            object(read_json(&root.join(".zattrs")))
+        } else {
+            object(read_json(&root.join("zarr.json")).and_then(|v| v.get("attributes").cloned()))
+        };
+        let mut arrays = Vec::with_capacity(layouts.len());
+        for layout in layouts {
+            let at = root.join(&layout.name);
+            let bad = |msg: String| Error::Input {
+                path: at.clone(),
+                msg,
+            };
+            let dtype = dtype_of(&layout).ok_or_else(|| {
+                bad(format!(
+                    "data type {} is not one VCF Zarr uses (bool, int8-64, float32, string, \
+                     one UTF-32 character)",
+                    layout.dtype
+                ))
+            })?;
+            if layout.dimension_names.len() != layout.shape.len()
+                || layout.dimension_names.iter().any(String::is_empty)
+            {
+                return Err(bad(
+                    "no dimension names (`dimension_names`, or `_ARRAY_DIMENSIONS` in Zarr v2): \
+                     rechunk places arrays by them"
+                        .into(),
+                ));
+            }
+            let array = open_array(&storage, &at, &layout.name, zarr_format)
+                .map_err(|e| bad(format!("zarrs cannot read this array: {e}")))?;
+            let mut attrs = if zarr_format == 2 {
+                object(read_json(&at.join(".zattrs")))
+            } else {
+                object(read_json(&at.join("zarr.json")).and_then(|v| v.get("attributes").cloned()))
+            };
+            attrs.remove("_ARRAY_DIMENSIONS");
+            arrays.push(Arc::new(SourceArray {
+                name: layout.name.clone(),
+                dtype,
+                attributes: attrs,
+                layout,
+                array,
+            }));
+        }
+        Ok(Source {
+            root: root.into(),
+            zarr_format,
+            attributes,
+            arrays,
+        })
+    }
+
+    /// The array called `name`.
+    pub fn array(&self, name: &str) -> Option<&Arc<SourceArray>> {
+        self.arrays.iter().find(|a| a.name == name)
+    }
+}
+
+impl SourceArray {
+    pub fn shape(&self) -> &[u64] {
+        self.array.shape()
+    }
+
+    /// The shape of the chunk a read decodes (the shard, for a sharded source).
+    pub fn chunk_shape(&self) -> Vec<u64> {
+        let zeros = vec![0; self.shape().len()];
+        self.array
+            .chunk_shape(&zeros)
+            .map(|s| s.iter().map(|x| x.get()).collect())
+            .unwrap_or_else(|_| self.shape().to_vec())
+    }
+
+    /// Chunks along each axis.
+    pub fn chunks_per_axis(&self) -> Vec<u64> {
+        self.shape()
+            .iter()
+            .zip(self.chunk_shape())
+            .map(|(&n, c)| n.div_ceil(c.max(1)))
+            .collect()
+    }
+
+    /// The key of a source chunk, as errors name it (`call_genotype/0.1.0`).
+    pub fn key(&self, idx: &[u64]) -> String {
+        self.array.chunk_key(idx).to_string()
+    }
+
+    /// Reads a chunk's stored bytes (`None`: not stored, so all fill). IO only.
+    pub fn read(&self, idx: &[u64]) -> Result<Option<Vec<u8>>> {
+        self.array
+            .retrieve_encoded_chunk(idx)
+            .map_err(|e| Error::Chunk {
+                key: self.key(idx),
+                msg: format!("cannot read ({e})"),
+            })
+    }
+
+    /// Decodes a chunk read by [`read`](Self::read) into its full chunk shape
+    /// (C order); a chunk that is not stored is the fill value. CPU only.
+    pub fn decode(&self, idx: &[u64], stored: Option<Vec<u8>>) -> Result<Raw> {
+        let err = |msg: String| Error::Chunk {
+            key: self.key(idx),
+            msg,
+        };
+        let shape = self
+            .array
+            .chunk_shape(idx)
+            .map_err(|e| err(format!("{e}")))?;
+        let options = CodecOptions::default().with_concurrent_target(1);
+        let bytes = match stored {
+            Some(b) => self
+                .array
+                .codecs()
+                .decode(
+                    b.into(),
+                    &shape,
+                    self.array.data_type(),
+                    self.array.fill_value(),
+                    &options,
+                )
+                .map_err(|e| err(format!("corrupt chunk: does not decode ({e})")))?,
+            None => ArrayBytes::new_fill_value(
+                self.array.data_type(),
+                shape.iter().map(|x| x.get()).product(),
+                self.array.fill_value(),
+            )
+            .map_err(|e| err(format!("{e}")))?,
+        };
+        let raw = Raw::from_array_bytes(bytes).map_err(|e| err(e.to_string()))?;
+        let n: u64 = shape.iter().map(|x| x.get()).product();
+        let ok = match &raw {
+            Raw::Fixed(b) => b.len() as u64 == n * self.dtype.size().unwrap_or(1) as u64,
+            Raw::Strings { offsets, .. } => offsets.len() as u64 == n + 1,
+        };
+        if !ok {
+            return Err(err("decoded to the wrong number of elements".into()));
+        }
+        Ok(raw)
+    }
+
+    /// Rows `[r0, r1)` of a one-dimensional integer array, widened to i64 (the
+    /// region index is rebuilt from these).
+    pub fn read_rows_i64(&self, r0: u64, r1: u64) -> Result<Vec<i64>> {
+        let err = |msg: String| Error::Input {
+            path: self.name.clone().into(),
+            msg,
+        };
+        let subset = ArraySubset::new_with_ranges(std::slice::from_ref(&(r0..r1)));
+        let bytes: ArrayBytes<'static> = self
+            .array
+            .retrieve_array_subset(&subset)
+            .map_err(|e| err(format!("cannot read rows {r0}-{r1} ({e})")))?;
+        let Raw::Fixed(b) = Raw::from_array_bytes(bytes).map_err(|e| err(e.to_string()))? else {
+            return Err(err("not an integer array".into()));
+        };
+        Ok(match self.dtype {
+            Dtype::I8 => b.iter().map(|&x| x as i8 as i64).collect(),
+            Dtype::I16 => b
+                .chunks_exact(2)
+                .map(|x| i16::from_le_bytes([x[0], x[1]]) as i64)
+                .collect(),
+            Dtype::I32 => b
+                .chunks_exact(4)
+                .map(|x| i32::from_le_bytes(x.try_into().expect("4")) as i64)
+                .collect(),
+            Dtype::I64 => b
+                .chunks_exact(8)
+                .map(|x| i64::from_le_bytes(x.try_into().expect("8")))
+                .collect(),
+            d => return Err(err(format!("{d:?} is not an integer type"))),
+        })
+    }
+}
