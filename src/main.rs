@@ -342,6 +342,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 threads: budget.threads,
                 io_threads,
                 force,
+                progress: !cli.quiet,
             };
             if dry_run {
                 let report = svar2_rechunk::dry_run(&input, &opts)?;

@@ -116,8 +116,23 @@ fn layouts_of_bio2zarr_v2_v3_and_svar2_stores() {
         v2.display()
     ));
     assert!(
-        text.contains("worst for a 4096x1 patch") && text.contains("svar2 convert --patch 4096x1")
+        text.contains("worst for a 4096x1 patch") && text.contains("svar2 rechunk --patch 4096x1")
     );
+    // The fix it prints does fix it.
+    let fixed = d.join("fixed.zarr");
+    let o = svar2()
+        .args(["rechunk", "-q", "--max-mem", "1GiB", "--patch", "4096x1"])
+        .arg(&v2)
+        .arg(&fixed)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = inspect_json(&fixed, "4096x1");
+    for a in f["arrays"].as_array().unwrap() {
+        if let Some(amp) = a["amplification"].as_f64() {
+            assert!(amp <= 1.5, "{}: {amp}", a["name"]);
+        }
+    }
     // Not a store: one line, exit 1.
     let o = svar2().arg("inspect").arg(d).output().unwrap();
     assert_eq!(o.status.code(), Some(1));

@@ -162,8 +162,10 @@ impl StoreReport {
                 );
                 let _ = writeln!(
                     s,
-                    "for this patch, convert with `svar2 convert --patch {p} IN.vcf.gz OUT.zarr` \
-                     (inner chunks sized so a patch decodes at most --max-amplification, 1.5)"
+                    "fix: `svar2 rechunk --patch {p} {} OUT.zarr` (inner chunks sized so a \
+                     patch decodes at most --max-amplification, 1.5; no need to go back to \
+                     the VCF)",
+                    self.store
                 );
             }
         }

@@ -47,6 +47,8 @@ pub struct Options {
     /// Threads that only read (default: 4; a network file system wants dozens).
     pub io_threads: Option<usize>,
     pub force: bool,
+    /// A progress bar on a terminal.
+    pub progress: bool,
 }
 
 /// The plan of a rechunk, as `--dry-run` prints it.
@@ -265,6 +267,7 @@ pub fn rechunk(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
         .build()
         .map_err(|e| Error::Usage(format!("cannot start threads: {e}")))?;
     let store = StoreDir::create(output, opts.force)?;
+    let pb = progress_bar(opts.progress, r.plan.decodes);
     let mut codecs: HashMap<(Dtype, bool), Arc<InnerCodec>> = HashMap::new();
     for (t, tiling) in planned.targets.iter().zip(&r.plan.arrays) {
         let key = (t.meta.dtype, t.meta.bitshuffle);
@@ -275,13 +278,15 @@ pub fn rechunk(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
                 .clone(),
         };
         let started = Instant::now();
-        write_array(&store, t, tiling, &codec, &pool, r.io_threads)?;
+        pb.set_message(t.src.name.clone());
+        write_array(&store, t, tiling, &codec, &pool, r.io_threads, &pb)?;
         tracing::info!(
             array = %t.src.name,
             seconds = started.elapsed().as_secs_f64(),
             "rechunked"
         );
     }
+    pb.finish_and_clear();
     write_region_index(&store, &planned, opts.zstd_level)?;
     let mut attributes: Map<String, Value> = planned.source.attributes.clone();
     attributes.insert(
@@ -304,6 +309,24 @@ pub fn rechunk(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
         files,
         seconds: t0.elapsed().as_secs_f64(),
     })
+}
+
+/// A bar over the source chunks to decode, hidden unless stderr is a terminal.
+fn progress_bar(enabled: bool, decodes: u64) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !enabled || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(decodes);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed} [{bar:40}] {human_pos}/{human_len} source chunks ({per_sec}, ETA {eta}) {msg}",
+        )
+        .expect("template")
+        .progress_chars("=> "),
+    );
+    pb.enable_steady_tick(std::time::Duration::from_millis(200));
+    pb
 }
 
 /// Index ranges `lo/step ..= (hi-1)/step` per axis, and all their combinations in C
@@ -334,6 +357,7 @@ fn fetch(
     wanted: Vec<Vec<u64>>,
     pool: &rayon::ThreadPool,
     io_threads: usize,
+    pb: &indicatif::ProgressBar,
 ) -> Result<Vec<(Vec<u64>, Arc<Raw>)>> {
     let n = wanted.len();
     if n == 0 {
@@ -391,6 +415,7 @@ fn fetch(
     drop(done_tx);
     let mut out = Vec::with_capacity(n);
     for (idx, d) in done_rx.iter() {
+        pb.inc(1);
         match d {
             Ok(raw) => out.push((idx, Arc::new(raw))),
             Err(e) => {
@@ -496,6 +521,7 @@ fn write_array(
     codec: &InnerCodec,
     pool: &rayon::ThreadPool,
     io_threads: usize,
+    pb: &indicatif::ProgressBar,
 ) -> Result<()> {
     let name = &t.src.name;
     store.write_json(name, &t.meta.to_json())?;
@@ -552,7 +578,7 @@ fn write_array(
                 .into_iter()
                 .filter(|k| !cache.contains_key(k))
                 .collect();
-            for (k, raw) in fetch(&t.src, missing, pool, io_threads)? {
+            for (k, raw) in fetch(&t.src, missing, pool, io_threads, pb)? {
                 cache.insert(k, raw);
             }
             // Encode the tile's inner chunks on the pool.

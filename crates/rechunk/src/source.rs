@@ -4,13 +4,21 @@
 
 use crate::error::{Error, Result};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::num::NonZeroU64;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::Mutex;
 use svar2_store::codec::Raw;
 use svar2_store::layout::{read_group, ArrayLayout};
+use svar2_store::shard;
 use svar2_store::Dtype;
-use zarrs::array::{Array, ArrayBytes, ArraySubset, ArrayToBytesCodecTraits, CodecOptions};
+use zarrs::array::{
+    Array, ArrayBytes, ArraySubset, ArrayToBytesCodecTraits, CodecChain, CodecOptions,
+};
 use zarrs::filesystem::FilesystemStore;
+use zarrs::metadata::v3::MetadataV3;
 
 /// The arrays every VCF Zarr store has, and rechunk needs (the region index is
 /// rebuilt from the three `variant_` ones).
@@ -30,6 +38,66 @@ pub struct SourceArray {
     /// Attributes, less Zarr v2's `_ARRAY_DIMENSIONS` (they become dimension names).
     pub attributes: Map<String, Value>,
     array: Array<FilesystemStore>,
+    /// Set for a sharded array whose inner chunks can be read one by one.
+    inner: Option<InnerReads>,
+}
+
+/// Reading a `sharding_indexed` array inner chunk by inner chunk, as svar2's reader
+/// does: each shard's index read once from its tail (and checked), then only the
+/// bytes of the inner chunks wanted — so a tile holds inner chunks, never whole
+/// decoded shards.
+struct InnerReads {
+    root: PathBuf,
+    inner: Vec<u64>,
+    per_shard: Vec<u64>,
+    chain: CodecChain,
+    /// Shard indexes read so far (`None`: the shard is not stored), bounded.
+    indexes: Mutex<HashMap<Vec<u64>, Arc<Option<Vec<Option<(u64, u64)>>>>>>,
+}
+
+/// Shard indexes kept at once (each is 16 bytes per inner chunk).
+const MAX_CACHED_INDEXES: usize = 4096;
+
+/// The inner-chunk reader of a sharded array, when its shards are the common kind:
+/// index at the end, coded `[bytes, crc32c]` (svar2's, zarr-python's and
+/// tensorstore's default). Other shards are decoded whole through zarrs.
+fn inner_reads(root: &Path, layout: &ArrayLayout, meta: &Value) -> Option<InnerReads> {
+    let shard = layout.shard.as_ref()?;
+    let codecs = meta.get("codecs")?.as_array()?;
+    if codecs.len() != 1 {
+        return None;
+    }
+    let conf = codecs[0].get("configuration")?;
+    let location = conf
+        .get("index_location")
+        .and_then(Value::as_str)
+        .unwrap_or("end");
+    let index_names: Vec<&str> = conf
+        .get("index_codecs")?
+        .as_array()?
+        .iter()
+        .filter_map(|c| c.get("name").and_then(Value::as_str))
+        .collect();
+    let little = conf
+        .pointer("/index_codecs/0/configuration/endian")
+        .and_then(Value::as_str)
+        .is_none_or(|e| e == "little");
+    if location != "end" || index_names != ["bytes", "crc32c"] || !little {
+        return None;
+    }
+    let inner = layout.chunk.clone();
+    if inner.len() != shard.len() || inner.iter().zip(shard).any(|(i, s)| *i == 0 || s % i != 0) {
+        return None;
+    }
+    let metas: Vec<MetadataV3> = serde_json::from_value(conf.get("codecs")?.clone()).ok()?;
+    let chain = CodecChain::from_metadata(&metas).ok()?;
+    Some(InnerReads {
+        root: root.into(),
+        per_shard: shard.iter().zip(&inner).map(|(s, i)| s / i).collect(),
+        inner,
+        chain,
+        indexes: Mutex::new(HashMap::new()),
+    })
 }
 
 /// The source store.
@@ -170,12 +238,17 @@ impl Source {
                 object(read_json(&at.join("zarr.json")).and_then(|v| v.get("attributes").cloned()))
             };
             attrs.remove("_ARRAY_DIMENSIONS");
+            let inner = match zarr_format {
+                3 => read_json(&at.join("zarr.json")).and_then(|m| inner_reads(root, &layout, &m)),
+                _ => None,
+            };
             arrays.push(Arc::new(SourceArray {
                 name: layout.name.clone(),
                 dtype,
                 attributes: attrs,
                 layout,
                 array,
+                inner,
             }));
         }
         Ok(Source {
@@ -197,8 +270,12 @@ impl SourceArray {
         self.array.shape()
     }
 
-    /// The shape of the chunk a read decodes (the shard, for a sharded source).
+    /// The shape of the chunk a read decodes: the inner chunk of a sharded source read
+    /// chunk by chunk, else the chunk (a whole shard for other sharded sources).
     pub fn chunk_shape(&self) -> Vec<u64> {
+        if let Some(r) = &self.inner {
+            return r.inner.clone();
+        }
         let zeros = vec![0; self.shape().len()];
         self.array
             .chunk_shape(&zeros)
@@ -206,28 +283,80 @@ impl SourceArray {
             .unwrap_or_else(|_| self.shape().to_vec())
     }
 
-    /// Chunks along each axis.
-    pub fn chunks_per_axis(&self) -> Vec<u64> {
-        self.shape()
-            .iter()
-            .zip(self.chunk_shape())
-            .map(|(&n, c)| n.div_ceil(c.max(1)))
-            .collect()
-    }
-
-    /// The key of a source chunk, as errors name it (`call_genotype/0.1.0`).
+    /// The key of a source chunk, as errors name it (`call_genotype/0.1.0`; for an
+    /// inner chunk, its shard's key and the inner chunk's place in the array).
     pub fn key(&self, idx: &[u64]) -> String {
-        self.array.chunk_key(idx).to_string()
+        match &self.inner {
+            Some(r) => {
+                let sidx: Vec<u64> = idx.iter().zip(&r.per_shard).map(|(i, p)| i / p).collect();
+                format!("{} (inner chunk {idx:?})", self.array.chunk_key(&sidx))
+            }
+            None => self.array.chunk_key(idx).to_string(),
+        }
     }
 
     /// Reads a chunk's stored bytes (`None`: not stored, so all fill). IO only.
     pub fn read(&self, idx: &[u64]) -> Result<Option<Vec<u8>>> {
+        if let Some(r) = &self.inner {
+            return self.read_inner(r, idx);
+        }
         self.array
             .retrieve_encoded_chunk(idx)
             .map_err(|e| Error::Chunk {
                 key: self.key(idx),
                 msg: format!("cannot read ({e})"),
             })
+    }
+
+    fn read_inner(&self, r: &InnerReads, idx: &[u64]) -> Result<Option<Vec<u8>>> {
+        let sidx: Vec<u64> = idx.iter().zip(&r.per_shard).map(|(i, p)| i / p).collect();
+        let key = self.array.chunk_key(&sidx).to_string();
+        let path = r.root.join(&key);
+        let io = |e: std::io::Error| Error::Chunk {
+            key: key.clone(),
+            msg: format!("cannot read ({e})"),
+        };
+        let cached = r.indexes.lock().expect("index cache").get(&sidx).cloned();
+        let index = match cached {
+            Some(i) => i,
+            None => {
+                let n = r.per_shard.iter().product::<u64>() as usize;
+                let index = match std::fs::File::open(&path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(e) => return Err(io(e)),
+                    Ok(f) => {
+                        let len = f.metadata().map_err(io)?.len();
+                        let want = shard::index_len(n) as u64;
+                        let mut tail = vec![0u8; want.min(len) as usize];
+                        f.read_exact_at(&mut tail, len.saturating_sub(want))
+                            .map_err(io)?;
+                        Some(shard::parse_index(&key, &tail, n, len)?)
+                    }
+                };
+                let index = Arc::new(index);
+                let mut cache = r.indexes.lock().expect("index cache");
+                if cache.len() >= MAX_CACHED_INDEXES {
+                    cache.clear();
+                }
+                cache.insert(sidx.clone(), index.clone());
+                index
+            }
+        };
+        let Some(spans) = index.as_ref() else {
+            return Ok(None);
+        };
+        let mut pos = 0u64;
+        for d in 0..idx.len() {
+            pos = pos * r.per_shard[d] + idx[d] % r.per_shard[d];
+        }
+        let Some((off, len)) = spans[pos as usize] else {
+            return Ok(None);
+        };
+        // (parse_index bounded `off + len` by the file's size.)
+        let mut bytes = vec![0u8; len as usize];
+        let f = std::fs::File::open(&path).map_err(io)?;
+        f.read_exact_at(&mut bytes, off).map_err(io)?;
+        Ok(Some(bytes))
     }
 
     /// Decodes a chunk read by [`read`](Self::read) into its full chunk shape
@@ -237,15 +366,24 @@ impl SourceArray {
             key: self.key(idx),
             msg,
         };
-        let shape = self
-            .array
-            .chunk_shape(idx)
-            .map_err(|e| err(format!("{e}")))?;
-        let options = CodecOptions::default().with_concurrent_target(1);
-        let bytes = match stored {
-            Some(b) => self
+        let shape: Vec<NonZeroU64> = match &self.inner {
+            Some(r) => r
+                .inner
+                .iter()
+                .map(|&x| NonZeroU64::new(x).ok_or_else(|| err("empty inner chunk".into())))
+                .collect::<Result<_>>()?,
+            None => self
                 .array
-                .codecs()
+                .chunk_shape(idx)
+                .map_err(|e| err(format!("{e}")))?,
+        };
+        let options = CodecOptions::default().with_concurrent_target(1);
+        let chain = match &self.inner {
+            Some(r) => &r.chain,
+            None => &*self.array.codecs(),
+        };
+        let bytes = match stored {
+            Some(b) => chain
                 .decode(
                     b.into(),
                     &shape,
@@ -253,7 +391,8 @@ impl SourceArray {
                     self.array.fill_value(),
                     &options,
                 )
-                .map_err(|e| err(format!("corrupt chunk: does not decode ({e})")))?,
+                .map_err(|e| err(format!("corrupt chunk: does not decode ({e})")))?
+                .into_owned(),
             None => ArrayBytes::new_fill_value(
                 self.array.data_type(),
                 shape.iter().map(|x| x.get()).product(),
