@@ -52,8 +52,11 @@ struct InnerReads {
     per_shard: Vec<u64>,
     chain: CodecChain,
     /// Shard indexes read so far (`None`: the shard is not stored), bounded.
-    indexes: Mutex<HashMap<Vec<u64>, Arc<Option<Vec<Option<(u64, u64)>>>>>>,
+    indexes: Mutex<HashMap<Vec<u64>, Arc<Option<ShardIndex>>>>,
 }
+
+/// A shard's index: each inner chunk's (offset, length), `None` when not stored.
+type ShardIndex = Vec<Option<(u64, u64)>>;
 
 /// Shard indexes kept at once (each is 16 bytes per inner chunk).
 const MAX_CACHED_INDEXES: usize = 4096;
@@ -345,10 +348,10 @@ impl SourceArray {
         let Some(spans) = index.as_ref() else {
             return Ok(None);
         };
-        let mut pos = 0u64;
-        for d in 0..idx.len() {
-            pos = pos * r.per_shard[d] + idx[d] % r.per_shard[d];
-        }
+        let pos = idx
+            .iter()
+            .zip(&r.per_shard)
+            .fold(0u64, |pos, (i, p)| pos * p + i % p);
         let Some((off, len)) = spans[pos as usize] else {
             return Ok(None);
         };
