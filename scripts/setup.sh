@@ -3,9 +3,12 @@
 # compare against). Safe to re-run: it only installs what is missing.
 #   scripts/setup.sh          build dependencies (C toolchain pieces htslib needs)
 #   scripts/setup.sh --test   plus bcftools/tabix and the Python oracles
+#   scripts/setup.sh --bench  plus the benchmarks' peers (zarrs_reencode: cargo install
+#                             zarrs_tools, ~5 min to build)
 set -euo pipefail
-want_test=0
+want_test=0 want_bench=0
 [[ "${1:-}" == "--test" ]] && want_test=1
+[[ "${1:-}" == "--bench" ]] && want_test=1 want_bench=1
 
 need_apt=()
 have_pkg() { dpkg -s "$1" >/dev/null 2>&1; }
@@ -46,4 +49,8 @@ if (( want_test )); then
     echo "setup: pip install ${missing_py[*]}" >&2
     python3 -m pip install -q --disable-pip-version-check "${missing_py[@]}" 2>&1 | grep -v "WARNING: Running pip as" >&2 || true
   fi
+fi
+if (( want_bench )) && ! command -v zarrs_reencode >/dev/null; then
+  echo "setup: cargo install zarrs_tools (zarrs_reencode)" >&2
+  cargo install --quiet --locked zarrs_tools
 fi

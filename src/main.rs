@@ -3,6 +3,8 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+mod read;
 use svar2_convert::planning::{make_plan, PlanRequest};
 use svar2_planner::geometry::Patch;
 use svar2_planner::size::{human, parse_max_mem, MaxMem};
@@ -105,6 +107,64 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
         /// With --dry-run: print the plan as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the genotypes (or any numeric array) of a region, as `bcftools query -f
+    /// '%CHROM\t%POS[\t%GT]\n'` prints them (tsv), or as a .npy array on stdout.
+    Read {
+        /// The store directory (any VCF Zarr store).
+        store: PathBuf,
+        /// CONTIG, CONTIG:POS or CONTIG:START-END (1-based, inclusive; records
+        /// overlapping it, as `bcftools view -r`).
+        #[arg(long)]
+        region: String,
+        /// Samples to print, comma-separated (default: all, in store order).
+        #[arg(long)]
+        samples: Option<String>,
+        /// The array to read.
+        #[arg(long, default_value = "call_genotype")]
+        array: String,
+        /// tsv: CHROM, POS, then one column per sample (GT rebuilt from
+        /// call_genotype and call_genotype_phased; other arrays' values comma-joined).
+        /// npy: the selected rows x samples x trailing values as one .npy array.
+        #[arg(long, default_value = "tsv", value_parser = ["tsv", "npy"])]
+        format: String,
+    },
+    /// Measure random patch reads: patches/s, useful and decoded GB/s, amplification,
+    /// batch latency.
+    BenchRead {
+        /// The store directory (any VCF Zarr store).
+        store: PathBuf,
+        /// Patch shape VARIANTSxSAMPLES (all ploidy values are read).
+        #[arg(long, default_value = "4096x1")]
+        patch: Patch,
+        /// The array to read.
+        #[arg(long, default_value = "call_genotype")]
+        array: String,
+        /// Patches to draw.
+        #[arg(long, default_value_t = 20000)]
+        n: usize,
+        /// Seed of the xorshift64 draw (same seed, same patches, any machine).
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// Patches per batch (a batch decodes each chunk once).
+        #[arg(long, default_value_t = 256)]
+        batch: usize,
+        /// Threads that only read (default 4).
+        #[arg(long, default_value_t = 4)]
+        io_threads: usize,
+        /// Decode threads (default: every usable core).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Write the drawn patch list (JSON rows [variant_start, n_variants,
+        /// sample_start, n_samples]) here, for peer tools.
+        #[arg(long)]
+        emit_patches: Option<PathBuf>,
+        /// Read this patch list instead of drawing one.
+        #[arg(long)]
+        patches: Option<PathBuf>,
+        /// Print the figures as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -366,6 +426,57 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                     human(s.store_bytes),
                     s.files
                 );
+            }
+            Ok(())
+        }
+        Command::Read {
+            store,
+            region,
+            samples,
+            array,
+            format,
+        } => read::run(&store, &region, samples.as_deref(), &array, &format),
+        Command::BenchRead {
+            store,
+            patch,
+            array,
+            n,
+            seed,
+            batch,
+            io_threads,
+            threads,
+            emit_patches,
+            patches,
+            json,
+        } => {
+            use svar2_reader::{bench, patch as patches_mod, Reader, Store};
+            let st = Store::open(&store)?;
+            let a = st.array(&array)?;
+            let dims = &a.layout.dimension_names;
+            let len = |d: &str| dims.iter().position(|x| x == d).map_or(1, |i| a.shape()[i]);
+            let list = match &patches {
+                Some(p) => patches_mod::parse_list(p)?,
+                None => patches_mod::draw(
+                    n,
+                    patch.variants,
+                    patch.samples,
+                    len("variants"),
+                    len("samples"),
+                    seed,
+                ),
+            };
+            if let Some(path) = &emit_patches {
+                std::fs::write(path, serde_json::to_vec(&list)?)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            let threads =
+                threads.unwrap_or_else(|| svar2_planner::host::Host::system().cores().usable);
+            let reader = Reader::new(threads, io_threads)?;
+            let r = bench::run(&reader, &a, &list, batch)?;
+            if json {
+                out_json(&r);
+            } else {
+                out(&r.render());
             }
             Ok(())
         }

@@ -143,6 +143,22 @@ fn values_kept_from_bio2zarr_v2_v3_and_svar2_stores() {
             assert_same_lines("VCF", &query_all(&gz, None), &expected);
         }
     }
+    // A real-sized store: the corpus's small file (20,039 records), from bio2zarr's v2
+    // and v3 stores, to the patch layout.
+    let Some(small) = corpus("sim_small.vcf.gz") else {
+        println!("(sim_small.vcf.gz not in ../shared/corpus: the corpus case is skipped)");
+        return;
+    };
+    let sd = d.join("small");
+    std::fs::create_dir(&sd).unwrap();
+    for src in bio2zarr_stores(&small, &sd, "") {
+        let out = sd.join(format!(
+            "{}-rechunked.zarr",
+            src.file_stem().unwrap().to_string_lossy()
+        ));
+        rechunk(&src, &out, &["--max-mem", "1GiB", "--patch", "4096x1"]);
+        assert_same_arrays(&src, &out);
+    }
 }
 
 #[test]

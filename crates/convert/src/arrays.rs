@@ -609,7 +609,7 @@ mod tests {
             per_sample: false,
             width,
             trailing_dim: "d".into(),
-            attributes: ArrayMeta::described(""),
+            description: String::new(),
             column: 0,
             bitshuffle: false,
         }

@@ -387,7 +387,7 @@ mod tests {
                 always: false,
             },
             trailing_dim: "d".into(),
-            attributes: ArrayMeta::described(""),
+            description: String::new(),
             column: 0,
             bitshuffle: false,
         }

@@ -29,6 +29,7 @@ pub struct ArrayInput {
     /// The chunk a source read decodes (a whole shard for a sharded source).
     pub source_chunk: Vec<u64>,
     pub target_shard: Vec<u64>,
+    pub target_inner: Vec<u64>,
     /// Decoded bytes per element (an estimate for strings).
     pub element_bytes: u64,
     /// Stored ÷ decoded bytes of the source (≤ 1; the output compresses alike).
@@ -124,8 +125,8 @@ fn elements(v: &[u64]) -> u64 {
 }
 
 /// What the plan counts for `a` tiled `rows` × `columns`: (tile bytes, counted bytes,
-/// decodes).
-fn cost(a: &ArrayInput, rows: u64, columns: u64, threads: u64) -> (u64, u64, u64) {
+/// decodes, source chunks of the largest tile).
+fn cost(a: &ArrayInput, rows: u64, columns: u64, threads: u64) -> (u64, u64, u64, u64) {
     let chunk_bytes = elements(&a.source_chunk) * a.element_bytes;
     let encoded = (chunk_bytes as f64 * a.compression).ceil() as u64;
     let mut most = 1u64;
@@ -154,8 +155,29 @@ fn cost(a: &ArrayInput, rows: u64, columns: u64, threads: u64) -> (u64, u64, u64
     // the IO stage queues two encoded chunks per thread.
     let transient = threads * (chunk_bytes + encoded) + 2 * threads * encoded;
     let open = ((open_elements * a.element_bytes) as f64 * (2.0 * a.compression).min(1.0)) as u64;
-    (tile, tile + transient + open, per_group_chunks)
+    (tile, tile + transient + open, per_group_chunks, most)
 }
+
+/// Target inner chunks in a tile of `rows` × `columns`.
+fn tile_chunks(a: &ArrayInput, rows: u64, columns: u64) -> u64 {
+    (0..a.shape.len())
+        .map(|i| {
+            let span = if Some(i) == a.rows_axis {
+                rows.min(a.shape[i])
+            } else if Some(i) == a.columns_axis {
+                columns.min(a.shape[i])
+            } else {
+                a.shape[i]
+            };
+            span.max(1).div_ceil(a.target_inner[i].max(1))
+        })
+        .product()
+}
+
+/// Target inner chunks per thread a tile must hold, and source chunks per thread it
+/// must read, to keep the pool busy through a tile's encode and decode phases.
+const BUSY_CHUNKS_PER_THREAD: u64 = 16;
+const BUSY_SOURCES_PER_THREAD: u64 = 2;
 
 /// Plans every array's tiling under `budget` with `threads` decoding and encoding.
 /// `target_inner_rows` is the output's variants inner chunk: the smallest tile height.
@@ -190,18 +212,28 @@ pub fn plan_rechunk(
             .collect::<Vec<_>>();
         let mut widths = widths;
         widths.dedup();
+        // The widest columns that fit (fewest decodes); then the shortest tile that
+        // still keeps every thread busy — shorter tiles hold less and measured as
+        // fast (a shard-high tile: 1.78 s, 159 MB; 4096 rows: 1.46 s, 39 MB) — else
+        // the tallest that fits.
         let mut chosen = None;
-        'search: for &w in &widths {
-            for &h in &heights {
-                let (tile, counted, decodes) = cost(a, h, w, t);
-                if counted <= allowed {
-                    chosen = Some((h, w, tile, counted, decodes));
-                    break 'search;
-                }
+        for &w in &widths {
+            let fits: Vec<(u64, (u64, u64, u64, u64))> = heights
+                .iter()
+                .map(|&h| (h, cost(a, h, w, t)))
+                .filter(|(_, c)| c.1 <= allowed)
+                .collect();
+            let busy = fits.iter().rev().find(|(h, c)| {
+                tile_chunks(a, *h, w) >= BUSY_CHUNKS_PER_THREAD * t
+                    && c.3 >= BUSY_SOURCES_PER_THREAD * t
+            });
+            if let Some(&(h, (tile, counted, decodes, _))) = busy.or(fits.first()) {
+                chosen = Some((h, w, tile, counted, decodes));
+                break;
             }
         }
         let Some((rows, columns, tile_bytes, counted, decodes)) = chosen else {
-            let (_, counted, _) = cost(a, *heights.last().unwrap(), *widths.last().unwrap(), t);
+            let (_, counted, _, _) = cost(a, *heights.last().unwrap(), *widths.last().unwrap(), t);
             return Err(BudgetTooSmall {
                 array: a.name.clone(),
                 budget,
@@ -247,6 +279,7 @@ mod tests {
             shape: vec![198_366, 1000, 2],
             source_chunk: vec![10_000, 1000, 2],
             target_shard: vec![32_768, 1000, 2],
+            target_inner: vec![2048, 1, 2],
             element_bytes: 1,
             compression: 0.03,
             rows_axis: Some(0),

@@ -3,11 +3,9 @@
 //! what a store's layout costs a reader that fetches patches; [`rechunk`] rewrites it
 //! in svar2's layout for the patch, as `convert` would have written it.
 
-mod copy;
 pub mod error;
 pub mod inspect;
 pub mod rechunk;
-pub mod source;
 
 pub use error::{Error, Result};
 pub use rechunk::{dry_run, rechunk, Options, RechunkReport, Summary};

@@ -7,9 +7,7 @@
 //! fit `--max-mem`: IO threads only read source chunks, the rayon pool only decodes
 //! and encodes, and a shard is written the moment its last inner chunk is encoded.
 
-use crate::copy::for_each_run;
 use crate::error::{Error, Result};
-use crate::source::{Source, SourceArray};
 use crossbeam_channel::{bounded, unbounded};
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
@@ -23,6 +21,8 @@ use svar2_planner::host::{resolve_budget, Host};
 use svar2_planner::rechunk::{plan_rechunk, ArrayInput, RechunkPlan, Tiling};
 use svar2_planner::size::MaxMem;
 use svar2_planner::Requested;
+use svar2_store::any::{AnyArray, AnyGroup};
+use svar2_store::block::{blocks, copy_run, for_each_run};
 use svar2_store::codec::{InnerCodec, Raw};
 use svar2_store::codecs::{bitshuffle, BLOSC_BLOCKSIZE};
 use svar2_store::dir::StoreDir;
@@ -80,7 +80,7 @@ pub struct Summary {
 
 /// One array to write: where it comes from and the metadata it gets.
 struct Target {
-    src: Arc<SourceArray>,
+    src: Arc<AnyArray>,
     meta: ArrayMeta,
     rows_axis: Option<usize>,
     columns_axis: Option<usize>,
@@ -88,7 +88,7 @@ struct Target {
 
 /// A planned rechunk: the source opened, every array's target metadata and tiling.
 struct Planned {
-    source: Source,
+    source: AnyGroup,
     geometry: Geometry,
     targets: Vec<Target>,
     report: RechunkReport,
@@ -100,7 +100,7 @@ fn axis(dims: &[String], name: &str) -> Option<usize> {
 
 /// Decoded bytes per element the plan counts: exact for numbers; for strings an
 /// offset plus the text, guessed from the stored bytes (text compresses ~4×).
-fn element_bytes(a: &SourceArray) -> u64 {
+fn element_bytes(a: &AnyArray) -> u64 {
     match a.dtype.size() {
         Some(n) => n as u64,
         None => {
@@ -111,7 +111,7 @@ fn element_bytes(a: &SourceArray) -> u64 {
 }
 
 fn plan(input: &Path, opts: &Options) -> Result<Planned> {
-    let source = Source::open(input)?;
+    let source = AnyGroup::open(input)?;
     let samples = source
         .array("sample_id")
         .map_or(0, |a| a.shape().first().copied().unwrap_or(0));
@@ -169,6 +169,7 @@ fn plan(input: &Path, opts: &Options) -> Result<Planned> {
                 shape: t.meta.shape.clone(),
                 source_chunk: t.src.chunk_shape(),
                 target_shard: t.meta.shard.clone(),
+                target_inner: t.meta.inner.clone(),
                 element_bytes: element_bytes(&t.src),
                 compression: match decoded {
                     Some(d) if d > 0 => {
@@ -329,31 +330,9 @@ fn progress_bar(enabled: bool, decodes: u64) -> indicatif::ProgressBar {
     pb
 }
 
-/// Index ranges `lo/step ..= (hi-1)/step` per axis, and all their combinations in C
-/// order.
-fn blocks(lo: &[u64], hi: &[u64], step: &[u64]) -> Vec<Vec<u64>> {
-    let ranges: Vec<(u64, u64)> = (0..lo.len())
-        .map(|d| (lo[d] / step[d], (hi[d] - 1) / step[d]))
-        .collect();
-    let mut out = vec![Vec::with_capacity(lo.len())];
-    for &(a, b) in &ranges {
-        out = out
-            .into_iter()
-            .flat_map(|prefix| {
-                (a..=b).map(move |i| {
-                    let mut v = prefix.clone();
-                    v.push(i);
-                    v
-                })
-            })
-            .collect();
-    }
-    out
-}
-
 /// Reads (IO threads) and decodes (the pool) the source chunks `wanted`.
 fn fetch(
-    a: &Arc<SourceArray>,
+    a: &Arc<AnyArray>,
     wanted: Vec<Vec<u64>>,
     pool: &rayon::ThreadPool,
     io_threads: usize,
@@ -386,7 +365,7 @@ fn fetch(
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    let r = a.read(&idx);
+                    let r = a.read(&idx).map_err(Error::from);
                     if read_tx.send((idx, r)).is_err() {
                         break;
                     }
@@ -400,7 +379,7 @@ fn fetch(
                     let _ = permit_rx.recv();
                     let (a, done_tx, permit_tx) = (a.clone(), done_tx.clone(), permit_tx.clone());
                     pool.spawn(move || {
-                        let d = a.decode(&idx, stored);
+                        let d = a.decode(&idx, stored).map_err(Error::from);
                         let _ = done_tx.send((idx, d));
                         let _ = permit_tx.send(());
                     });
@@ -459,7 +438,7 @@ fn build_chunk(
                     .map(|d| hi[d].min(so[d] + src_chunk[d]))
                     .collect();
                 for_each_run(&lo, &top, &so, src_chunk, origin, inner, |s, d, len| {
-                    out[d * e..(d + len) * e].copy_from_slice(&sb[s * e..(s + len) * e]);
+                    copy_run(&mut out[d * e..(d + len) * e], &sb[s * e..(s + len) * e]);
                 });
             }
             Raw::Fixed(out)

@@ -16,6 +16,10 @@ pub enum Error {
     /// its codec refuses. `key` is the chunk key (`call_genotype/c/0/1`).
     #[error("{key}: corrupt shard: {msg}")]
     Corrupt { key: String, msg: String },
+    /// A chunk that cannot be read or decoded, for a reason other than a damaged
+    /// shard index; `key` names it.
+    #[error("{key}: {msg}")]
+    Chunk { key: String, msg: String },
     #[error("{path} already exists; pass --force to replace it")]
     OutputExists { path: PathBuf },
     #[error(

@@ -16,8 +16,14 @@
 //! - [`region`]: the region index readers use to find a genomic range;
 //! - [`metadata`]: array metadata, written and read back;
 //! - [`layout`]: the layout of any Zarr v2 or v3 group's arrays, from metadata and files;
-//! - [`dir`]: the store directory (replace rules, lock, in-progress marker, digest).
+//! - [`dir`]: the store directory (replace rules, lock, in-progress marker, digest);
+//! - [`any`]: any Zarr v2 or v3 VCF Zarr store, read chunk by chunk through zarrs;
+//! - [`block`]: boxes of an array (chunks, tiles, patches) and copies between them;
+//! - [`blosc`]: blosc frames parsed and decoded without c-blosc (reader, GPU path).
 
+pub mod any;
+pub mod block;
+pub mod blosc;
 pub mod codec;
 pub mod codecs;
 pub mod dir;

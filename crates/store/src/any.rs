@@ -1,8 +1,15 @@
-//! A VCF Zarr store to read from — any Zarr v2 or v3 group, whoever wrote it — opened
-//! through zarrs, with what rechunk needs to know of each array: its data type in
-//! svar2's terms, dimension names, attributes, and the chunk a read decodes.
+//! Any VCF Zarr store — a Zarr v2 or v3 group, whoever wrote it — opened through
+//! zarrs and read chunk by chunk, in two steps kept apart so callers can run them on
+//! different threads: [`AnyArray::read`] (IO only: a chunk's stored bytes; for a
+//! sharded array one inner chunk, located through its shard's index read once from
+//! the tail) and [`AnyArray::decode`] (CPU only). Rechunk and the reader both read
+//! through it.
 
+use crate::codec::Raw;
 use crate::error::{Error, Result};
+use crate::layout::{read_group, ArrayLayout};
+use crate::shard;
+use crate::Dtype;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::num::NonZeroU64;
@@ -10,18 +17,14 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
-use svar2_store::codec::Raw;
-use svar2_store::layout::{read_group, ArrayLayout};
-use svar2_store::shard;
-use svar2_store::Dtype;
 use zarrs::array::{
     Array, ArrayBytes, ArraySubset, ArrayToBytesCodecTraits, CodecChain, CodecOptions,
 };
 use zarrs::filesystem::FilesystemStore;
 use zarrs::metadata::v3::MetadataV3;
 
-/// The arrays every VCF Zarr store has, and rechunk needs (the region index is
-/// rebuilt from the three `variant_` ones).
+/// The arrays every VCF Zarr store has (rechunk rebuilds the region index from the
+/// three `variant_` ones; the reader locates regions with them).
 pub const REQUIRED: [&str; 5] = [
     "sample_id",
     "contig_id",
@@ -30,8 +33,8 @@ pub const REQUIRED: [&str; 5] = [
     "variant_length",
 ];
 
-/// One array of the source store.
-pub struct SourceArray {
+/// One array of a store.
+pub struct AnyArray {
     pub name: String,
     pub layout: ArrayLayout,
     pub dtype: Dtype,
@@ -40,6 +43,48 @@ pub struct SourceArray {
     array: Array<FilesystemStore>,
     /// Set for a sharded array whose inner chunks can be read one by one.
     inner: Option<InnerReads>,
+    /// The chunks (inner chunks) are blosc-zstd frames of little-endian elements:
+    /// [`blosc::Decoder`](crate::blosc::Decoder) decodes them without c-blosc.
+    blosc_frames: bool,
+}
+
+/// Whether a codec chain (v3 JSON, inner chunks) is `bytes` (little endian) then blosc
+/// with zstd: what svar2 writes for numbers, and bio2zarr's v3 stores too.
+fn is_blosc_chain(chain: &[Value]) -> bool {
+    let name = |c: &Value| c.get("name").and_then(Value::as_str).map(str::to_string);
+    chain.len() == 2
+        && name(&chain[0]).as_deref() == Some("bytes")
+        && chain[0]
+            .pointer("/configuration/endian")
+            .and_then(Value::as_str)
+            .is_none_or(|e| e == "little")
+        && name(&chain[1]).as_deref() == Some("blosc")
+        && chain[1]
+            .pointer("/configuration/cname")
+            .and_then(Value::as_str)
+            == Some("zstd")
+}
+
+/// The same for an array's metadata, v3 (`zarr.json`, sharded or not) or v2
+/// (`.zarray`: blosc-zstd compressor, no filters, little-endian or byte-sized type).
+fn blosc_frames(meta: &Value, zarr_format: u8, sharded: bool) -> bool {
+    if zarr_format == 2 {
+        let dtype = meta.get("dtype").and_then(Value::as_str).unwrap_or("");
+        return meta.get("filters").is_none_or(Value::is_null)
+            && meta.pointer("/compressor/id").and_then(Value::as_str) == Some("blosc")
+            && meta.pointer("/compressor/cname").and_then(Value::as_str) == Some("zstd")
+            && (dtype.starts_with('<') || dtype.starts_with('|'))
+            && !dtype.contains('O')
+            && meta.get("order").and_then(Value::as_str).unwrap_or("C") == "C";
+    }
+    let chain = if sharded {
+        meta.pointer("/codecs/0/configuration/codecs")
+    } else {
+        meta.get("codecs")
+    };
+    chain
+        .and_then(Value::as_array)
+        .is_some_and(|c| is_blosc_chain(c))
 }
 
 /// Reading a `sharding_indexed` array inner chunk by inner chunk, as svar2's reader
@@ -51,15 +96,22 @@ struct InnerReads {
     inner: Vec<u64>,
     per_shard: Vec<u64>,
     chain: CodecChain,
-    /// Shard indexes read so far (`None`: the shard is not stored), bounded.
-    indexes: Mutex<HashMap<Vec<u64>, Arc<Option<ShardIndex>>>>,
+    /// Shards opened so far, with their indexes (`None`: the shard is not stored),
+    /// bounded.
+    shards: Mutex<HashMap<Vec<u64>, Arc<Option<OpenShard>>>>,
+}
+
+/// An open shard file and its index.
+struct OpenShard {
+    file: std::fs::File,
+    index: ShardIndex,
 }
 
 /// A shard's index: each inner chunk's (offset, length), `None` when not stored.
 type ShardIndex = Vec<Option<(u64, u64)>>;
 
-/// Shard indexes kept at once (each is 16 bytes per inner chunk).
-const MAX_CACHED_INDEXES: usize = 4096;
+/// Shards kept open at once (each holds a file handle and 16 bytes per inner chunk).
+const MAX_OPEN_SHARDS: usize = 512;
 
 /// The inner-chunk reader of a sharded array, when its shards are the common kind:
 /// index at the end, coded `[bytes, crc32c]` (svar2's, zarr-python's and
@@ -99,17 +151,17 @@ fn inner_reads(root: &Path, layout: &ArrayLayout, meta: &Value) -> Option<InnerR
         per_shard: shard.iter().zip(&inner).map(|(s, i)| s / i).collect(),
         inner,
         chain,
-        indexes: Mutex::new(HashMap::new()),
+        shards: Mutex::new(HashMap::new()),
     })
 }
 
-/// The source store.
-pub struct Source {
+/// A VCF Zarr store.
+pub struct AnyGroup {
     pub root: PathBuf,
     pub zarr_format: u8,
     /// The root group's attributes (`vcf_zarr_version`, `vcf_meta_information`, …).
     pub attributes: Map<String, Value>,
-    pub arrays: Vec<Arc<SourceArray>>,
+    pub arrays: Vec<Arc<AnyArray>>,
 }
 
 fn read_json(path: &Path) -> Option<Value> {
@@ -173,11 +225,11 @@ fn open_array(
     }
 }
 
-impl Source {
+impl AnyGroup {
     /// Opens the group at `root`: every array must be one zarrs reads, with a data
     /// type and dimension names VCF Zarr uses, and the standard arrays must be there.
-    pub fn open(root: &Path) -> Result<Source> {
-        let not_vcf = |msg: String| Error::Input {
+    pub fn open(root: &Path) -> Result<AnyGroup> {
+        let not_vcf = |msg: String| Error::NotStore {
             path: root.into(),
             msg,
         };
@@ -201,7 +253,7 @@ impl Source {
             )));
         }
         let zarr_format = layouts[0].zarr_format;
-        let storage = Arc::new(FilesystemStore::new(root).map_err(|e| Error::Input {
+        let storage = Arc::new(FilesystemStore::new(root).map_err(|e| Error::NotStore {
             path: root.into(),
             msg: format!("cannot open ({e})"),
         })?);
@@ -213,7 +265,7 @@ impl Source {
         let mut arrays = Vec::with_capacity(layouts.len());
         for layout in layouts {
             let at = root.join(&layout.name);
-            let bad = |msg: String| Error::Input {
+            let bad = |msg: String| Error::NotStore {
                 path: at.clone(),
                 msg,
             };
@@ -241,20 +293,31 @@ impl Source {
                 object(read_json(&at.join("zarr.json")).and_then(|v| v.get("attributes").cloned()))
             };
             attrs.remove("_ARRAY_DIMENSIONS");
-            let inner = match zarr_format {
-                3 => read_json(&at.join("zarr.json")).and_then(|m| inner_reads(root, &layout, &m)),
+            let meta = read_json(&at.join(if zarr_format == 2 {
+                ".zarray"
+            } else {
+                "zarr.json"
+            }));
+            let inner = match (zarr_format, &meta) {
+                (3, Some(m)) => inner_reads(root, &layout, m),
                 _ => None,
             };
-            arrays.push(Arc::new(SourceArray {
+            let blosc_frames = meta
+                .as_ref()
+                .is_some_and(|m| blosc_frames(m, zarr_format, inner.is_some()))
+                && dtype.size().is_some()
+                && (inner.is_some() || layout.shard.is_none());
+            arrays.push(Arc::new(AnyArray {
                 name: layout.name.clone(),
                 dtype,
                 attributes: attrs,
                 layout,
                 array,
                 inner,
+                blosc_frames,
             }));
         }
-        Ok(Source {
+        Ok(AnyGroup {
             root: root.into(),
             zarr_format,
             attributes,
@@ -263,12 +326,12 @@ impl Source {
     }
 
     /// The array called `name`.
-    pub fn array(&self, name: &str) -> Option<&Arc<SourceArray>> {
+    pub fn array(&self, name: &str) -> Option<&Arc<AnyArray>> {
         self.arrays.iter().find(|a| a.name == name)
     }
 }
 
-impl SourceArray {
+impl AnyArray {
     pub fn shape(&self) -> &[u64] {
         self.array.shape()
     }
@@ -319,47 +382,81 @@ impl SourceArray {
             key: key.clone(),
             msg: format!("cannot read ({e})"),
         };
-        let cached = r.indexes.lock().expect("index cache").get(&sidx).cloned();
-        let index = match cached {
+        let cached = r.shards.lock().expect("shard cache").get(&sidx).cloned();
+        let shard = match cached {
             Some(i) => i,
             None => {
                 let n = r.per_shard.iter().product::<u64>() as usize;
-                let index = match std::fs::File::open(&path) {
+                let open = match std::fs::File::open(&path) {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                     Err(e) => return Err(io(e)),
-                    Ok(f) => {
-                        let len = f.metadata().map_err(io)?.len();
+                    Ok(file) => {
+                        let len = file.metadata().map_err(io)?.len();
                         let want = shard::index_len(n) as u64;
                         let mut tail = vec![0u8; want.min(len) as usize];
-                        f.read_exact_at(&mut tail, len.saturating_sub(want))
+                        file.read_exact_at(&mut tail, len.saturating_sub(want))
                             .map_err(io)?;
-                        Some(shard::parse_index(&key, &tail, n, len)?)
+                        let index = shard::parse_index(&key, &tail, n, len)?;
+                        Some(OpenShard { file, index })
                     }
                 };
-                let index = Arc::new(index);
-                let mut cache = r.indexes.lock().expect("index cache");
-                if cache.len() >= MAX_CACHED_INDEXES {
+                let open = Arc::new(open);
+                let mut cache = r.shards.lock().expect("shard cache");
+                if cache.len() >= MAX_OPEN_SHARDS {
                     cache.clear();
                 }
-                cache.insert(sidx.clone(), index.clone());
-                index
+                cache.insert(sidx.clone(), open.clone());
+                open
             }
         };
-        let Some(spans) = index.as_ref() else {
+        let Some(shard) = shard.as_ref() else {
             return Ok(None);
         };
         let pos = idx
             .iter()
             .zip(&r.per_shard)
             .fold(0u64, |pos, (i, p)| pos * p + i % p);
-        let Some((off, len)) = spans[pos as usize] else {
+        let Some((off, len)) = shard.index[pos as usize] else {
             return Ok(None);
         };
         // (parse_index bounded `off + len` by the file's size.)
         let mut bytes = vec![0u8; len as usize];
-        let f = std::fs::File::open(&path).map_err(io)?;
-        f.read_exact_at(&mut bytes, off).map_err(io)?;
+        shard.file.read_exact_at(&mut bytes, off).map_err(io)?;
         Ok(Some(bytes))
+    }
+
+    /// Decoded bytes of one chunk (fixed-size types).
+    pub fn chunk_nbytes(&self) -> usize {
+        self.chunk_shape().iter().product::<u64>() as usize * self.dtype.size().unwrap_or(0)
+    }
+
+    /// Decodes a fixed-size chunk into `out` (resized to [`chunk_nbytes`]
+    /// (Self::chunk_nbytes)): blosc-zstd frames through `dec` (a reused context, no
+    /// c-blosc), anything else through zarrs.
+    pub fn decode_into(
+        &self,
+        idx: &[u64],
+        stored: Option<Vec<u8>>,
+        dec: &mut crate::blosc::Decoder,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let n = self.chunk_nbytes();
+        if let (true, Some(bytes)) = (self.blosc_frames, &stored) {
+            out.resize(n, 0);
+            let key = self.key(idx);
+            let frame = crate::blosc::Frame::parse(&key, bytes, n)?;
+            return dec.decode(&key, bytes, &frame, out);
+        }
+        match self.decode(idx, stored)? {
+            Raw::Fixed(b) => {
+                *out = b;
+                Ok(())
+            }
+            Raw::Strings { .. } => Err(Error::Chunk {
+                key: self.key(idx),
+                msg: "a string array: read it with zarr-python (patches are numbers)".into(),
+            }),
+        }
     }
 
     /// Decodes a chunk read by [`read`](Self::read) into its full chunk shape
@@ -415,14 +512,17 @@ impl SourceArray {
         Ok(raw)
     }
 
-    /// Rows `[r0, r1)` of a one-dimensional integer array, widened to i64 (the
-    /// region index is rebuilt from these).
+    /// Rows `[r0, r1)` (every value of the other axes, C order) of an integer array,
+    /// widened to i64 (the region index is read and rebuilt from these).
     pub fn read_rows_i64(&self, r0: u64, r1: u64) -> Result<Vec<i64>> {
-        let err = |msg: String| Error::Input {
+        let err = |msg: String| Error::NotStore {
             path: self.name.clone().into(),
             msg,
         };
-        let subset = ArraySubset::new_with_ranges(std::slice::from_ref(&(r0..r1)));
+        let ranges: Vec<std::ops::Range<u64>> = std::iter::once(r0..r1)
+            .chain(self.shape().iter().skip(1).map(|&n| 0..n))
+            .collect();
+        let subset = ArraySubset::new_with_ranges(&ranges);
         let bytes: ArrayBytes<'static> = self
             .array
             .retrieve_array_subset(&subset)
@@ -446,5 +546,28 @@ impl SourceArray {
                 .collect(),
             d => return Err(err(format!("{d:?} is not an integer type"))),
         })
+    }
+
+    /// Every value of a one-dimensional string array (sample and contig names).
+    pub fn read_strings(&self) -> Result<Vec<String>> {
+        let n = self.shape().first().copied().unwrap_or(0);
+        let subset = ArraySubset::new_with_ranges(std::slice::from_ref(&(0..n)));
+        let bytes: ArrayBytes<'static> =
+            self.array
+                .retrieve_array_subset(&subset)
+                .map_err(|e| Error::NotStore {
+                    path: self.name.clone().into(),
+                    msg: format!("cannot read ({e})"),
+                })?;
+        match Raw::from_array_bytes(bytes)? {
+            Raw::Strings { bytes, offsets } => Ok(offsets
+                .windows(2)
+                .map(|w| String::from_utf8_lossy(&bytes[w[0]..w[1]]).into_owned())
+                .collect()),
+            Raw::Fixed(_) => Err(Error::NotStore {
+                path: self.name.clone().into(),
+                msg: "not a string array".into(),
+            }),
+        }
     }
 }

@@ -1,0 +1,299 @@
+//! Reading a batch of patches: the chunks the batch touches, each read once by an IO
+//! thread and decoded once on the pool, then copied into every patch it overlaps.
+
+use crate::error::{Error, Result};
+use crate::patch::Patch;
+use crossbeam_channel::{bounded, unbounded};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use svar2_store::any::AnyArray;
+use svar2_store::block::{blocks, copy_run, for_each_run};
+use svar2_store::blosc::Decoder;
+
+/// What the reader has done so far (all batches): bytes read from storage, bytes
+/// decoded, bytes the patches needed (decoded ÷ useful = decode amplification), and
+/// reads in flight now.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub bytes_read: AtomicU64,
+    pub bytes_decoded: AtomicU64,
+    pub bytes_useful: AtomicU64,
+    pub chunks_decoded: AtomicU64,
+    pub reads_in_flight: AtomicI64,
+}
+
+impl Counters {
+    /// Decoded ÷ useful bytes so far.
+    pub fn amplification(&self) -> f64 {
+        self.bytes_decoded.load(Ordering::Relaxed) as f64
+            / self.bytes_useful.load(Ordering::Relaxed).max(1) as f64
+    }
+}
+
+/// The patch reader: an IO pool and a decode pool.
+pub struct Reader {
+    pool: rayon::ThreadPool,
+    io_threads: usize,
+    pub counters: Arc<Counters>,
+}
+
+thread_local! {
+    /// Each decode thread's zstd context and chunk buffer, reused across chunks.
+    static DECODER: RefCell<Option<(Decoder, Vec<u8>)>> = const { RefCell::new(None) };
+}
+
+/// Where each patch goes in the output and what it covers.
+struct Placement {
+    lo: Vec<u64>,
+    hi: Vec<u64>,
+    /// The patch's block shape (C order in the output).
+    shape: Vec<u64>,
+    offset: usize,
+}
+
+/// The output buffer, written by decode tasks at disjoint places.
+#[derive(Clone, Copy)]
+struct Out(*mut u8, usize);
+// SAFETY: the pointer is only written through while `read_batch` holds the `&mut`
+// buffer and waits for every task; each (patch, chunk) overlap is a distinct region of
+// the output (patches own disjoint ranges, a patch's chunks disjoint boxes of it).
+unsafe impl Send for Out {}
+// SAFETY: as above; tasks never write the same bytes.
+unsafe impl Sync for Out {}
+
+impl Out {
+    /// `len` bytes at `at`.
+    ///
+    /// # Safety
+    /// `at + len` lies within the buffer, the buffer outlives the use, and no other
+    /// thread touches these bytes meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice(&self, at: usize, len: usize) -> &mut [u8] {
+        debug_assert!(at + len <= self.1);
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(at), len) }
+    }
+}
+
+impl Reader {
+    /// A reader with `threads` decode threads and `io_threads` readers.
+    pub fn new(threads: usize, io_threads: usize) -> Result<Reader> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .thread_name(|i| format!("svar2-decode-{i}"))
+            .build()
+            .map_err(|e| Error::Usage(format!("cannot start threads: {e}")))?;
+        Ok(Reader {
+            pool,
+            io_threads: io_threads.max(1),
+            counters: Arc::new(Counters::default()),
+        })
+    }
+
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    pub fn io_threads(&self) -> usize {
+        self.io_threads
+    }
+
+    /// Where each patch of a batch lies in the array and in the output.
+    fn place(a: &AnyArray, patches: &[Patch]) -> Result<(Vec<Placement>, usize)> {
+        let e = a.dtype.size().ok_or_else(|| {
+            Error::Usage(format!(
+                "{}: a string array; patches are read from numeric arrays",
+                a.name
+            ))
+        })?;
+        let dims = &a.layout.dimension_names;
+        let shape = a.shape();
+        let v = dims
+            .iter()
+            .position(|d| d == "variants")
+            .ok_or_else(|| Error::Usage(format!("{}: no variants axis", a.name)))?;
+        let s = dims.iter().position(|d| d == "samples");
+        let mut out = Vec::with_capacity(patches.len());
+        let mut offset = 0usize;
+        for p in patches {
+            let mut lo = vec![0u64; shape.len()];
+            let mut hi = shape.to_vec();
+            (lo[v], hi[v]) = (
+                p.variant_start,
+                p.variant_start.saturating_add(p.n_variants),
+            );
+            if let Some(s) = s {
+                (lo[s], hi[s]) = (p.sample_start, p.sample_start.saturating_add(p.n_samples));
+            }
+            if (0..shape.len()).any(|d| hi[d] > shape[d] || hi[d] <= lo[d]) {
+                return Err(Error::Usage(format!(
+                    "{}: patch {:?} is empty or outside the array ({:?})",
+                    a.name,
+                    <[u64; 4]>::from(*p),
+                    shape
+                )));
+            }
+            let pshape: Vec<u64> = lo.iter().zip(&hi).map(|(l, h)| h - l).collect();
+            let bytes = pshape.iter().product::<u64>() as usize * e;
+            out.push(Placement {
+                lo,
+                hi,
+                shape: pshape,
+                offset,
+            });
+            offset += bytes;
+        }
+        Ok((out, offset))
+    }
+
+    /// Bytes a batch of patches fills (patch after patch, each C order: variants,
+    /// samples, then the trailing axes whole).
+    pub fn batch_bytes(&self, a: &AnyArray, patches: &[Patch]) -> Result<usize> {
+        Ok(Self::place(a, patches)?.1)
+    }
+
+    /// Reads `patches` of array `a` into `out` (exactly [`batch_bytes`]
+    /// (Self::batch_bytes) long). Chunks that are not stored read as the fill value.
+    pub fn read_batch(&self, a: &Arc<AnyArray>, patches: &[Patch], out: &mut [u8]) -> Result<()> {
+        let (placements, total) = Self::place(a, patches)?;
+        if out.len() != total {
+            return Err(Error::Usage(format!(
+                "output buffer of {} bytes for a batch of {total}",
+                out.len()
+            )));
+        }
+        let e = a.dtype.size().expect("checked by place");
+        let chunk = a.chunk_shape();
+        // Each chunk once, with the patches it serves; in key order (a shard's chunks
+        // together).
+        let mut serves: HashMap<Vec<u64>, Vec<u32>> = HashMap::new();
+        for (i, p) in placements.iter().enumerate() {
+            for c in blocks(&p.lo, &p.hi, &chunk) {
+                serves.entry(c).or_default().push(i as u32);
+            }
+        }
+        let mut jobs: Vec<(Vec<u64>, Vec<u32>)> = serves.into_iter().collect();
+        jobs.sort_unstable_by(|x, y| x.0.cmp(&y.0));
+        let jobs = Arc::new(jobs);
+        let placements = Arc::new(placements);
+        let counters = &self.counters;
+        counters
+            .bytes_useful
+            .fetch_add(total as u64, Ordering::Relaxed);
+        let outp = Out(out.as_mut_ptr(), out.len());
+        let threads = self.pool.current_num_threads().max(1);
+        let (job_tx, job_rx) = unbounded::<usize>();
+        for j in 0..jobs.len() {
+            let _ = job_tx.send(j);
+        }
+        drop(job_tx);
+        let (read_tx, read_rx) =
+            bounded::<(usize, svar2_store::Result<Option<Vec<u8>>>)>(4 * threads);
+        let failed = AtomicBool::new(false);
+        let first_err: Mutex<Option<Error>> = Mutex::new(None);
+        let fail = |e: Error| {
+            failed.store(true, Ordering::Relaxed);
+            first_err.lock().expect("error slot").get_or_insert(e);
+        };
+        std::thread::scope(|ts| {
+            for _ in 0..self.io_threads.min(jobs.len()) {
+                let (job_rx, read_tx, jobs, a, failed) = (
+                    job_rx.clone(),
+                    read_tx.clone(),
+                    jobs.clone(),
+                    a.clone(),
+                    &failed,
+                );
+                ts.spawn(move || {
+                    for j in job_rx {
+                        if failed.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        counters.reads_in_flight.fetch_add(1, Ordering::Relaxed);
+                        let r = a.read(&jobs[j].0);
+                        counters.reads_in_flight.fetch_sub(1, Ordering::Relaxed);
+                        if read_tx.send((j, r)).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(read_tx);
+            // This thread hands reads to the pool; the pool only decodes and copies.
+            self.pool.in_place_scope(|s| {
+                for (j, r) in read_rx.iter() {
+                    let stored = match r {
+                        Ok(b) => b,
+                        Err(e) => {
+                            fail(e.into());
+                            continue;
+                        }
+                    };
+                    if failed.load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    let (jobs, placements, a, fail) = (&jobs, &placements, a, &fail);
+                    let chunk = &chunk;
+                    s.spawn(move |_| {
+                        let (idx, users) = &jobs[j];
+                        if let Some(b) = &stored {
+                            counters
+                                .bytes_read
+                                .fetch_add(b.len() as u64, Ordering::Relaxed);
+                        }
+                        DECODER.with(|cell| {
+                            let mut slot = cell.borrow_mut();
+                            if slot.is_none() {
+                                match Decoder::new() {
+                                    Ok(d) => *slot = Some((d, Vec::new())),
+                                    Err(e) => return fail(e.into()),
+                                }
+                            }
+                            let (dec, buf) = slot.as_mut().expect("set above");
+                            if let Err(e) = a.decode_into(idx, stored, dec, buf) {
+                                return fail(e.into());
+                            }
+                            counters
+                                .bytes_decoded
+                                .fetch_add(buf.len() as u64, Ordering::Relaxed);
+                            counters.chunks_decoded.fetch_add(1, Ordering::Relaxed);
+                            let origin: Vec<u64> =
+                                idx.iter().zip(chunk.iter()).map(|(i, c)| i * c).collect();
+                            for &u in users {
+                                let p = &placements[u as usize];
+                                let lo: Vec<u64> =
+                                    p.lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
+                                let hi: Vec<u64> = (0..lo.len())
+                                    .map(|d| p.hi[d].min(origin[d] + chunk[d]))
+                                    .collect();
+                                for_each_run(
+                                    &lo,
+                                    &hi,
+                                    &origin,
+                                    chunk,
+                                    &p.lo,
+                                    &p.shape,
+                                    |s, d, n| {
+                                        let (at, len) = (p.offset + d * e, n * e);
+                                        // SAFETY: `at + len` lies within this patch's part
+                                        // of the buffer (for_each_run stays inside the
+                                        // patch's box), which no other task writes (see
+                                        // `Out`), and read_batch waits for every task.
+                                        let dst = unsafe { outp.slice(at, len) };
+                                        copy_run(dst, &buf[s * e..(s + n) * e]);
+                                    },
+                                );
+                            }
+                        });
+                    });
+                }
+            });
+        });
+        match first_err.into_inner().expect("error slot") {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}

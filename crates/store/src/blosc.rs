@@ -1,0 +1,546 @@
+//! The blosc 1 frame of a numeric inner chunk, parsed and decoded without c-blosc:
+//! the header and block table are checked against the chunk's known size before
+//! anything is allocated, each zstd stream goes through one reused decompression
+//! context per thread, and the (bit)shuffle is undone with the rules c-blosc writes
+//! (`../shared/design/gpu.md`). The reader decodes with [`Decoder`]; the GPU path uses
+//! the same [`Frame`] to batch every stream of a batch into one nvCOMP call.
+
+use crate::error::{Error, Result};
+
+const HEADER: usize = 16;
+const MEMCPYED: u8 = 0x02;
+const BYTE_SHUFFLE: u8 = 0x01;
+const BIT_SHUFFLE: u8 = 0x04;
+const DONT_SPLIT: u8 = 0x10;
+/// Compressor code of zstd (flags bits 5-7).
+const ZSTD: u8 = 4;
+/// c-blosc splits a block into `typesize` streams only when it holds this many
+/// elements or more.
+const MIN_SPLIT_ELEMENTS: usize = 128;
+const MAX_SPLITS: usize = 16;
+
+/// How a frame's blocks were shuffled before compression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shuffle {
+    None,
+    Byte,
+    Bit,
+}
+
+/// One compressed stream of a block: `len` bytes at `offset` of the frame, decoding to
+/// `out_len` bytes; `raw` streams are stored as is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stream {
+    pub offset: usize,
+    pub len: usize,
+    pub out_len: usize,
+    pub raw: bool,
+}
+
+/// One block: where it decodes to and its streams, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    pub out_offset: usize,
+    pub out_len: usize,
+    pub streams: Vec<Stream>,
+}
+
+/// A parsed, checked frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub typesize: usize,
+    pub nbytes: usize,
+    /// The data is stored as is at offset 16 (and is not shuffled, whatever the flags).
+    pub memcpyed: bool,
+    pub shuffle: Shuffle,
+    pub blocks: Vec<Block>,
+}
+
+fn i32_at(b: &[u8], at: usize) -> Option<i32> {
+    Some(i32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+impl Frame {
+    /// Parses `bytes`, the frame of a chunk that must decode to exactly `nbytes` bytes
+    /// (the reader knows it from the chunk shape; a header saying otherwise is
+    /// corrupt, so no size read from the file is ever trusted). `key` names the chunk.
+    pub fn parse(key: &str, bytes: &[u8], nbytes: usize) -> Result<Frame> {
+        let bad = |msg: String| Error::Corrupt {
+            key: key.to_string(),
+            msg: format!("blosc frame: {msg}"),
+        };
+        if bytes.len() < HEADER {
+            return Err(bad(format!(
+                "{} bytes, shorter than the header",
+                bytes.len()
+            )));
+        }
+        let (version, flags, typesize) = (bytes[0], bytes[2], bytes[3] as usize);
+        let header_nbytes = i32_at(bytes, 4).unwrap_or(-1);
+        let blocksize = i32_at(bytes, 8).unwrap_or(-1);
+        let cbytes = i32_at(bytes, 12).unwrap_or(-1);
+        if version != 2 {
+            return Err(bad(format!("version {version}, not 2")));
+        }
+        if flags & 0x08 != 0 {
+            return Err(bad(format!("flags {flags:#04x} set a reserved bit")));
+        }
+        if header_nbytes < 0 || header_nbytes as usize != nbytes {
+            return Err(bad(format!(
+                "says {header_nbytes} decoded bytes where the chunk holds {nbytes}"
+            )));
+        }
+        if cbytes < 0 || cbytes as usize != bytes.len() {
+            return Err(bad(format!(
+                "says {cbytes} bytes where {} are stored",
+                bytes.len()
+            )));
+        }
+        if typesize == 0 {
+            return Err(bad("typesize 0".into()));
+        }
+        let memcpyed = flags & MEMCPYED != 0;
+        if memcpyed {
+            if bytes.len() != HEADER + nbytes {
+                return Err(bad(format!(
+                    "memcpyed frame of {} bytes for {nbytes} decoded",
+                    bytes.len()
+                )));
+            }
+            return Ok(Frame {
+                typesize,
+                nbytes,
+                memcpyed,
+                shuffle: Shuffle::None,
+                blocks: Vec::new(),
+            });
+        }
+        if flags >> 5 != ZSTD {
+            return Err(bad(format!(
+                "compressor {} (svar2 decodes zstd, code 4)",
+                flags >> 5
+            )));
+        }
+        let shuffle = if flags & BIT_SHUFFLE != 0 {
+            Shuffle::Bit
+        } else if flags & BYTE_SHUFFLE != 0 && typesize > 1 {
+            Shuffle::Byte
+        } else {
+            Shuffle::None
+        };
+        if nbytes == 0 {
+            return Ok(Frame {
+                typesize,
+                nbytes,
+                memcpyed,
+                shuffle,
+                blocks: Vec::new(),
+            });
+        }
+        if blocksize <= 0 {
+            return Err(bad(format!("block size {blocksize}")));
+        }
+        let blocksize = blocksize as usize;
+        let nblocks = nbytes.div_ceil(blocksize);
+        let table_end = HEADER + 4 * nblocks;
+        if table_end > bytes.len() {
+            return Err(bad(format!(
+                "{nblocks} blocks do not fit a {}-byte frame",
+                bytes.len()
+            )));
+        }
+        let mut blocks = Vec::with_capacity(nblocks);
+        for j in 0..nblocks {
+            let start = i32_at(bytes, HEADER + 4 * j).unwrap_or(-1);
+            if start < table_end as i32 || start as usize >= bytes.len() {
+                return Err(bad(format!(
+                    "block {j} starts at {start}, outside the frame"
+                )));
+            }
+            let out_offset = j * blocksize;
+            let out_len = blocksize.min(nbytes - out_offset);
+            let leftover = out_len < blocksize;
+            let nsplits = if flags & DONT_SPLIT == 0
+                && typesize <= MAX_SPLITS
+                && out_len / typesize >= MIN_SPLIT_ELEMENTS
+                && !leftover
+            {
+                typesize
+            } else {
+                1
+            };
+            let mut at = start as usize;
+            let mut streams = Vec::with_capacity(nsplits);
+            for s in 0..nsplits {
+                let stream_out = out_len / nsplits;
+                let len = i32_at(bytes, at).unwrap_or(-1);
+                if len <= 0 || at + 4 + len as usize > bytes.len() {
+                    return Err(bad(format!(
+                        "block {j} stream {s}: {len} bytes at {} run past the frame",
+                        at + 4
+                    )));
+                }
+                let len = len as usize;
+                if len > stream_out {
+                    // A compressed stream is never larger than what it decodes to
+                    // (c-blosc stores it raw then).
+                    return Err(bad(format!(
+                        "block {j} stream {s}: {len} compressed bytes for {stream_out}"
+                    )));
+                }
+                streams.push(Stream {
+                    offset: at + 4,
+                    len,
+                    out_len: stream_out,
+                    raw: len == stream_out,
+                });
+                at += 4 + len;
+            }
+            blocks.push(Block {
+                out_offset,
+                out_len,
+                streams,
+            });
+        }
+        Ok(Frame {
+            typesize,
+            nbytes,
+            memcpyed,
+            shuffle,
+            blocks,
+        })
+    }
+}
+
+/// Transposes an 8×8 bit matrix held as 8 bytes (byte k, bit i → byte i, bit k).
+#[inline]
+fn transpose8(mut x: u64) -> u64 {
+    let t = (x ^ (x >> 7)) & 0x00AA_00AA_00AA_00AA;
+    x ^= t ^ (t << 7);
+    let t = (x ^ (x >> 14)) & 0x0000_CCCC_0000_CCCC;
+    x ^= t ^ (t << 14);
+    let t = (x ^ (x >> 28)) & 0x0000_0000_F0F0_F0F0;
+    x ^= t ^ (t << 28);
+    x
+}
+
+/// Undoes c-blosc's bitshuffle of one block (`src` and `out` of the block's size):
+/// `out[i*T + j]` bit k = bit `i % 8` of `src[(8j + k) * N/8 + i/8]`, N = elements.
+/// Blocks whose element count is not a multiple of 8 were not shuffled.
+pub fn bitunshuffle(src: &[u8], out: &mut [u8], typesize: usize) {
+    let t = typesize;
+    let n = src.len() / t;
+    if src.len() < t || !n.is_multiple_of(8) {
+        out.copy_from_slice(src);
+        return;
+    }
+    let plane = n / 8;
+    for j in 0..t {
+        for g in 0..plane {
+            let mut x = 0u64;
+            for k in 0..8 {
+                x |= (src[(8 * j + k) * plane + g] as u64) << (8 * k);
+            }
+            let y = transpose8(x).to_le_bytes();
+            for (b, v) in y.iter().enumerate() {
+                out[(8 * g + b) * t + j] = *v;
+            }
+        }
+    }
+    let done = n * t;
+    out[done..].copy_from_slice(&src[done..]);
+}
+
+/// Undoes c-blosc's byte shuffle of one block: `out[i*T + j] = src[j*N + i]`.
+pub fn byteunshuffle(src: &[u8], out: &mut [u8], typesize: usize) {
+    let t = typesize;
+    let n = src.len() / t;
+    for j in 0..t {
+        let plane = &src[j * n..(j + 1) * n];
+        for (i, &v) in plane.iter().enumerate() {
+            out[i * t + j] = v;
+        }
+    }
+    let done = n * t;
+    out[done..].copy_from_slice(&src[done..]);
+}
+
+/// Decodes frames on one thread, reusing its zstd context and scratch.
+pub struct Decoder {
+    zstd: zstd::bulk::Decompressor<'static>,
+    scratch: Vec<u8>,
+}
+
+impl Decoder {
+    pub fn new() -> Result<Decoder> {
+        Ok(Decoder {
+            zstd: zstd::bulk::Decompressor::new()
+                .map_err(|e| Error::Codec(format!("zstd context: {e}")))?,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Decodes `bytes` (the frame `frame` was parsed from) into `out`, which has the
+    /// frame's `nbytes`.
+    pub fn decode(&mut self, key: &str, bytes: &[u8], frame: &Frame, out: &mut [u8]) -> Result<()> {
+        debug_assert_eq!(out.len(), frame.nbytes);
+        if frame.memcpyed {
+            out.copy_from_slice(&bytes[HEADER..HEADER + frame.nbytes]);
+            return Ok(());
+        }
+        for (j, block) in frame.blocks.iter().enumerate() {
+            let dst = &mut out[block.out_offset..block.out_offset + block.out_len];
+            let target: &mut [u8] = if frame.shuffle == Shuffle::None {
+                dst
+            } else {
+                self.scratch.resize(block.out_len, 0);
+                &mut self.scratch[..]
+            };
+            let mut at = 0;
+            for s in &block.streams {
+                let src = &bytes[s.offset..s.offset + s.len];
+                let piece = &mut target[at..at + s.out_len];
+                if s.raw {
+                    piece.copy_from_slice(src);
+                } else {
+                    let n =
+                        self.zstd
+                            .decompress_to_buffer(src, piece)
+                            .map_err(|e| Error::Corrupt {
+                                key: key.to_string(),
+                                msg: format!("blosc frame: block {j}: zstd: {e}"),
+                            })?;
+                    if n != s.out_len {
+                        return Err(Error::Corrupt {
+                            key: key.to_string(),
+                            msg: format!(
+                                "blosc frame: block {j}: zstd gave {n} bytes of {}",
+                                s.out_len
+                            ),
+                        });
+                    }
+                }
+                at += s.out_len;
+            }
+            // (A block whose splits do not cover it: bytes past the last split.)
+            if at != block.out_len {
+                return Err(Error::Corrupt {
+                    key: key.to_string(),
+                    msg: format!(
+                        "blosc frame: block {j}: streams cover {at} of {} bytes",
+                        block.out_len
+                    ),
+                });
+            }
+            match frame.shuffle {
+                Shuffle::None => {}
+                Shuffle::Bit => bitunshuffle(&self.scratch, dst_of(out, block), frame.typesize),
+                Shuffle::Byte => byteunshuffle(&self.scratch, dst_of(out, block), frame.typesize),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn dst_of<'a>(out: &'a mut [u8], block: &Block) -> &'a mut [u8] {
+    &mut out[block.out_offset..block.out_offset + block.out_len]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{InnerCodec, Raw};
+    use crate::Dtype;
+
+    /// The note's formula, bit by bit: the reference the fast path is held to.
+    fn bitunshuffle_reference(src: &[u8], t: usize) -> Vec<u8> {
+        let n = src.len() / t;
+        if src.len() < t || !n.is_multiple_of(8) {
+            return src.to_vec();
+        }
+        let mut out = src.to_vec();
+        for i in 0..n {
+            for j in 0..t {
+                let mut v = 0u8;
+                for k in 0..8 {
+                    v |= ((src[(8 * j + k) * (n / 8) + (i >> 3)] >> (i & 7)) & 1) << k;
+                }
+                out[i * t + j] = v;
+            }
+        }
+        out
+    }
+
+    fn noise(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Mostly small values, as genotypes and counts are.
+                if x % 5 == 0 {
+                    (x >> 8) as u8
+                } else {
+                    (x % 3) as u8
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bitunshuffle_matches_the_formula() {
+        for t in [1, 2, 4, 8] {
+            for n in [8, 16, 64, 1000, 1001, 1024] {
+                let src = noise(n * t + 3, (n * t) as u64);
+                let mut out = vec![0; src.len()];
+                bitunshuffle(&src, &mut out, t);
+                assert_eq!(out, bitunshuffle_reference(&src, t), "t {t} n {n}");
+            }
+        }
+    }
+
+    /// Every chain svar2 writes, decoded by this module, equals zarrs's decode: each
+    /// fixed-size type, bit and byte shuffle, sizes under 128 bytes (memcpyed), not a
+    /// multiple of 8 elements, and over one 256 KiB block (a partial last block).
+    #[test]
+    fn decodes_every_svar2_chain_as_zarrs_does() {
+        let mut dec = Decoder::new().unwrap();
+        for dtype in Dtype::ALL {
+            let Some(size) = dtype.size() else { continue };
+            for bitshuffle in [false, true] {
+                let codec = InnerCodec::new(dtype, bitshuffle, 1).unwrap();
+                for n in [1usize, 7, 100, 1001, 4096, 70_001] {
+                    let mut raw = noise(n * size, n as u64 + size as u64);
+                    if dtype == Dtype::Bool {
+                        raw.iter_mut().for_each(|b| *b &= 1);
+                    }
+                    if dtype == Dtype::Char {
+                        raw = (0..n as u32)
+                            .flat_map(|i| (65 + i % 26).to_le_bytes())
+                            .collect();
+                    }
+                    let enc = codec.encode(&Raw::Fixed(raw.clone()), &[n as u64]).unwrap();
+                    let frame = Frame::parse("k", &enc, raw.len()).unwrap();
+                    let mut out = vec![0u8; raw.len()];
+                    dec.decode("k", &enc, &frame, &mut out).unwrap();
+                    assert_eq!(out, raw, "{dtype:?} bitshuffle {bitshuffle} n {n}");
+                }
+            }
+        }
+    }
+
+    /// Builds a frame by hand: `blocks` of (decoded bytes, split or not), streams
+    /// compressed with zstd unless `raw`.
+    fn hand_frame(data: &[u8], typesize: usize, blocksize: usize, flags: u8, raw: bool) -> Vec<u8> {
+        let nblocks = data.len().div_ceil(blocksize);
+        let mut body = Vec::new();
+        let mut starts = Vec::new();
+        let table_end = HEADER + 4 * nblocks;
+        for j in 0..nblocks {
+            let block = &data[j * blocksize..((j + 1) * blocksize).min(data.len())];
+            starts.push((table_end + body.len()) as i32);
+            let leftover = block.len() < blocksize;
+            let nsplits = if flags & DONT_SPLIT == 0
+                && typesize <= 16
+                && block.len() / typesize >= 128
+                && !leftover
+            {
+                typesize
+            } else {
+                1
+            };
+            for piece in block.chunks(block.len() / nsplits) {
+                let stored = if raw {
+                    piece.to_vec()
+                } else {
+                    zstd::bulk::compress(piece, 1).unwrap()
+                };
+                body.extend_from_slice(&(stored.len() as i32).to_le_bytes());
+                body.extend_from_slice(&stored);
+            }
+        }
+        let mut f = vec![2, 1, flags, typesize as u8];
+        f.extend_from_slice(&(data.len() as i32).to_le_bytes());
+        f.extend_from_slice(&(blocksize as i32).to_le_bytes());
+        f.extend_from_slice(&((table_end + body.len()) as i32).to_le_bytes());
+        for s in starts {
+            f.extend_from_slice(&s.to_le_bytes());
+        }
+        f.extend_from_slice(&body);
+        f
+    }
+
+    #[test]
+    fn split_raw_and_partial_blocks_decode() {
+        let mut dec = Decoder::new().unwrap();
+        let data = noise(5000, 9);
+        // Split streams (no DONT_SPLIT), typesize 4, two full blocks and a partial one;
+        // zstd streams, then raw ones.
+        for raw in [false, true] {
+            let f = hand_frame(&data, 4, 2048, ZSTD << 5, raw);
+            let frame = Frame::parse("k", &f, data.len()).unwrap();
+            assert_eq!(frame.blocks.len(), 3);
+            assert_eq!(frame.blocks[0].streams.len(), 4);
+            assert_eq!(
+                frame.blocks[2].streams.len(),
+                1,
+                "a partial block is not split"
+            );
+            assert!(frame.blocks[0].streams.iter().all(|s| s.raw == raw));
+            let mut out = vec![0; data.len()];
+            dec.decode("k", &f, &frame, &mut out).unwrap();
+            assert_eq!(out, data);
+        }
+        // Memcpyed: the data as is, not unshuffled although the shuffle bit is set.
+        let mut f = vec![2, 1, 0x96, 1];
+        f.extend_from_slice(&(100i32).to_le_bytes());
+        f.extend_from_slice(&(100i32).to_le_bytes());
+        f.extend_from_slice(&(116i32).to_le_bytes());
+        f.extend_from_slice(&data[..100]);
+        let frame = Frame::parse("k", &f, 100).unwrap();
+        let mut out = vec![0; 100];
+        dec.decode("k", &f, &frame, &mut out).unwrap();
+        assert_eq!(out, &data[..100]);
+    }
+
+    #[test]
+    fn damaged_frames_are_errors_naming_the_chunk() {
+        let codec = InnerCodec::new(Dtype::I32, false, 1).unwrap();
+        let raw = noise(4000, 3);
+        let enc = codec.encode(&Raw::Fixed(raw.clone()), &[1000]).unwrap();
+        let mut dec = Decoder::new().unwrap();
+        let mut out = vec![0; 4000];
+        let try_it = |b: &[u8], n: usize, dec: &mut Decoder, out: &mut Vec<u8>| {
+            out.resize(n, 0);
+            Frame::parse("call_DP/c/0/0", b, n)
+                .and_then(|f| dec.decode("call_DP/c/0/0", b, &f, out))
+        };
+        // Wrong decoded size, truncated, header lies about sizes, corrupt stream.
+        assert!(try_it(&enc, 4001, &mut dec, &mut out).is_err());
+        assert!(try_it(&enc[..enc.len() - 1], 4000, &mut dec, &mut out).is_err());
+        assert!(try_it(&enc[..10], 4000, &mut dec, &mut out).is_err());
+        let mut huge = enc.clone();
+        huge[4..8].copy_from_slice(&i32::MAX.to_le_bytes());
+        assert!(try_it(&huge, 4000, &mut dec, &mut out).is_err());
+        let mut table = enc.clone();
+        table[16..20].copy_from_slice(&(1i32 << 30).to_le_bytes());
+        assert!(try_it(&table, 4000, &mut dec, &mut out).is_err());
+        let mut body = enc.clone();
+        let last = body.len() - 3;
+        body[last] ^= 0xff;
+        body[24] ^= 0x55;
+        let e = try_it(&body, 4000, &mut dec, &mut out);
+        if let Err(e) = e {
+            assert!(e.to_string().starts_with("call_DP/c/0/0: corrupt"), "{e}");
+        }
+        // Arbitrary bytes never panic.
+        for seed in 0..2000u64 {
+            let mut b = enc.clone();
+            let n = noise(8, seed);
+            let at = (seed as usize * 7) % b.len();
+            b[at] ^= n[0] | 1;
+            let _ = try_it(&b, 4000, &mut dec, &mut out);
+        }
+    }
+}
