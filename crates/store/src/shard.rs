@@ -74,7 +74,7 @@ pub fn parse_index(
     if crc32c::crc32c(entries).to_le_bytes() != crc {
         return Err(bad("index checksum mismatch".into()));
     }
-    entries
+    let spans: Vec<Option<(u64, u64)>> = entries
         .chunks_exact(16)
         .enumerate()
         .map(|(i, e)| {
@@ -91,7 +91,24 @@ pub fn parse_index(
                 ))),
             }
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    // Two entries sharing bytes: a forged or damaged index (no writer shares them).
+    let mut stored: Vec<(u64, u64, usize)> = spans
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.map(|(o, l)| (o, l, i)))
+        .collect();
+    stored.sort_unstable();
+    for w in stored.windows(2) {
+        let ((o1, l1, i1), (o2, _, i2)) = (w[0], w[1]);
+        if o1 + l1 > o2 {
+            return Err(bad(format!(
+                "inner chunks {i1} and {i2} overlap (bytes {o2}..{})",
+                o1 + l1
+            )));
+        }
+    }
+    Ok(spans)
 }
 
 /// Splits a whole shard into its inner chunks, checking the index as [`parse_index`].
@@ -145,7 +162,14 @@ mod tests {
             t[n * 16..].copy_from_slice(&crc.to_le_bytes());
             t
         };
-        for (off, len) in [(10, 6), (0, u64::MAX - 1), (u64::MAX - 3, 8), (16, 0)] {
+        // Past the end, huge, wrapping, and overlapping chunk 0's bytes.
+        for (off, len) in [
+            (10, 6),
+            (0, u64::MAX - 1),
+            (u64::MAX - 3, 8),
+            (16, 0),
+            (5, 5),
+        ] {
             let e = parse_index(
                 "call_genotype/c/3/0",
                 &forge(1, off, len),
