@@ -184,13 +184,21 @@ impl Reader {
             .fetch_add(total as u64, Ordering::Relaxed);
         let outp = Out(out.as_mut_ptr(), out.len());
         let threads = self.pool.current_num_threads().max(1);
-        let (job_tx, job_rx) = unbounded::<usize>();
-        for j in 0..jobs.len() {
-            let _ = job_tx.send(j);
+        // Work goes in units of consecutive chunks (a shard's, mostly): one message and
+        // one task per unit, not per 4 KiB chunk, while leaving ~8 units per thread.
+        let unit = (jobs.len() / (8 * threads)).clamp(1, 64);
+        let units: Vec<std::ops::Range<usize>> = (0..jobs.len())
+            .step_by(unit)
+            .map(|u| u..(u + unit).min(jobs.len()))
+            .collect();
+        let (job_tx, job_rx) = unbounded::<std::ops::Range<usize>>();
+        for u in units {
+            let _ = job_tx.send(u);
         }
         drop(job_tx);
+        type Stored = Vec<Option<Vec<u8>>>;
         let (read_tx, read_rx) =
-            bounded::<(usize, svar2_store::Result<Option<Vec<u8>>>)>(4 * threads);
+            bounded::<(std::ops::Range<usize>, svar2_store::Result<Stored>)>(4 * threads);
         let failed = AtomicBool::new(false);
         let first_err: Mutex<Option<Error>> = Mutex::new(None);
         let fail = |e: Error| {
@@ -207,14 +215,18 @@ impl Reader {
                     &failed,
                 );
                 ts.spawn(move || {
-                    for j in job_rx {
+                    for u in job_rx {
                         if failed.load(Ordering::Relaxed) {
                             break;
                         }
-                        counters.reads_in_flight.fetch_add(1, Ordering::Relaxed);
-                        let r = a.read(&jobs[j].0);
-                        counters.reads_in_flight.fetch_sub(1, Ordering::Relaxed);
-                        if read_tx.send((j, r)).is_err() {
+                        counters
+                            .reads_in_flight
+                            .fetch_add(u.len() as i64, Ordering::Relaxed);
+                        let r = jobs[u.clone()].iter().map(|(idx, _)| a.read(idx)).collect();
+                        counters
+                            .reads_in_flight
+                            .fetch_sub(u.len() as i64, Ordering::Relaxed);
+                        if read_tx.send((u, r)).is_err() {
                             break;
                         }
                     }
@@ -223,7 +235,7 @@ impl Reader {
             drop(read_tx);
             // This thread hands reads to the pool; the pool only decodes and copies.
             self.pool.in_place_scope(|s| {
-                for (j, r) in read_rx.iter() {
+                for (u, r) in read_rx.iter() {
                     let stored = match r {
                         Ok(b) => b,
                         Err(e) => {
@@ -237,12 +249,6 @@ impl Reader {
                     let (jobs, placements, a, fail) = (&jobs, &placements, a, &fail);
                     let chunk = &chunk;
                     s.spawn(move |_| {
-                        let (idx, users) = &jobs[j];
-                        if let Some(b) = &stored {
-                            counters
-                                .bytes_read
-                                .fetch_add(b.len() as u64, Ordering::Relaxed);
-                        }
                         DECODER.with(|cell| {
                             let mut slot = cell.borrow_mut();
                             if slot.is_none() {
@@ -252,39 +258,20 @@ impl Reader {
                                 }
                             }
                             let (dec, buf) = slot.as_mut().expect("set above");
-                            if let Err(e) = a.decode_into(idx, stored, dec, buf) {
-                                return fail(e.into());
-                            }
-                            counters
-                                .bytes_decoded
-                                .fetch_add(buf.len() as u64, Ordering::Relaxed);
-                            counters.chunks_decoded.fetch_add(1, Ordering::Relaxed);
-                            let origin: Vec<u64> =
-                                idx.iter().zip(chunk.iter()).map(|(i, c)| i * c).collect();
-                            for &u in users {
-                                let p = &placements[u as usize];
-                                let lo: Vec<u64> =
-                                    p.lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
-                                let hi: Vec<u64> = (0..lo.len())
-                                    .map(|d| p.hi[d].min(origin[d] + chunk[d]))
-                                    .collect();
-                                for_each_run(
-                                    &lo,
-                                    &hi,
-                                    &origin,
-                                    chunk,
-                                    &p.lo,
-                                    &p.shape,
-                                    |s, d, n| {
-                                        let (at, len) = (p.offset + d * e, n * e);
-                                        // SAFETY: `at + len` lies within this patch's part
-                                        // of the buffer (for_each_run stays inside the
-                                        // patch's box), which no other task writes (see
-                                        // `Out`), and read_batch waits for every task.
-                                        let dst = unsafe { outp.slice(at, len) };
-                                        copy_run(dst, &buf[s * e..(s + n) * e]);
-                                    },
-                                );
+                            for ((idx, users), stored) in jobs[u].iter().zip(stored) {
+                                if let Some(b) = &stored {
+                                    counters
+                                        .bytes_read
+                                        .fetch_add(b.len() as u64, Ordering::Relaxed);
+                                }
+                                if let Err(e) = a.decode_into(idx, stored, dec, buf) {
+                                    return fail(e.into());
+                                }
+                                counters
+                                    .bytes_decoded
+                                    .fetch_add(buf.len() as u64, Ordering::Relaxed);
+                                counters.chunks_decoded.fetch_add(1, Ordering::Relaxed);
+                                scatter(idx, users, chunk, placements, buf, e, outp);
                             }
                         });
                     });
@@ -295,5 +282,33 @@ impl Reader {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+}
+
+/// Copies a decoded chunk into every patch of the batch that overlaps it.
+fn scatter(
+    idx: &[u64],
+    users: &[u32],
+    chunk: &[u64],
+    placements: &[Placement],
+    buf: &[u8],
+    e: usize,
+    outp: Out,
+) {
+    let origin: Vec<u64> = idx.iter().zip(chunk).map(|(i, c)| i * c).collect();
+    for &u in users {
+        let p = &placements[u as usize];
+        let lo: Vec<u64> = p.lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
+        let hi: Vec<u64> = (0..lo.len())
+            .map(|d| p.hi[d].min(origin[d] + chunk[d]))
+            .collect();
+        for_each_run(&lo, &hi, &origin, chunk, &p.lo, &p.shape, |s, d, n| {
+            let (at, len) = (p.offset + d * e, n * e);
+            // SAFETY: `at + len` lies within this patch's part of the buffer
+            // (for_each_run stays inside the patch's box), which no other task writes
+            // (see `Out`), and read_batch waits for every task.
+            let dst = unsafe { outp.slice(at, len) };
+            copy_run(dst, &buf[s * e..(s + n) * e]);
+        });
     }
 }

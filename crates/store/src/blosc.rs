@@ -224,9 +224,33 @@ fn transpose8(mut x: u64) -> u64 {
     x
 }
 
+/// Transposes an 8×8 byte matrix held as 8 words (word k, byte m → word m, byte k).
+#[inline]
+fn transpose_bytes(w: &mut [u64; 8]) {
+    for k in 0..4 {
+        let (a, b) = (w[k], w[k + 4]);
+        w[k] = (a & 0x0000_0000_FFFF_FFFF) | (b << 32);
+        w[k + 4] = (a >> 32) | (b & 0xFFFF_FFFF_0000_0000);
+    }
+    for k in [0, 1, 4, 5] {
+        let (a, b) = (w[k], w[k + 2]);
+        w[k] = (a & 0x0000_FFFF_0000_FFFF) | ((b & 0x0000_FFFF_0000_FFFF) << 16);
+        w[k + 2] = ((a >> 16) & 0x0000_FFFF_0000_FFFF) | (b & 0xFFFF_0000_FFFF_0000);
+    }
+    for k in [0, 2, 4, 6] {
+        let (a, b) = (w[k], w[k + 1]);
+        w[k] = (a & 0x00FF_00FF_00FF_00FF) | ((b & 0x00FF_00FF_00FF_00FF) << 8);
+        w[k + 1] = ((a >> 8) & 0x00FF_00FF_00FF_00FF) | (b & 0xFF00_FF00_FF00_FF00);
+    }
+}
+
 /// Undoes c-blosc's bitshuffle of one block (`src` and `out` of the block's size):
 /// `out[i*T + j]` bit k = bit `i % 8` of `src[(8j + k) * N/8 + i/8]`, N = elements.
 /// Blocks whose element count is not a multiple of 8 were not shuffled.
+///
+/// Eight groups of eight elements at a time: one word from each of the 8 bit planes,
+/// a byte transpose, then a bit transpose per group (measured ~5× the byte-at-a-time
+/// loop, which cost 82 % of a patch read on 1000 × 1000 chunks).
 pub fn bitunshuffle(src: &[u8], out: &mut [u8], typesize: usize) {
     let t = typesize;
     let n = src.len() / t;
@@ -235,20 +259,161 @@ pub fn bitunshuffle(src: &[u8], out: &mut [u8], typesize: usize) {
         return;
     }
     let plane = n / 8;
+    #[cfg(target_arch = "x86_64")]
+    if t == 1 && plane >= 16 {
+        let done = sse2::bitunshuffle_bytes(src, out, plane);
+        // The groups past the last 16 (and any leftover bytes) as below.
+        tail_groups(src, out, plane, done);
+        return;
+    }
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
     for j in 0..t {
-        for g in 0..plane {
-            let mut x = 0u64;
-            for k in 0..8 {
-                x |= (src[(8 * j + k) * plane + g] as u64) << (8 * k);
+        let planes: [&[u8]; 8] =
+            std::array::from_fn(|k| &src[(8 * j + k) * plane..(8 * j + k + 1) * plane]);
+        let wide = plane / 8 * 8;
+        for g in (0..wide).step_by(8) {
+            let mut w: [u64; 8] = std::array::from_fn(|k| word(&planes[k][g..g + 8]));
+            transpose_bytes(&mut w);
+            for (m, x) in w.iter().enumerate() {
+                let y = transpose8(*x).to_le_bytes();
+                let e0 = 8 * (g + m);
+                if t == 1 {
+                    out[e0..e0 + 8].copy_from_slice(&y);
+                } else {
+                    for (b, v) in y.iter().enumerate() {
+                        out[(e0 + b) * t + j] = *v;
+                    }
+                }
             }
-            let y = transpose8(x).to_le_bytes();
-            for (b, v) in y.iter().enumerate() {
+        }
+        for g in wide..plane {
+            let x = (0..8).fold(0u64, |x, k| x | (planes[k][g] as u64) << (8 * k));
+            for (b, v) in transpose8(x).to_le_bytes().iter().enumerate() {
                 out[(8 * g + b) * t + j] = *v;
             }
         }
     }
     let done = n * t;
     out[done..].copy_from_slice(&src[done..]);
+}
+
+/// Single-byte elements: groups `from..plane` one at a time, then the bytes past the
+/// last whole group (copied).
+#[cfg(target_arch = "x86_64")]
+fn tail_groups(src: &[u8], out: &mut [u8], plane: usize, from: usize) {
+    for g in from..plane {
+        let x = (0..8).fold(0u64, |x, k| x | (src[k * plane + g] as u64) << (8 * k));
+        out[8 * g..8 * g + 8].copy_from_slice(&transpose8(x).to_le_bytes());
+    }
+    let done = 8 * plane;
+    out[done..].copy_from_slice(&src[done..]);
+}
+
+/// The bit-unshuffle of single-byte elements with SSE2 (every x86-64 has it): 16
+/// groups at a time, a byte transpose by unpacks, then `movemask` gathers each bit
+/// position of 16 bytes — two output bytes per instruction.
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use std::arch::x86_64::*;
+
+    /// Unshuffles whole runs of 16 groups; returns the groups done.
+    pub fn bitunshuffle_bytes(src: &[u8], out: &mut [u8], plane: usize) -> usize {
+        let wide = plane / 16 * 16;
+        assert!(src.len() >= 8 * plane && out.len() >= 8 * plane);
+        for g in (0..wide).step_by(16) {
+            // SAFETY: SSE2 is part of x86-64; every load reads 16 bytes at
+            // `k * plane + g` with `g + 16 <= plane`, inside `src` (asserted above).
+            let v: [__m128i; 8] = std::array::from_fn(|k| unsafe {
+                _mm_loadu_si128(src.as_ptr().add(k * plane + g) as *const __m128i)
+            });
+            // SAFETY: SSE2 register operations only.
+            let rows = unsafe { transpose(v) };
+            for (q, r) in rows.iter().enumerate() {
+                // SAFETY: SSE2 register operations only.
+                let bytes = unsafe { sixteen_out(*r) };
+                let e = 8 * (g + 2 * q);
+                out[e..e + 16].copy_from_slice(&bytes);
+            }
+        }
+        wide
+    }
+
+    /// The 16 output bytes of register `r` (groups 2q, 2q+1): the 8 masks as 16-bit
+    /// lanes, then their low bytes (group 2q's elements) and high bytes (2q+1's)
+    /// packed apart.
+    #[inline(always)]
+    unsafe fn sixteen_out(r: __m128i) -> [u8; 16] {
+        // SAFETY: SSE2 register operations only (the caller is x86-64).
+        unsafe {
+            let mut m = _mm_setzero_si128();
+            m = _mm_insert_epi16::<0>(m, bit_mask(r, 0) as i32);
+            m = _mm_insert_epi16::<1>(m, bit_mask(r, 1) as i32);
+            m = _mm_insert_epi16::<2>(m, bit_mask(r, 2) as i32);
+            m = _mm_insert_epi16::<3>(m, bit_mask(r, 3) as i32);
+            m = _mm_insert_epi16::<4>(m, bit_mask(r, 4) as i32);
+            m = _mm_insert_epi16::<5>(m, bit_mask(r, 5) as i32);
+            m = _mm_insert_epi16::<6>(m, bit_mask(r, 6) as i32);
+            m = _mm_insert_epi16::<7>(m, bit_mask(r, 7) as i32);
+            let lo = _mm_and_si128(m, _mm_set1_epi16(0xff));
+            let hi = _mm_srli_epi16::<8>(m);
+            std::mem::transmute::<__m128i, [u8; 16]>(_mm_packus_epi16(lo, hi))
+        }
+    }
+
+    /// The top bit of each byte after shifting bit `b` there: bit m of the result is
+    /// bit `b` of byte m.
+    #[inline(always)]
+    unsafe fn bit_mask(r: __m128i, b: usize) -> u32 {
+        // SAFETY: SSE2 register operations only (the caller is x86-64).
+        unsafe {
+            let shifted = match b {
+                0 => _mm_slli_epi16::<7>(r),
+                1 => _mm_slli_epi16::<6>(r),
+                2 => _mm_slli_epi16::<5>(r),
+                3 => _mm_slli_epi16::<4>(r),
+                4 => _mm_slli_epi16::<3>(r),
+                5 => _mm_slli_epi16::<2>(r),
+                6 => _mm_slli_epi16::<1>(r),
+                _ => r,
+            };
+            _mm_movemask_epi8(shifted) as u32
+        }
+    }
+
+    /// From 8 planes × 16 groups to 8 registers of 2 groups × 8 planes each
+    /// (register q: bytes 0-7 = group 2q's byte of planes 0-7, bytes 8-15 = 2q+1's).
+    #[inline(always)]
+    unsafe fn transpose(v: [__m128i; 8]) -> [__m128i; 8] {
+        // SAFETY: SSE2 register operations only.
+        unsafe {
+            let a01l = _mm_unpacklo_epi8(v[0], v[1]);
+            let a01h = _mm_unpackhi_epi8(v[0], v[1]);
+            let a23l = _mm_unpacklo_epi8(v[2], v[3]);
+            let a23h = _mm_unpackhi_epi8(v[2], v[3]);
+            let a45l = _mm_unpacklo_epi8(v[4], v[5]);
+            let a45h = _mm_unpackhi_epi8(v[4], v[5]);
+            let a67l = _mm_unpacklo_epi8(v[6], v[7]);
+            let a67h = _mm_unpackhi_epi8(v[6], v[7]);
+            let b0 = _mm_unpacklo_epi16(a01l, a23l); // groups 0-3, planes 0-3
+            let b1 = _mm_unpackhi_epi16(a01l, a23l); // 4-7
+            let b2 = _mm_unpacklo_epi16(a01h, a23h); // 8-11
+            let b3 = _mm_unpackhi_epi16(a01h, a23h); // 12-15
+            let c0 = _mm_unpacklo_epi16(a45l, a67l); // groups 0-3, planes 4-7
+            let c1 = _mm_unpackhi_epi16(a45l, a67l);
+            let c2 = _mm_unpacklo_epi16(a45h, a67h);
+            let c3 = _mm_unpackhi_epi16(a45h, a67h);
+            [
+                _mm_unpacklo_epi32(b0, c0),
+                _mm_unpackhi_epi32(b0, c0),
+                _mm_unpacklo_epi32(b1, c1),
+                _mm_unpackhi_epi32(b1, c1),
+                _mm_unpacklo_epi32(b2, c2),
+                _mm_unpackhi_epi32(b2, c2),
+                _mm_unpacklo_epi32(b3, c3),
+                _mm_unpackhi_epi32(b3, c3),
+            ]
+        }
+    }
 }
 
 /// Undoes c-blosc's byte shuffle of one block: `out[i*T + j] = src[j*N + i]`.
@@ -391,7 +556,7 @@ mod tests {
     #[test]
     fn bitunshuffle_matches_the_formula() {
         for t in [1, 2, 4, 8] {
-            for n in [8, 16, 64, 1000, 1001, 1024] {
+            for n in [8, 16, 64, 72, 120, 1000, 1001, 1024, 4096] {
                 let src = noise(n * t + 3, (n * t) as u64);
                 let mut out = vec![0; src.len()];
                 bitunshuffle(&src, &mut out, t);
