@@ -264,7 +264,17 @@ impl Reader {
                                         .bytes_read
                                         .fetch_add(b.len() as u64, Ordering::Relaxed);
                                 }
-                                if let Err(e) = a.decode_into(idx, stored, dec, buf) {
+                                // The bytes the patches use: unshuffle only those when
+                                // they are a small part of the chunk.
+                                let partial = used_bytes(idx, users, chunk, placements, e) * 4
+                                    <= a.chunk_nbytes();
+                                let wanted = if partial {
+                                    wanted_ranges(idx, users, chunk, placements, e)
+                                } else {
+                                    Vec::new()
+                                };
+                                let w = partial.then_some(wanted.as_slice());
+                                if let Err(e) = a.decode_into(idx, stored, dec, buf, w) {
                                     return fail(e.into());
                                 }
                                 counters
@@ -311,4 +321,51 @@ fn scatter(
             copy_run(dst, &buf[s * e..(s + n) * e]);
         });
     }
+}
+
+/// The byte ranges of a chunk that the patches using it copy out (two patches may
+/// want the same bytes: unshuffling them twice is harmless and cheaper than sorting).
+fn wanted_ranges(
+    idx: &[u64],
+    users: &[u32],
+    chunk: &[u64],
+    placements: &[Placement],
+    e: usize,
+) -> Vec<(usize, usize)> {
+    let origin: Vec<u64> = idx.iter().zip(chunk).map(|(i, c)| i * c).collect();
+    let mut ranges = Vec::new();
+    for &u in users {
+        let p = &placements[u as usize];
+        let lo: Vec<u64> = p.lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
+        let hi: Vec<u64> = (0..lo.len())
+            .map(|d| p.hi[d].min(origin[d] + chunk[d]))
+            .collect();
+        for_each_run(&lo, &hi, &origin, chunk, &p.lo, &p.shape, |s, _, n| {
+            ranges.push((s * e, (s + n) * e));
+        });
+    }
+    ranges
+}
+
+/// Bytes of a chunk its patches use (overlapping patches counted twice).
+fn used_bytes(
+    idx: &[u64],
+    users: &[u32],
+    chunk: &[u64],
+    placements: &[Placement],
+    e: usize,
+) -> usize {
+    users
+        .iter()
+        .map(|&u| {
+            let p = &placements[u as usize];
+            (0..chunk.len())
+                .map(|d| {
+                    let o = idx[d] * chunk[d];
+                    p.hi[d].min(o + chunk[d]).saturating_sub(p.lo[d].max(o)) as usize
+                })
+                .product::<usize>()
+                * e
+        })
+        .sum()
 }

@@ -433,19 +433,23 @@ impl AnyArray {
     /// Decodes a fixed-size chunk into `out` (resized to [`chunk_nbytes`]
     /// (Self::chunk_nbytes)): blosc-zstd frames through `dec` (a reused context, no
     /// c-blosc), anything else through zarrs.
+    /// With `wanted` (byte ranges), a blosc frame is unshuffled only
+    /// there and the other bytes of `out` are left as they were; other codecs decode
+    /// everything.
     pub fn decode_into(
         &self,
         idx: &[u64],
         stored: Option<Vec<u8>>,
         dec: &mut crate::blosc::Decoder,
         out: &mut Vec<u8>,
+        wanted: Option<&[(usize, usize)]>,
     ) -> Result<()> {
         let n = self.chunk_nbytes();
         if let (true, Some(bytes)) = (self.blosc_frames, &stored) {
             out.resize(n, 0);
             let key = self.key(idx);
             let frame = crate::blosc::Frame::parse(&key, bytes, n)?;
-            return dec.decode(&key, bytes, &frame, out);
+            return dec.decode_ranges(&key, bytes, &frame, out, wanted);
         }
         match self.decode(idx, stored)? {
             Raw::Fixed(b) => {
