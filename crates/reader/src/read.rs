@@ -295,6 +295,28 @@ impl Reader {
     }
 }
 
+/// Calls `f(patch, source offset, patch offset, length)` (in elements) for every run
+/// of chunk `idx` that a patch of `users` covers.
+fn for_each_use(
+    idx: &[u64],
+    users: &[u32],
+    chunk: &[u64],
+    placements: &[Placement],
+    mut f: impl FnMut(&Placement, usize, usize, usize),
+) {
+    let origin: Vec<u64> = idx.iter().zip(chunk).map(|(i, c)| i * c).collect();
+    for &u in users {
+        let p = &placements[u as usize];
+        let lo: Vec<u64> = p.lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
+        let hi: Vec<u64> = (0..lo.len())
+            .map(|d| p.hi[d].min(origin[d] + chunk[d]))
+            .collect();
+        for_each_run(&lo, &hi, &origin, chunk, &p.lo, &p.shape, |s, d, n| {
+            f(p, s, d, n)
+        });
+    }
+}
+
 /// Copies a decoded chunk into every patch of the batch that overlaps it.
 fn scatter(
     idx: &[u64],
@@ -305,22 +327,14 @@ fn scatter(
     e: usize,
     outp: Out,
 ) {
-    let origin: Vec<u64> = idx.iter().zip(chunk).map(|(i, c)| i * c).collect();
-    for &u in users {
-        let p = &placements[u as usize];
-        let lo: Vec<u64> = p.lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
-        let hi: Vec<u64> = (0..lo.len())
-            .map(|d| p.hi[d].min(origin[d] + chunk[d]))
-            .collect();
-        for_each_run(&lo, &hi, &origin, chunk, &p.lo, &p.shape, |s, d, n| {
-            let (at, len) = (p.offset + d * e, n * e);
-            // SAFETY: `at + len` lies within this patch's part of the buffer
-            // (for_each_run stays inside the patch's box), which no other task writes
-            // (see `Out`), and read_batch waits for every task.
-            let dst = unsafe { outp.slice(at, len) };
-            copy_run(dst, &buf[s * e..(s + n) * e]);
-        });
-    }
+    for_each_use(idx, users, chunk, placements, |p, s, d, n| {
+        let (at, len) = (p.offset + d * e, n * e);
+        // SAFETY: `at + len` lies within this patch's part of the buffer (for_each_run
+        // stays inside the patch's box), which no other task writes (see `Out`), and
+        // read_batch waits for every task.
+        let dst = unsafe { outp.slice(at, len) };
+        copy_run(dst, &buf[s * e..(s + n) * e]);
+    });
 }
 
 /// The byte ranges of a chunk that the patches using it copy out (two patches may
@@ -332,18 +346,10 @@ fn wanted_ranges(
     placements: &[Placement],
     e: usize,
 ) -> Vec<(usize, usize)> {
-    let origin: Vec<u64> = idx.iter().zip(chunk).map(|(i, c)| i * c).collect();
     let mut ranges = Vec::new();
-    for &u in users {
-        let p = &placements[u as usize];
-        let lo: Vec<u64> = p.lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
-        let hi: Vec<u64> = (0..lo.len())
-            .map(|d| p.hi[d].min(origin[d] + chunk[d]))
-            .collect();
-        for_each_run(&lo, &hi, &origin, chunk, &p.lo, &p.shape, |s, _, n| {
-            ranges.push((s * e, (s + n) * e));
-        });
-    }
+    for_each_use(idx, users, chunk, placements, |_, s, _, n| {
+        ranges.push((s * e, (s + n) * e))
+    });
     ranges
 }
 
