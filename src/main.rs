@@ -167,6 +167,10 @@ enum Command {
         /// Print the figures as JSON.
         #[arg(long)]
         json: bool,
+        /// Decode on the GPU (needs the CUDA driver and nvCOMP; says which is missing
+        /// and exits 2 when one is).
+        #[arg(long)]
+        gpu: bool,
     },
     /// Print one blake3 hash over every file (relative path and bytes) of a store.
     Digest {
@@ -448,8 +452,21 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             emit_patches,
             patches,
             json,
+            gpu,
         } => {
             use svar2_reader::{bench, patch as patches_mod, Reader, Store};
+            if gpu {
+                let why = match svar2_gpu::probe::check() {
+                    Err(missing) => missing,
+                    Ok(found) => format!(
+                        "found the CUDA driver and {}, but this build decodes on the CPU only \
+                         (the GPU batch plan runs on the CPU: svar2_gpu::cpu); run without --gpu",
+                        found.nvcomp.display()
+                    ),
+                };
+                eprintln!("svar2: error: --gpu: {why}");
+                std::process::exit(2);
+            }
             let st = Store::open(&store)?;
             let a = st.array(&array)?;
             let dims = &a.layout.dimension_names;

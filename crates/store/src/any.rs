@@ -425,6 +425,12 @@ impl AnyArray {
         Ok(Some(bytes))
     }
 
+    /// Whether the chunks are blosc-zstd frames of little-endian elements (what
+    /// [`blosc`](crate::blosc) and the GPU batch plan decode).
+    pub fn blosc_frames(&self) -> bool {
+        self.blosc_frames
+    }
+
     /// Decoded bytes of one chunk (fixed-size types).
     pub fn chunk_nbytes(&self) -> usize {
         self.chunk_shape().iter().product::<u64>() as usize * self.dtype.size().unwrap_or(0)

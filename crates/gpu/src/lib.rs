@@ -1,0 +1,16 @@
+//! `svar2-gpu`: decoding a batch of blosc-zstd chunks the way a GPU does it — every
+//! zstd stream of every chunk in one batched call, raw streams as copies, then one
+//! unshuffle pass with one worker per output byte — planned once on the host.
+//!
+//! - [`plan`]: the batch plan, built from frames parsed and checked by
+//!   [`svar2_store::blosc`] (nothing on the device ever trusts a size from a file);
+//! - [`cpu`]: the plan executed on the CPU with the kernels' own index arithmetic —
+//!   what the tests run everywhere, and what proves the plan bit-identical to c-blosc;
+//! - [`probe`]: whether this machine can decode on a GPU, and if not exactly what is
+//!   missing (the CUDA driver, nvCOMP), without loading anything that could crash.
+//!
+//! The device executor (cudarc + nvCOMP through dlopen) is not in this build yet.
+
+pub mod cpu;
+pub mod plan;
+pub mod probe;
