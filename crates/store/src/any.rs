@@ -453,9 +453,17 @@ impl AnyArray {
         let n = self.chunk_nbytes();
         if let (true, Some(bytes)) = (self.blosc_frames, &stored) {
             out.resize(n, 0);
-            let key = self.key(idx);
-            let frame = crate::blosc::Frame::parse(&key, bytes, n)?;
-            return dec.decode_ranges(&key, bytes, &frame, out, wanted);
+            // The chunk key is formatted only for an error (this is the reader's hot
+            // path: one call per 4 KiB chunk).
+            return crate::blosc::Frame::parse("", bytes, n)
+                .and_then(|f| dec.decode_ranges("", bytes, &f, out, wanted))
+                .map_err(|e| match e {
+                    Error::Corrupt { msg, .. } => Error::Corrupt {
+                        key: self.key(idx),
+                        msg,
+                    },
+                    e => e,
+                });
         }
         match self.decode(idx, stored)? {
             Raw::Fixed(b) => {
