@@ -74,59 +74,9 @@ pub fn execute(plan: &BatchPlan, keys: &[&str]) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
     use crate::plan::{BatchPlan, ChunkInput};
+    use svar2_store::blosc::testing::{hand_frame, noise};
     use svar2_store::codec::{InnerCodec, Raw};
     use svar2_store::Dtype;
-
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                if x % 5 == 0 {
-                    (x >> 8) as u8
-                } else {
-                    (x % 3) as u8
-                }
-            })
-            .collect()
-    }
-
-    /// A frame by hand, as old c-blosc writers made them: split streams (no
-    /// don't-split flag), zstd or raw, several blocks with a partial last one.
-    fn hand_frame(data: &[u8], typesize: usize, blocksize: usize, flags: u8, raw: bool) -> Vec<u8> {
-        let nblocks = data.len().div_ceil(blocksize);
-        let table_end = 16 + 4 * nblocks;
-        let (mut body, mut starts) = (Vec::new(), Vec::new());
-        for j in 0..nblocks {
-            let block = &data[j * blocksize..((j + 1) * blocksize).min(data.len())];
-            starts.push((table_end + body.len()) as i32);
-            let split = flags & 0x10 == 0
-                && typesize <= 16
-                && block.len() / typesize >= 128
-                && block.len() == blocksize;
-            let n = if split { typesize } else { 1 };
-            for piece in block.chunks(block.len() / n) {
-                let stored = if raw {
-                    piece.to_vec()
-                } else {
-                    zstd::bulk::compress(piece, 1).unwrap()
-                };
-                body.extend_from_slice(&(stored.len() as i32).to_le_bytes());
-                body.extend_from_slice(&stored);
-            }
-        }
-        let mut f = vec![2, 1, flags, typesize as u8];
-        for v in [data.len(), blocksize, table_end + body.len()] {
-            f.extend_from_slice(&(v as i32).to_le_bytes());
-        }
-        for s in starts {
-            f.extend_from_slice(&s.to_le_bytes());
-        }
-        f.extend_from_slice(&body);
-        f
-    }
 
     /// One batch of many chunks — every chain svar2 writes (each fixed-size type, bit
     /// and byte shuffle, memcpyed sizes, N % 8 ≠ 0, several blocks) and hand-made split

@@ -597,8 +597,76 @@ fn dst_of<'a>(out: &'a mut [u8], block: &Block) -> &'a mut [u8] {
     &mut out[block.out_offset..block.out_offset + block.out_len]
 }
 
+/// Frames and data made by hand, for the tests of every crate that decodes frames
+/// (this one, the GPU batch plan) and for fuzzing: not part of the store format.
+#[doc(hidden)]
+pub mod testing {
+    use super::{DONT_SPLIT, HEADER, MAX_SPLITS, MIN_SPLIT_ELEMENTS};
+
+    /// Deterministic bytes, mostly small values (as genotypes and counts are).
+    pub fn noise(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x.is_multiple_of(5) {
+                    (x >> 8) as u8
+                } else {
+                    (x % 3) as u8
+                }
+            })
+            .collect()
+    }
+
+    /// A frame as old c-blosc writers made them: `blocksize` blocks (the last
+    /// partial), each split into `typesize` streams when c-blosc would split it
+    /// (`flags` without don't-split), streams zstd-compressed or stored `raw`. The data
+    /// is taken as already shuffled (the flags say how to undo it).
+    pub fn hand_frame(
+        data: &[u8],
+        typesize: usize,
+        blocksize: usize,
+        flags: u8,
+        raw: bool,
+    ) -> Vec<u8> {
+        let nblocks = data.len().div_ceil(blocksize);
+        let table_end = HEADER + 4 * nblocks;
+        let (mut body, mut starts) = (Vec::new(), Vec::new());
+        for j in 0..nblocks {
+            let block = &data[j * blocksize..((j + 1) * blocksize).min(data.len())];
+            starts.push((table_end + body.len()) as i32);
+            let split = flags & DONT_SPLIT == 0
+                && typesize <= MAX_SPLITS
+                && block.len() / typesize >= MIN_SPLIT_ELEMENTS
+                && block.len() == blocksize;
+            let n = if split { typesize } else { 1 };
+            for piece in block.chunks(block.len() / n) {
+                let stored = if raw {
+                    piece.to_vec()
+                } else {
+                    zstd::bulk::compress(piece, 1).expect("zstd")
+                };
+                body.extend_from_slice(&(stored.len() as i32).to_le_bytes());
+                body.extend_from_slice(&stored);
+            }
+        }
+        let mut f = vec![2, 1, flags, typesize as u8];
+        for v in [data.len(), blocksize, table_end + body.len()] {
+            f.extend_from_slice(&(v as i32).to_le_bytes());
+        }
+        for s in starts {
+            f.extend_from_slice(&s.to_le_bytes());
+        }
+        f.extend_from_slice(&body);
+        f
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::testing::{hand_frame, noise};
     use super::*;
     use crate::codec::{InnerCodec, Raw};
     use crate::Dtype;
@@ -620,23 +688,6 @@ mod tests {
             }
         }
         out
-    }
-
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                // Mostly small values, as genotypes and counts are.
-                if x % 5 == 0 {
-                    (x >> 8) as u8
-                } else {
-                    (x % 3) as u8
-                }
-            })
-            .collect()
     }
 
     #[test]
@@ -679,47 +730,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// Builds a frame by hand: `blocks` of (decoded bytes, split or not), streams
-    /// compressed with zstd unless `raw`.
-    fn hand_frame(data: &[u8], typesize: usize, blocksize: usize, flags: u8, raw: bool) -> Vec<u8> {
-        let nblocks = data.len().div_ceil(blocksize);
-        let mut body = Vec::new();
-        let mut starts = Vec::new();
-        let table_end = HEADER + 4 * nblocks;
-        for j in 0..nblocks {
-            let block = &data[j * blocksize..((j + 1) * blocksize).min(data.len())];
-            starts.push((table_end + body.len()) as i32);
-            let leftover = block.len() < blocksize;
-            let nsplits = if flags & DONT_SPLIT == 0
-                && typesize <= 16
-                && block.len() / typesize >= 128
-                && !leftover
-            {
-                typesize
-            } else {
-                1
-            };
-            for piece in block.chunks(block.len() / nsplits) {
-                let stored = if raw {
-                    piece.to_vec()
-                } else {
-                    zstd::bulk::compress(piece, 1).unwrap()
-                };
-                body.extend_from_slice(&(stored.len() as i32).to_le_bytes());
-                body.extend_from_slice(&stored);
-            }
-        }
-        let mut f = vec![2, 1, flags, typesize as u8];
-        f.extend_from_slice(&(data.len() as i32).to_le_bytes());
-        f.extend_from_slice(&(blocksize as i32).to_le_bytes());
-        f.extend_from_slice(&((table_end + body.len()) as i32).to_le_bytes());
-        for s in starts {
-            f.extend_from_slice(&s.to_le_bytes());
-        }
-        f.extend_from_slice(&body);
-        f
     }
 
     /// Decoding only some byte ranges writes exactly those bytes as a full decode does.
