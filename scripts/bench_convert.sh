@@ -18,18 +18,7 @@ svar2=$PWD/target/release/svar2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# run NAME OUTPUT CMD... : appends "name wall_s rss_mb out_bytes" to $work/rows
-run() {
-  local name=$1 out=$2; shift 2
-  rm -rf "$out"
-  /usr/bin/time -v -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
-    echo "bench: $name failed:" >&2; tail -5 "$work/err" >&2; return 1; }
-  local wall rss bytes
-  wall=$(awk -F': ' '/Elapsed/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; print s}' "$work/time")
-  rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2/1024}' "$work/time")
-  bytes=$( [[ -e $out ]] && du -sb "$out" | cut -f1 || echo 0)
-  echo "$name $wall $rss $bytes" >> "$work/rows"
-}
+source scripts/bench_lib.sh
 
 for input in "${inputs[@]}"; do
   [[ -e $input ]] || { echo "bench: $input not found" >&2; exit 1; }

@@ -26,18 +26,7 @@ for t in vcf2zarr zarrs_reencode; do
   command -v $t >/dev/null || { echo "bench: $t not found (scripts/setup.sh --bench)" >&2; exit 1; }
 done
 
-# run NAME OUTPUT CMD... : appends "name wall_s rss_mb out_bytes" to $work/rows
-run() {
-  local name=$1 out=$2; shift 2
-  rm -rf "$out"
-  /usr/bin/time -v -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
-    echo "bench: $name failed:" >&2; tail -5 "$work/err" >&2; return 1; }
-  local wall rss bytes
-  wall=$(awk -F': ' '/Elapsed/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; print s}' "$work/time")
-  rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2/1024}' "$work/time")
-  bytes=$( [[ -e $out ]] && du -sb "$out" | cut -f1 || echo 0)
-  echo "$name $wall $rss $bytes" >> "$work/rows"
-}
+source scripts/bench_lib.sh
 
 table() {
   awk -v ref_wall="$(awk 'NR==1{print $(NF-2)}' "$work/rows")" -v ref_rss="$(awk 'NR==1{print $(NF-1)}' "$work/rows")" '

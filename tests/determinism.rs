@@ -207,12 +207,7 @@ fn concurrent_contigs_with_late_growth_do_not_move_bytes() {
         return;
     }
     let dir = test_dir();
-    let vcf = dir.path().join("g.vcf");
-    sh_ok(&format!(
-        "python3 {} {}",
-        py("make_growth_vcf.py"),
-        vcf.display()
-    ));
+    let vcf = growth_vcf(dir.path());
     let gz = bgzip_indexed(&vcf);
     let mut digests = Vec::new();
     for (threads, order) in [("1", "planned"), ("4", "reverse"), ("4", "planned")] {

@@ -56,12 +56,7 @@ fn plan_equals_zarrs(store: &Path) -> usize {
 fn the_batch_plan_decodes_convert_and_rechunk_stores_as_zarrs_does() {
     let dir = test_dir();
     let d = dir.path();
-    let growth = d.join("growth.vcf");
-    sh_ok(&format!(
-        "python3 {} {}",
-        py("make_growth_vcf.py"),
-        growth.display()
-    ));
+    let growth = growth_vcf(d);
     let mut stores = Vec::new();
     for (name, input, args) in [
         ("af.zarr", data("all_fields.vcf"), vec!["--patch", "4x1"]),
@@ -72,13 +67,11 @@ fn the_batch_plan_decodes_convert_and_rechunk_stores_as_zarrs_does() {
         stores.push(s);
     }
     let rechunked = d.join("rechunked.zarr");
-    let o = svar2()
-        .args(["rechunk", "-q", "--max-mem", "1GiB", "--patch", "64x1"])
-        .arg(&stores[1])
-        .arg(&rechunked)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    rechunk(
+        &stores[1],
+        &rechunked,
+        &["--max-mem", "1GiB", "--patch", "64x1"],
+    );
     stores.push(rechunked);
     for s in &stores {
         let n = plan_equals_zarrs(s);

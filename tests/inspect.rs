@@ -120,13 +120,7 @@ fn layouts_of_bio2zarr_v2_v3_and_svar2_stores() {
     );
     // The fix it prints does fix it.
     let fixed = d.join("fixed.zarr");
-    let o = svar2()
-        .args(["rechunk", "-q", "--max-mem", "1GiB", "--patch", "4096x1"])
-        .arg(&v2)
-        .arg(&fixed)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    rechunk(&v2, &fixed, &["--max-mem", "1GiB", "--patch", "4096x1"]);
     let f = inspect_json(&fixed, "4096x1");
     for a in f["arrays"].as_array().unwrap() {
         if let Some(amp) = a["amplification"].as_f64() {

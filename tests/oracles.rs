@@ -19,16 +19,6 @@ const TINY: &[&str] = &[
     "4",
 ];
 
-fn growth_fixture(dir: &Path) -> std::path::PathBuf {
-    let p = dir.join("growth_src.vcf");
-    sh_ok(&format!(
-        "python3 {} {} 3000",
-        py("make_growth_vcf.py"),
-        p.display()
-    ));
-    p
-}
-
 /// Round trip of every form of a fixture under a geometry, whole file and regions.
 fn round_trip(src: &Path, name: &str, geometry: &[&str], regions: &[&str]) {
     let dir = test_dir();
@@ -77,7 +67,7 @@ fn round_trip_when_layouts_grow_late() {
         return;
     }
     let dir = test_dir();
-    let src = growth_fixture(dir.path());
+    let src = growth_vcf(dir.path());
     let geometry = GROWTH_GEOMETRY;
     round_trip(
         &src,
@@ -98,7 +88,7 @@ fn unpatched_vcztools_reads_one_chunk_per_shard_layout() {
         return;
     }
     let dir = test_dir();
-    let src = growth_fixture(dir.path());
+    let src = growth_vcf(dir.path());
     let [_, gz, _] = forms(&src, dir.path(), "growth");
     let store = dir.path().join("one.zarr");
     convert(
@@ -140,7 +130,7 @@ fn same_arrays_as_bio2zarr() {
     let [_, gz, bcf] = forms(&data("all_fields.vcf"), dir.path(), "all_fields");
     assert_same_as_bio2zarr(&gz, TINY);
     assert_same_as_bio2zarr(&bcf, &[]);
-    let src = growth_fixture(dir.path());
+    let src = growth_vcf(dir.path());
     let [_, ggz, _] = forms(&src, dir.path(), "growth");
     assert_same_as_bio2zarr(
         &ggz,

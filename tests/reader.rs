@@ -74,12 +74,7 @@ fn patches_equal_zarr_python_on_every_kind_of_store() {
     }
     let dir = test_dir();
     let d = dir.path();
-    let growth = d.join("growth.vcf");
-    sh_ok(&format!(
-        "python3 {} {}",
-        py("make_growth_vcf.py"),
-        growth.display()
-    ));
+    let growth = growth_vcf(d);
     let gz = bgzip_indexed(&growth);
     // convert (small grid: many shards, partial chunks on both axes), rechunk of
     // bio2zarr's store, bio2zarr's own (unsharded v3), and one zarr-python wrote.
@@ -92,13 +87,7 @@ fn patches_equal_zarr_python_on_every_kind_of_store() {
         b3.display()
     ));
     let rech = d.join("rech.zarr");
-    let o = svar2()
-        .args(["rechunk", "-q", "--patch", "64x1", "--max-mem", "1GiB"])
-        .arg(&b3)
-        .arg(&rech)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    rechunk(&b3, &rech, &["--patch", "64x1", "--max-mem", "1GiB"]);
     let zp = d.join("zp.zarr");
     sh_ok(&format!(
         "python3 {} {} {}",

@@ -7,28 +7,6 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// Runs `svar2 rechunk -q ARGS IN OUT`.
-fn run_rechunk(input: &Path, out: &Path, args: &[&str]) -> std::process::Output {
-    svar2()
-        .arg("rechunk")
-        .arg("-q")
-        .args(args)
-        .arg(input)
-        .arg(out)
-        .output()
-        .expect("svar2 runs")
-}
-
-fn rechunk(input: &Path, out: &Path, args: &[&str]) {
-    let o = run_rechunk(input, out, args);
-    assert!(
-        o.status.success(),
-        "rechunk {} failed: {}",
-        input.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 /// The error line of a rechunk that must fail (exit 1, nothing that looks complete).
 fn rechunk_fails(input: &Path, out: &Path, args: &[&str]) -> String {
     let had_root = out.join("zarr.json").exists();
@@ -171,12 +149,7 @@ fn rechunking_a_conversion_gives_the_direct_conversions_bytes() {
     }
     let dir = test_dir();
     let d = dir.path();
-    let growth = d.join("growth.vcf");
-    sh_ok(&format!(
-        "python3 {} {}",
-        py("make_growth_vcf.py"),
-        growth.display()
-    ));
+    let growth = growth_vcf(d);
     let mut inputs = vec![
         (data("all_fields.vcf"), vec!["--patch", "4x1"]),
         (growth.clone(), vec!["--patch", "64x2"]),
@@ -214,12 +187,7 @@ fn same_bytes_whatever_threads_readers_or_budget() {
     }
     let dir = test_dir();
     let d = dir.path();
-    let growth = d.join("growth.vcf");
-    sh_ok(&format!(
-        "python3 {} {}",
-        py("make_growth_vcf.py"),
-        growth.display()
-    ));
+    let growth = growth_vcf(d);
     let gz = bgzip_indexed(&growth);
     // Small source chunks (100 x 5) so tiles, column groups and straddling chunks all
     // happen at these sizes.

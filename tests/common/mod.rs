@@ -126,6 +126,42 @@ pub fn tools(test: &str, needs: &[Tool]) -> bool {
     true
 }
 
+/// The growth fixture (`tests/py/make_growth_vcf.py`, 3,000 records, 23 samples:
+/// layouts that grow after shard rows were written) as `dir/growth_src.vcf` (a name
+/// `forms(…, "growth")` does not copy onto).
+pub fn growth_vcf(dir: &Path) -> PathBuf {
+    let p = dir.join("growth_src.vcf");
+    sh_ok(&format!(
+        "python3 {} {} 3000",
+        py("make_growth_vcf.py"),
+        p.display()
+    ));
+    p
+}
+
+/// Runs `svar2 rechunk -q ARGS IN OUT`.
+pub fn run_rechunk(input: &Path, out: &Path, args: &[&str]) -> Output {
+    svar2()
+        .arg("rechunk")
+        .arg("-q")
+        .args(args)
+        .arg(input)
+        .arg(out)
+        .output()
+        .expect("svar2 runs")
+}
+
+/// `svar2 rechunk`, which must succeed.
+pub fn rechunk(input: &Path, out: &Path, args: &[&str]) {
+    let o = run_rechunk(input, out, args);
+    assert!(
+        o.status.success(),
+        "rechunk {} failed: {}",
+        input.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// Runs `svar2 convert -q ARGS INPUT OUT`.
 pub fn run_convert(input: &Path, out: &Path, args: &[&str]) -> Output {
     svar2()
