@@ -45,6 +45,10 @@ if (( want_test )); then
   python3 -c 'import xarray' 2>/dev/null || missing_py+=(xarray)
   python3 -c 'import tensorstore' 2>/dev/null || missing_py+=(tensorstore)
   python3 -c 'import genoray' 2>/dev/null || missing_py+=(genoray)
+  # The GPU path's libraries: NVRTC compiles the kernels and nvCOMP's binding loads
+  # without a GPU, so the tests check both everywhere (~130 MB of wheels).
+  python3 -c 'import nvidia.cuda_nvrtc' 2>/dev/null || missing_py+=(nvidia-cuda-nvrtc-cu12)
+  python3 -c 'import nvidia.libnvcomp' 2>/dev/null || missing_py+=(nvidia-libnvcomp-cu12)
   if (( ${#missing_py[@]} )); then
     echo "setup: pip install ${missing_py[*]}" >&2
     python3 -m pip install -q --disable-pip-version-check "${missing_py[@]}" 2>&1 | grep -v "WARNING: Running pip as" >&2 || true

@@ -167,10 +167,15 @@ enum Command {
         /// Print the figures as JSON.
         #[arg(long)]
         json: bool,
-        /// Decode on the GPU (needs the CUDA driver and nvCOMP; says which is missing
-        /// and exits 2 when one is).
+        /// Decode on the GPU into device memory (needs the CUDA driver, NVRTC and
+        /// nvCOMP; says which is missing and exits 2 when one is). --threads host
+        /// threads read and plan batches ahead of the device.
         #[arg(long)]
         gpu: bool,
+        /// With --gpu: copy every batch back and compare it with the CPU reader's
+        /// bytes (a check, not a timing).
+        #[arg(long, requires = "gpu")]
+        verify: bool,
     },
     /// Print one blake3 hash over every file (relative path and bytes) of a store.
     Digest {
@@ -453,20 +458,20 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             patches,
             json,
             gpu,
+            verify,
         } => {
             use svar2_reader::{bench, patch as patches_mod, Reader, Store};
-            if gpu {
-                let why = match svar2_gpu::probe::check() {
-                    Err(missing) => missing,
-                    Ok(found) => format!(
-                        "found the CUDA driver and {}, but this build decodes on the CPU only \
-                         (the GPU batch plan runs on the CPU: svar2_gpu::cpu); run without --gpu",
-                        found.nvcomp.display()
-                    ),
-                };
-                eprintln!("svar2: error: --gpu: {why}");
-                std::process::exit(2);
-            }
+            let device = if gpu {
+                match svar2_gpu::device::Device::open() {
+                    Ok(d) => Some(d),
+                    Err(why) => {
+                        eprintln!("svar2: error: --gpu: {why}");
+                        std::process::exit(2);
+                    }
+                }
+            } else {
+                None
+            };
             let st = Store::open(&store)?;
             let a = st.array(&array)?;
             let dims = &a.layout.dimension_names;
@@ -489,7 +494,10 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             let threads =
                 threads.unwrap_or_else(|| svar2_planner::host::Host::system().cores().usable);
             let reader = Reader::new(threads, io_threads)?;
-            let r = bench::run(&reader, &a, &list, batch)?;
+            let r = match device {
+                Some(mut d) => bench::run_gpu(&reader, &mut d, &a, &list, batch, threads, verify)?,
+                None => bench::run(&reader, &a, &list, batch)?,
+            };
             if json {
                 out_json(&r);
             } else {

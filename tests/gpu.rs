@@ -39,8 +39,7 @@ fn plan_equals_zarrs(store: &Path) -> usize {
             })
             .collect();
         let plan = BatchPlan::build(&inputs).unwrap();
-        let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let out = svar2_gpu::cpu::execute(&plan, &key_refs).unwrap();
+        let out = svar2_gpu::cpu::execute(&plan).unwrap();
         for ((idx, bytes), range) in stored.iter().zip(&plan.chunks) {
             let Raw::Fixed(want) = a.decode(idx, Some(bytes.clone())).unwrap() else {
                 panic!("{}: not fixed-size", a.name)
@@ -79,24 +78,168 @@ fn the_batch_plan_decodes_convert_and_rechunk_stores_as_zarrs_does() {
     }
 }
 
+/// Random patches of every numeric array with a variants axis (every dtype svar2
+/// writes), read through the batch plan (CPU executor), equal the reader's bytes.
+#[test]
+fn planned_patches_equal_the_readers_for_every_array() {
+    let dir = test_dir();
+    let d = dir.path();
+    let growth = growth_vcf(d);
+    for (name, input, args) in [
+        ("af.zarr", data("all_fields.vcf"), vec!["--patch", "4x1"]),
+        ("growth.zarr", growth, GROWTH_GEOMETRY.to_vec()),
+    ] {
+        let store = d.join(name);
+        convert(&input, &store, &args);
+        let st = svar2_reader::Store::open(&store).unwrap();
+        let g = AnyGroup::open(&store).unwrap();
+        let reader = svar2_reader::Reader::new(2, 3).unwrap();
+        let mut checked = 0;
+        for a in &g.arrays {
+            let dims = &a.layout.dimension_names;
+            if a.dtype.size().is_none() || !dims.iter().any(|x| x == "variants") {
+                continue;
+            }
+            let a = st.array(&a.name).unwrap();
+            let nv = a.shape()[0];
+            let ns = if dims.iter().any(|x| x == "samples") {
+                a.shape()[1]
+            } else {
+                1
+            };
+            for (k, (v, s)) in [(1u64, 1u64), (3, 2), (50, 1), (nv, ns)].iter().enumerate() {
+                let patches = svar2_reader::patch::draw(40, *v, *s, nv, ns, k as u64);
+                let mut want = vec![0u8; reader.batch_bytes(&a, &patches).unwrap()];
+                reader.read_batch(&a, &patches, &mut want).unwrap();
+                let plan = reader.plan_batch(&a, &patches).unwrap();
+                assert_eq!(plan.patch_bytes, want.len());
+                let mut got = vec![0u8; plan.patch_bytes];
+                svar2_gpu::cpu::scatter(&plan, &svar2_gpu::cpu::execute(&plan).unwrap(), &mut got);
+                assert!(got == want, "{name}: {}: {v}x{s}", a.name);
+            }
+            checked += 1;
+        }
+        assert!(checked >= 8, "{name}: only {checked} arrays");
+    }
+}
+
+/// The GPU, or why there is none: SKIP with the reason, a failure under
+/// `SVAR2_REQUIRE_GPU=1` (the GPU check sets it).
+fn device(test: &str) -> Option<svar2_gpu::device::Device> {
+    match svar2_gpu::device::Device::open() {
+        Ok(d) => Some(d),
+        Err(why) if std::env::var_os("SVAR2_REQUIRE_GPU").is_some() => {
+            panic!("{test}: SVAR2_REQUIRE_GPU is set but: {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIP {test}: {why}");
+            None
+        }
+    }
+}
+
+/// On a GPU: random patches of every numeric array, decoded on the device, equal the
+/// CPU reader's bytes; a corrupt stream is an error naming its chunk.
+#[test]
+fn device_patches_equal_the_cpu_readers() {
+    let Some(mut dev) = device("device_patches_equal_the_cpu_readers") else {
+        return;
+    };
+    let dir = test_dir();
+    let d = dir.path();
+    let growth = growth_vcf(d);
+    for (name, input, args) in [
+        ("af.zarr", data("all_fields.vcf"), vec!["--patch", "4x1"]),
+        ("growth.zarr", growth, GROWTH_GEOMETRY.to_vec()),
+    ] {
+        let store = d.join(name);
+        convert(&input, &store, &args);
+        let st = svar2_reader::Store::open(&store).unwrap();
+        let g = AnyGroup::open(&store).unwrap();
+        let reader = svar2_reader::Reader::new(2, 3).unwrap();
+        for a in &g.arrays {
+            let dims = &a.layout.dimension_names;
+            if a.dtype.size().is_none() || !dims.iter().any(|x| x == "variants") {
+                continue;
+            }
+            let a = st.array(&a.name).unwrap();
+            let nv = a.shape()[0];
+            let ns = if dims.iter().any(|x| x == "samples") {
+                a.shape()[1]
+            } else {
+                1
+            };
+            for (k, (v, s)) in [(1u64, 1u64), (7, 2), (64, 1), (nv, ns)].iter().enumerate() {
+                let patches = svar2_reader::patch::draw(200, *v, *s, nv, ns, k as u64);
+                let mut want = vec![0u8; reader.batch_bytes(&a, &patches).unwrap()];
+                reader.read_batch(&a, &patches, &mut want).unwrap();
+                let plan = reader.plan_batch(&a, &patches).unwrap();
+                dev.decode(&plan).unwrap();
+                assert!(dev.patches_to_host().unwrap() == want, "{name}: {}", a.name);
+            }
+        }
+    }
+    // A stream that parses but does not decompress: nvCOMP's status names the chunk.
+    let codec = svar2_store::codec::InnerCodec::new(svar2_store::Dtype::I32, false, 1).unwrap();
+    let enc = codec
+        .encode(
+            &Raw::Fixed(svar2_store::blosc::testing::noise(40_000, 3)),
+            &[10_000],
+        )
+        .unwrap();
+    let mut bad = enc.clone();
+    let n = bad.len();
+    bad[n - 8] ^= 0x55;
+    let plan = BatchPlan::build(&[
+        ChunkInput {
+            key: "x/c/0",
+            bytes: &enc,
+            nbytes: 40_000,
+        },
+        ChunkInput {
+            key: "x/c/1",
+            bytes: &bad,
+            nbytes: 40_000,
+        },
+    ])
+    .unwrap();
+    if svar2_gpu::cpu::execute(&plan).is_err() {
+        let e = dev.decode(&plan).unwrap_err().to_string();
+        assert!(e.starts_with("x/c/1"), "{e}");
+    }
+}
+
 #[test]
 fn gpu_without_a_gpu_says_what_is_missing() {
     let dir = test_dir();
     let store = dir.path().join("s.zarr");
     convert(&data("all_fields.vcf"), &store, &[]);
     let o = svar2()
-        .args(["bench-read", "--gpu", "--n", "10", "--patch", "2x1"])
+        .args([
+            "bench-read",
+            "--gpu",
+            "--verify",
+            "--n",
+            "10",
+            "--patch",
+            "2x1",
+        ])
         .arg(&store)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(!err.contains("panicked"), "{err}");
-    let gpu_here = std::env::var_os("SVAR2_REQUIRE_GPU").is_some();
+    if svar2_gpu::device::Device::open().is_ok() {
+        assert!(o.status.success(), "{err}");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("verified       10 patches"), "{out}");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.contains("no CUDA driver found (libcuda.so.1)")
             || err.contains("nvCOMP not found: pip install nvidia-libnvcomp-cu12")
-            || (gpu_here && err.contains("found the CUDA driver")),
+            || err.contains("NVRTC not found"),
         "{err}"
     );
 }

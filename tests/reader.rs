@@ -19,6 +19,18 @@ fn both(store: &Path, array: &str, patches: &[Patch], dir: &Path) -> (Vec<u8>, V
     for b in patches.chunks(50) {
         let n = reader.batch_bytes(&a, b).unwrap();
         reader.read_batch(&a, b, &mut ours[at..at + n]).unwrap();
+        // The GPU's batch plan, run by its CPU executor, gives the same bytes.
+        let plan = reader.plan_batch(&a, b).unwrap();
+        let mut planned = vec![0u8; plan.patch_bytes];
+        svar2_gpu::cpu::scatter(
+            &plan,
+            &svar2_gpu::cpu::execute(&plan).unwrap(),
+            &mut planned,
+        );
+        assert!(
+            planned == ours[at..at + n],
+            "{array}: the batch plan differs"
+        );
         at += n;
     }
     let list = dir.join("patches.json");

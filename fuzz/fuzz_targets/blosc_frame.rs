@@ -1,6 +1,7 @@
-//! svar2's own blosc frame parser and decoder (the reader's fast path, the GPU path's
-//! batch plan): whatever the bytes, Ok or a clear Err, never a panic; and what it
-//! decodes equals c-blosc's decode (through zarrs) whenever both accept the frame.
+//! svar2's own blosc frame parser and decoder (the reader's fast path) and the GPU
+//! path's batch plan with its CPU executor: whatever the bytes, Ok or a clear Err,
+//! never a panic; the plan decodes what the decoder decodes; and that equals c-blosc's
+//! decode (through zarrs) whenever both accept the frame.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -23,6 +24,16 @@ fuzz_target!(|data: &[u8]| {
     // Partial decodes never panic either.
     let mut part = vec![0u8; n];
     let _ = dec.decode_ranges("fuzz", bytes, &frame, &mut part, Some(&[(0, n / 2), (n / 3, n)]));
+    // The GPU batch plan of the same frame: the same bytes, or an error.
+    let plan = svar2_gpu::plan::BatchPlan::build(&[svar2_gpu::plan::ChunkInput {
+        key: "fuzz",
+        bytes,
+        nbytes: n,
+    }])
+    .expect("the frame parsed above");
+    if let (Ok(planned), true) = (svar2_gpu::cpu::execute(&plan), ours.is_ok()) {
+        assert_eq!(&planned[plan.chunks[0].clone()], &out[..]);
+    }
     if ours.is_ok() {
         // c-blosc (through zarrs) must agree on every frame svar2 accepts.
         let codec = InnerCodec::new(Dtype::I8, frame.shuffle == svar2_store::blosc::Shuffle::Bit, 1)

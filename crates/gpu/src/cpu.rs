@@ -2,7 +2,7 @@
 //! by byte with exactly the index arithmetic of the GPU kernel (one worker per output
 //! byte), so that agreeing with c-blosc here proves the plan and the kernel's rules.
 
-use crate::plan::{BatchPlan, UnshuffleTask};
+use crate::plan::{BatchPlan, Buf, UnshuffleTask};
 use svar2_store::{Error, Result};
 
 /// One output byte of an unshuffle, as a kernel thread computes it.
@@ -29,38 +29,46 @@ pub fn unshuffled_byte(stage: &[u8], t: &UnshuffleTask, p: usize) -> u8 {
     }
 }
 
-/// Runs `plan`; returns the decoded chunks back to back.
-pub fn execute(plan: &BatchPlan, keys: &[&str]) -> Result<Vec<u8>> {
+/// Runs `plan`'s decode; returns the `out` buffer (the decoded chunks at
+/// `plan.chunks`).
+pub fn execute(plan: &BatchPlan) -> Result<Vec<u8>> {
     let mut out = vec![0u8; plan.out_bytes];
     let mut stage = vec![0u8; plan.stage_bytes];
     let mut z = zstd::bulk::Decompressor::new().map_err(|e| Error::Codec(e.to_string()))?;
+    let key = |c: u32| {
+        plan.keys
+            .get(c as usize)
+            .map_or("?", String::as_str)
+            .to_string()
+    };
     for t in &plan.zstd {
-        let dst = if t.to_stage {
-            &mut stage[t.dst.clone()]
-        } else {
-            &mut out[t.dst.clone()]
+        let dst = match t.to {
+            Buf::Stage => &mut stage[t.dst..t.dst + t.len],
+            _ => &mut out[t.dst..t.dst + t.len],
         };
         let n = z
             .decompress_to_buffer(&plan.input[t.src.clone()], dst)
             .map_err(|e| Error::Corrupt {
-                key: keys.get(t.chunk as usize).unwrap_or(&"?").to_string(),
+                key: key(t.chunk),
                 msg: format!("zstd stream: {e}"),
             })?;
-        if n != t.dst.len() {
+        if n != t.len {
             return Err(Error::Corrupt {
-                key: keys.get(t.chunk as usize).unwrap_or(&"?").to_string(),
-                msg: format!("zstd stream gave {n} bytes of {}", t.dst.len()),
+                key: key(t.chunk),
+                msg: format!("zstd stream gave {n} bytes of {}", t.len),
             });
         }
     }
     for c in &plan.copies {
-        let src = &plan.input[c.src.clone()];
-        let dst = if c.to_stage {
-            &mut stage[c.dst..c.dst + src.len()]
-        } else {
-            &mut out[c.dst..c.dst + src.len()]
+        let src: Vec<u8> = match c.from {
+            Buf::Input => plan.input[c.src..c.src + c.len].to_vec(),
+            Buf::Stage => stage[c.src..c.src + c.len].to_vec(),
+            Buf::Out => out[c.src..c.src + c.len].to_vec(),
         };
-        dst.copy_from_slice(src);
+        match c.to {
+            Buf::Stage => stage[c.dst..c.dst + c.len].copy_from_slice(&src),
+            _ => out[c.dst..c.dst + c.len].copy_from_slice(&src),
+        }
     }
     for t in &plan.unshuffle {
         for p in 0..t.len {
@@ -70,10 +78,21 @@ pub fn execute(plan: &BatchPlan, keys: &[&str]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The scatter kernel's work on the CPU: every rectangle of `plan` from `out` (as
+/// [`execute`] returns it) into `patches` (`plan.patch_bytes` long).
+pub fn scatter(plan: &BatchPlan, out: &[u8], patches: &mut [u8]) {
+    for r in &plan.rects {
+        for row in 0..r.rows {
+            let (s, d) = (r.src + row * r.src_stride, r.dst + row * r.dst_stride);
+            patches[d..d + r.row_bytes].copy_from_slice(&out[s..s + r.row_bytes]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{BatchPlan, ChunkInput};
+    use crate::plan::{BatchPlan, Buf, ChunkInput, ALIGN};
     use svar2_store::blosc::testing::{hand_frame, noise};
     use svar2_store::codec::{InnerCodec, Raw};
     use svar2_store::Dtype;
@@ -109,10 +128,19 @@ mod tests {
             (0x80 | 0x01, true),
             (0x80, false),
         ] {
-            for t in [1usize, 2, 4, 8] {
+            // 1030- and 1032-byte blocks: split streams and unshuffled blocks that
+            // land off nvCOMP's alignment (decompressed to a slot, then moved).
+            for (t, bs) in [
+                (1usize, 2048),
+                (2, 2048),
+                (4, 2048),
+                (8, 2048),
+                (2, 1030),
+                (8, 1032),
+            ] {
                 frames.push((
-                    format!("hand {flags:#x} t{t} raw {raw}"),
-                    hand_frame(&data, t, 2048, flags, raw),
+                    format!("hand {flags:#x} t{t} bs{bs} raw {raw}"),
+                    hand_frame(&data, t, bs, flags, raw),
                     Vec::new(),
                 ));
             }
@@ -141,8 +169,17 @@ mod tests {
             "split streams are separate tasks"
         );
         assert!(!plan.copies.is_empty(), "raw and memcpyed data are copies");
-        let keys: Vec<&str> = frames.iter().map(|f| f.0.as_str()).collect();
-        let out = execute(&plan, &keys).unwrap();
+        assert!(
+            plan.zstd
+                .iter()
+                .all(|t| t.src.start % ALIGN == 0 && t.dst % ALIGN == 0),
+            "nvCOMP's alignment"
+        );
+        assert!(
+            plan.copies.iter().any(|c| c.from == Buf::Stage),
+            "unaligned streams are moved"
+        );
+        let out = execute(&plan).unwrap();
         for ((key, _, want), range) in frames.iter().zip(&plan.chunks) {
             assert_eq!(&out[range.clone()], &want[..], "{key}");
         }
@@ -166,9 +203,8 @@ mod tests {
                 nbytes: 4000,
             },
         ];
-        let keys = ["a/c/0", "a/c/1"];
         let e = BatchPlan::build(&inputs)
-            .and_then(|p| execute(&p, &keys))
+            .and_then(|p| execute(&p))
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("a/c/1"), "{e}");

@@ -9,8 +9,13 @@
 //! - [`probe`]: whether this machine can decode on a GPU, and if not exactly what is
 //!   missing (the CUDA driver, nvCOMP), without loading anything that could crash.
 //!
-//! The device executor (cudarc + nvCOMP through dlopen) is not in this build yet.
+//! - [`device`]: the plan on a GPU — nvCOMP ([`nvcomp`], our own binding, loaded with
+//!   dlopen) for the zstd streams, then the [`kernels`] (compiled by NVRTC at run
+//!   time) through cudarc; nothing is needed at build time.
 
 pub mod cpu;
+pub mod device;
+pub mod kernels;
+pub mod nvcomp;
 pub mod plan;
 pub mod probe;

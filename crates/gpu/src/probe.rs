@@ -1,33 +1,71 @@
 //! What this machine lacks for GPU decoding, found by loading the libraries the way
-//! the device executor will (dlopen), so `--gpu` can say exactly what to install.
+//! the device executor does (dlopen), so `--gpu` can say exactly what to install.
+//!
+//! nvCOMP and NVRTC are looked up alike: an environment variable with the path, the
+//! Python wheel's directory, then the loader path. NVRTC found in a wheel is loaded
+//! here and kept loaded, so cudarc's later `dlopen("libnvrtc.so.12")` finds it
+//! without `LD_LIBRARY_PATH`.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
-/// The nvCOMP libraries tried, newest ABI first (the wheels ship only versioned names).
-const NVCOMP_NAMES: [&str; 2] = ["libnvcomp.so.6", "libnvcomp.so.5"];
+/// One library svar2 looks for.
+struct Wanted {
+    /// The environment variable that names its path.
+    env: &'static str,
+    /// The wheel's Python module and its library directory.
+    module: &'static str,
+    subdir: &'static str,
+    /// Names tried, newest first (the wheels ship only versioned names).
+    names: &'static [&'static str],
+    /// What to tell a user who has none.
+    install: &'static str,
+}
 
-/// Where nvCOMP was found.
+const NVCOMP: Wanted = Wanted {
+    env: "SVAR2_NVCOMP",
+    module: "nvidia.libnvcomp",
+    subdir: "lib64",
+    names: &["libnvcomp.so.6", "libnvcomp.so.5"],
+    install: "nvCOMP not found: pip install nvidia-libnvcomp-cu12, or set \
+              SVAR2_NVCOMP=/path/libnvcomp.so.5",
+};
+
+const NVRTC: Wanted = Wanted {
+    env: "SVAR2_NVRTC",
+    module: "nvidia.cuda_nvrtc",
+    subdir: "lib",
+    names: &["libnvrtc.so.12", "libnvrtc.so.13", "libnvrtc.so"],
+    install: "NVRTC not found: pip install nvidia-cuda-nvrtc-cu12, or set \
+              SVAR2_NVRTC=/path/libnvrtc.so.12",
+};
+
+/// Where the libraries were found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
     pub nvcomp: PathBuf,
+    pub nvrtc: PathBuf,
 }
 
 /// Loads a shared library by name or path; `Err` with the loader's reason.
 fn load(name: &std::ffi::OsStr) -> Result<libloading::Library, String> {
-    // SAFETY: loading runs the library's initialisers; the CUDA driver and nvCOMP are
-    // vendor libraries made to be loaded this way (cudarc and the nvCOMP wheels do the
-    // same), and nothing from them is called here.
+    // SAFETY: loading runs the library's initialisers; the CUDA driver, NVRTC and
+    // nvCOMP are vendor libraries made to be loaded this way (cudarc and the wheels do
+    // the same), and nothing from them is called here.
     unsafe { libloading::Library::new(name) }.map_err(|e| e.to_string())
 }
 
-/// The directory of nvCOMP's Python wheel (`nvidia/libnvcomp/lib64`), if installed.
-fn wheel_dir() -> Option<PathBuf> {
+/// The library directory of a wheel's Python module, if installed.
+fn wheel_dir(module: &str, subdir: &str) -> Option<PathBuf> {
     let out = std::process::Command::new("python3")
         .args([
             "-c",
-            "import importlib.util, os; s = importlib.util.find_spec('nvidia.libnvcomp'); \
-             print(os.path.join(list(s.submodule_search_locations)[0], 'lib64'))",
+            &format!(
+                "import importlib.util, os; s = importlib.util.find_spec('{module}'); \
+                 print(os.path.join(list(s.submodule_search_locations)[0], '{subdir}'))"
+            ),
         ])
+        .stderr(std::process::Stdio::null())
         .output()
         .ok()?;
     let dir = String::from_utf8(out.stdout).ok()?;
@@ -35,38 +73,48 @@ fn wheel_dir() -> Option<PathBuf> {
     (out.status.success() && dir.is_dir()).then_some(dir)
 }
 
-/// The nvCOMP library: `SVAR2_NVCOMP`, then the wheel's directory, then the loader
-/// path.
-fn find_nvcomp() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("SVAR2_NVCOMP") {
-        return load(&p).map(|_| PathBuf::from(&p)).map_err(|e| {
-            format!(
-                "SVAR2_NVCOMP={}: cannot load it ({e})",
-                PathBuf::from(&p).display()
-            )
-        });
+/// Finds and loads `w`; returns the path and the loaded library.
+fn find(w: &Wanted) -> Result<(PathBuf, libloading::Library), String> {
+    if let Some(p) = std::env::var_os(w.env) {
+        let path = PathBuf::from(&p);
+        return load(&p)
+            .map(|l| (path.clone(), l))
+            .map_err(|e| format!("{}={}: cannot load it ({e})", w.env, path.display()));
     }
     let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(dir) = wheel_dir() {
-        candidates.extend(NVCOMP_NAMES.iter().map(|n| dir.join(n)));
+    if let Some(dir) = wheel_dir(w.module, w.subdir) {
+        candidates.extend(w.names.iter().map(|n| dir.join(n)));
     }
-    candidates.extend(NVCOMP_NAMES.iter().map(PathBuf::from));
+    candidates.extend(w.names.iter().map(PathBuf::from));
     candidates
         .into_iter()
-        .find(|c| load(c.as_os_str()).is_ok())
-        .ok_or_else(|| {
-            "nvCOMP not found: pip install nvidia-libnvcomp-cu12, or set \
-             SVAR2_NVCOMP=/path/libnvcomp.so.5"
-                .to_string()
-        })
+        .find_map(|c| load(c.as_os_str()).ok().map(|l| (c, l)))
+        .ok_or_else(|| w.install.to_string())
 }
 
-/// Checks the CUDA driver, then nvCOMP; the error is the one line to show the user.
+/// NVRTC, loaded once and kept loaded for cudarc (see the module note).
+pub fn nvrtc() -> Result<PathBuf, String> {
+    static NVRTC_LIB: OnceLock<Result<(PathBuf, libloading::Library), String>> = OnceLock::new();
+    NVRTC_LIB
+        .get_or_init(|| find(&NVRTC))
+        .as_ref()
+        .map(|(p, _)| p.clone())
+        .map_err(Clone::clone)
+}
+
+/// nvCOMP's path.
+pub fn nvcomp() -> Result<PathBuf, String> {
+    find(&NVCOMP).map(|(p, _)| p)
+}
+
+/// Checks the CUDA driver, then nvCOMP, then NVRTC; the error is the one line to
+/// show the user.
 pub fn check() -> Result<Found, String> {
     load(std::ffi::OsStr::new("libcuda.so.1"))
         .map_err(|_| "no CUDA driver found (libcuda.so.1)".to_string())?;
     Ok(Found {
-        nvcomp: find_nvcomp()?,
+        nvcomp: nvcomp()?,
+        nvrtc: nvrtc()?,
     })
 }
 
@@ -83,7 +131,8 @@ mod tests {
             Err(e) => assert!(
                 e == "no CUDA driver found (libcuda.so.1)"
                     || e.starts_with("nvCOMP not found")
-                    || e.starts_with("SVAR2_NVCOMP="),
+                    || e.starts_with("NVRTC not found")
+                    || e.starts_with("SVAR2_"),
                 "{e}"
             ),
         }

@@ -24,6 +24,14 @@ pub struct BenchResult {
     pub amplification: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// GPU runs: the device, decoded bytes per second of device time (upload, nvCOMP,
+    /// kernels), and the patches checked against the CPU reader (`--verify`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_gbps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<usize>,
 }
 
 /// Reads `patches` of `a` in batches of `batch`.
@@ -70,13 +78,108 @@ pub fn run(
         amplification: decoded / useful.max(1.0),
         p50_ms: pct(0.5),
         p99_ms: pct(0.99),
+        device: None,
+        device_gbps: None,
+        verified: None,
+    })
+}
+
+/// Reads `patches` of `a` into GPU memory in batches of `batch`: `planners` host
+/// threads read and plan batches ahead (bounded) while the device decodes the
+/// current one. With `verify`, every batch is copied back and compared with the CPU
+/// reader's bytes (slow: for checks, not timing).
+pub fn run_gpu(
+    reader: &Reader,
+    device: &mut svar2_gpu::device::Device,
+    a: &Arc<AnyArray>,
+    patches: &[Patch],
+    batch: usize,
+    planners: usize,
+    verify: bool,
+) -> Result<BenchResult> {
+    use std::collections::BTreeMap;
+    let batches: Vec<&[Patch]> = patches.chunks(batch.max(1)).collect();
+    let planners = planners.clamp(1, batches.len().max(1));
+    let (tx, rx) = crossbeam_channel::bounded(2 * planners);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut latencies = Vec::with_capacity(batches.len());
+    let (mut decoded, mut useful, mut device_s, mut verified) = (0f64, 0f64, 0f64, 0usize);
+    let t0 = Instant::now();
+    let result: Result<()> = std::thread::scope(|s| {
+        for _ in 0..planners {
+            let (tx, next, batches) = (tx.clone(), &next, &batches);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(b) = batches.get(i) else { break };
+                let plan = reader.plan_batch(a, b);
+                let failed = plan.is_err();
+                if tx.send((i, plan)).is_err() || failed {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut ready = BTreeMap::new();
+        let mut want = 0;
+        let mut t = Instant::now();
+        for (i, plan) in rx.iter() {
+            ready.insert(i, plan?);
+            while let Some(plan) = ready.remove(&want) {
+                let td = Instant::now();
+                device.decode(&plan)?;
+                device_s += td.elapsed().as_secs_f64();
+                decoded += plan.out_bytes as f64;
+                useful += plan.patch_bytes as f64;
+                if verify {
+                    let mut cpu = vec![0u8; plan.patch_bytes];
+                    reader.read_batch(a, batches[want], &mut cpu)?;
+                    if device.patches_to_host()? != cpu {
+                        return Err(crate::Error::Usage(format!(
+                            "{}: batch {want}: the GPU's patches differ from the CPU reader's",
+                            a.name
+                        )));
+                    }
+                    verified += batches[want].len();
+                }
+                latencies.push(t.elapsed().as_secs_f64() * 1e3);
+                t = Instant::now();
+                want += 1;
+            }
+        }
+        Ok(())
+    });
+    result?;
+    let seconds = t0.elapsed().as_secs_f64().max(1e-9);
+    latencies.sort_by(f64::total_cmp);
+    let pct = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    Ok(BenchResult {
+        array: a.name.clone(),
+        patches: patches.len(),
+        batch,
+        threads: planners,
+        io_threads: reader.io_threads(),
+        seconds,
+        patches_per_s: patches.len() as f64 / seconds,
+        useful_gbps: useful / seconds / 1e9,
+        decoded_gbps: decoded / seconds / 1e9,
+        amplification: decoded / useful.max(1.0),
+        p50_ms: pct(0.5),
+        p99_ms: pct(0.99),
+        device: Some(device.name.clone()),
+        device_gbps: Some(decoded / device_s.max(1e-9) / 1e9),
+        verified: verify.then_some(verified),
     })
 }
 
 impl BenchResult {
     /// One line per figure, as people read it.
     pub fn render(&self) -> String {
-        format!(
+        let mut s = format!(
             "{} patches of {} in batches of {} ({} decode, {} IO threads): {:.2} s\n\
              patches/s      {:.0}\n\
              useful GB/s    {:.3}\n\
@@ -95,6 +198,13 @@ impl BenchResult {
             self.amplification,
             self.p50_ms,
             self.p99_ms
-        )
+        );
+        if let (Some(d), Some(g)) = (&self.device, self.device_gbps) {
+            s += &format!("device         {d}: {g:.1} GB/s decoded in device time\n");
+        }
+        if let Some(v) = self.verified {
+            s += &format!("verified       {v} patches equal the CPU reader's\n");
+        }
+        s
     }
 }

@@ -22,6 +22,7 @@
 pub mod bench;
 pub mod error;
 pub mod patch;
+pub mod planned;
 pub mod read;
 pub mod region;
 pub mod store;

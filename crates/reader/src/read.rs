@@ -45,12 +45,12 @@ thread_local! {
 }
 
 /// Where each patch goes in the output and what it covers.
-struct Placement {
-    lo: Vec<u64>,
-    hi: Vec<u64>,
+pub(crate) struct Placement {
+    pub(crate) lo: Vec<u64>,
+    pub(crate) hi: Vec<u64>,
     /// The patch's block shape (C order in the output).
-    shape: Vec<u64>,
-    offset: usize,
+    pub(crate) shape: Vec<u64>,
+    pub(crate) offset: usize,
 }
 
 /// The output buffer, written by decode tasks at disjoint places.
@@ -101,7 +101,7 @@ impl Reader {
     }
 
     /// Where each patch of a batch lies in the array and in the output.
-    fn place(a: &AnyArray, patches: &[Patch]) -> Result<(Vec<Placement>, usize)> {
+    pub(crate) fn place(a: &AnyArray, patches: &[Patch]) -> Result<(Vec<Placement>, usize)> {
         let e = a.dtype.size().ok_or_else(|| {
             Error::Usage(format!(
                 "{}: a string array; patches are read from numeric arrays",
@@ -166,17 +166,7 @@ impl Reader {
         }
         let e = a.dtype.size().expect("checked by place");
         let chunk = a.chunk_shape();
-        // Each chunk once, with the patches it serves; in key order (a shard's chunks
-        // together).
-        let mut serves: HashMap<Vec<u64>, Vec<u32>> = HashMap::new();
-        for (i, p) in placements.iter().enumerate() {
-            for c in blocks(&p.lo, &p.hi, &chunk) {
-                serves.entry(c).or_default().push(i as u32);
-            }
-        }
-        let mut jobs: Vec<(Vec<u64>, Vec<u32>)> = serves.into_iter().collect();
-        jobs.sort_unstable_by(|x, y| x.0.cmp(&y.0));
-        let jobs = Arc::new(jobs);
+        let jobs = Arc::new(chunk_users(&placements, &chunk));
         let placements = Arc::new(placements);
         let counters = &self.counters;
         counters
@@ -295,9 +285,23 @@ impl Reader {
     }
 }
 
+/// Each chunk a batch touches once, with the patches it serves; in key order (a
+/// shard's chunks together).
+pub(crate) fn chunk_users(placements: &[Placement], chunk: &[u64]) -> Vec<(Vec<u64>, Vec<u32>)> {
+    let mut serves: HashMap<Vec<u64>, Vec<u32>> = HashMap::new();
+    for (i, p) in placements.iter().enumerate() {
+        for c in blocks(&p.lo, &p.hi, chunk) {
+            serves.entry(c).or_default().push(i as u32);
+        }
+    }
+    let mut jobs: Vec<(Vec<u64>, Vec<u32>)> = serves.into_iter().collect();
+    jobs.sort_unstable_by(|x, y| x.0.cmp(&y.0));
+    jobs
+}
+
 /// Calls `f(patch, source offset, patch offset, length)` (in elements) for every run
 /// of chunk `idx` that a patch of `users` covers.
-fn for_each_use(
+pub(crate) fn for_each_use(
     idx: &[u64],
     users: &[u32],
     chunk: &[u64],
