@@ -3,6 +3,10 @@
 # ratios hold on a noisy machine. Prints wall time, peak RSS (/usr/bin/time -v; for
 # multi-process tools the largest process) and output bytes, and svar2's ratio to each.
 #   scripts/bench_convert.sh [INPUT ...]   default: ../shared/corpus/sim.vcf.gz sim.bcf
+#   and two FORMAT-heavy call sets made by scripts/make_format_vcf.py (cached in
+#   target/bench-inputs): 2,000 samples x 4,000 records GT:AD:DP:GQ:PL and 500 x
+#   4,000 GT:GQ:DP:AD:VAF:PL, each as VCF.gz and BCF. Ends with the targets: svar2's
+#   VCF wall over `bcftools view -Ou`'s, and its BCF wall over its own VCF wall.
 #   SVAR2_BASELINE=/path/to/old/svar2 scripts/bench_convert.sh ...   also times that
 #   binary (e.g. main before a change, built into another target directory), twice,
 #   interleaved with this build's runs, so a refactor's speed is compared in one run.
@@ -10,13 +14,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 inputs=("$@")
-if (( ${#inputs[@]} == 0 )); then
-  inputs=(../shared/corpus/sim.vcf.gz ../shared/corpus/sim.bcf)
-fi
 cargo build --release --quiet
 svar2=$PWD/target/release/svar2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+if (( ${#inputs[@]} == 0 )); then
+  inputs=(../shared/corpus/sim.vcf.gz ../shared/corpus/sim.bcf)
+  cache=target/bench-inputs
+  mkdir -p "$cache"
+  for spec in "fmt2000 2000 4000 GT:AD:DP:GQ:PL" "fmt500 500 4000 GT:GQ:DP:AD:VAF:PL"; do
+    read -r name samples records fields <<< "$spec"
+    if [[ ! -e $cache/$name.bcf.csi ]]; then
+      echo "bench: making $name ($samples samples x $records records, $fields) ..." >&2
+      python3 scripts/make_format_vcf.py "$cache/$name.vcf" "$samples" "$records" "$fields"
+      bgzip -f "$cache/$name.vcf" && tabix -f -p vcf "$cache/$name.vcf.gz"
+      bcftools view -Ob -o "$cache/$name.bcf" "$cache/$name.vcf.gz" && bcftools index -f "$cache/$name.bcf"
+    fi
+    inputs+=("$cache/$name.vcf.gz" "$cache/$name.bcf")
+  done
+fi
+: > "$work/targets"
 
 source scripts/bench_lib.sh
 
@@ -51,7 +68,16 @@ print("cc=%s w=%s (%s; probe ratio t_read/t_exec = %s)" % (p["cc"], p["w"], p["r
     { name=$1; for(i=2;i<=NF-3;i++) name=name" "$i;
       w=$(NF-2); r=$(NF-1); b=$NF;
       printf "| %-24s | %8.2f | %8d | %12d | %16.3f | %16s |\n", name, w, r, b, ref_wall/w, (b>0 && name ~ /vcf2zarr/) ? sprintf("%.3f", ref_bytes/b) : "-" }' "$work/rows"
+  awk -v f="$base" '$1=="svar2" && $2=="--threads" && $3=="2" {s=$(NF-2)} $1=="bcftools" {b=$(NF-2)} END {print f, s, b}' "$work/rows" >> "$work/targets"
 done
+echo
+echo "## targets (svar2 --threads 2 wall)"
+awk '{ wall[$1]=$2; bt[$1]=$3 }
+  END { for (f in wall) if (f ~ /\.vcf\.gz$/) {
+          b = f; sub(/\.vcf\.gz$/, ".bcf", b)
+          printf "%-16s VCF %.2f s = %.2f x bcftools view -Ou (target <= 0.6)", f, wall[f], wall[f]/bt[f]
+          if (b in wall) printf "; BCF %.2f s = %.2f x svar2 VCF (target <= 0.5)", wall[b], wall[b]/wall[f]
+          printf "\n" } }' "$work/targets"
 echo
 echo "svar2 wall ratio = svar2 --threads 2 wall / tool wall (lower is better for svar2);"
 echo "svar2 size ratio = svar2 store bytes / bio2zarr store bytes."

@@ -115,6 +115,11 @@ pub struct Extractor {
     /// Per-sample ploidy of the current record (direct text parse).
     pub(crate) ploidies: Vec<u8>,
     pub(crate) flags: Vec<u8>,
+    /// The direct text parse's lookups and buffers.
+    pub(crate) direct: crate::direct::Direct,
+    /// BCF FORMAT numbers decoded in bulk (canonical integers, float bits).
+    bulk_ints: Vec<i32>,
+    bulk_floats: Vec<u32>,
 }
 
 fn column_of(set: &ArraySet, source: Source) -> usize {
@@ -190,6 +195,11 @@ impl Extractor {
             gt8: Vec::new(),
             ploidies: Vec::new(),
             flags: Vec::new(),
+            bulk_ints: Vec::new(),
+            bulk_floats: Vec::new(),
+            direct: crate::direct::Direct::new(
+                schema.fields.iter().map(|f| (f.name.as_str(), f.category)),
+            ),
         }
     }
 
@@ -198,6 +208,98 @@ impl Extractor {
     /// prints it back), so it is a warning, once per reader, not a refusal.
     pub(crate) fn allele_beyond_alt(&mut self, record_no: u64, locus: &str, index: i32, n: usize) {
         allele_beyond_alt(&mut self.warned_allele, record_no, locus, index, n);
+    }
+}
+
+/// A FORMAT field's BCF data, as [`typed_format`] finds it.
+enum Typed<'a> {
+    /// Not in the record (or marked for removal).
+    Absent,
+    /// `n` values per sample, each `width` bytes, samples back to back.
+    Values {
+        n: usize,
+        data: &'a [u8],
+        width: usize,
+    },
+    /// A stored type that cannot hold the declared Type (htslib would exit).
+    Malformed(i32),
+    /// Anything else (no values): left to `bcf_get_format_values`.
+    Other,
+}
+
+/// Looks at a FORMAT field's typed BCF data for `s` samples, checked against the
+/// record's own lengths.
+fn typed_format(f: &htslib::bcf_fmt_t, s: usize, ty: VcfType) -> Typed<'_> {
+    if f.p.is_null() {
+        return Typed::Absent;
+    }
+    let width = match (f.type_ as u32, ty) {
+        (htslib::BCF_BT_INT8, VcfType::Integer) => 1,
+        (htslib::BCF_BT_INT16, VcfType::Integer) => 2,
+        (htslib::BCF_BT_INT32, VcfType::Integer) | (htslib::BCF_BT_FLOAT, VcfType::Float) => 4,
+        (htslib::BCF_BT_INT8 | htslib::BCF_BT_INT16 | htslib::BCF_BT_INT32, _)
+        | (htslib::BCF_BT_FLOAT, _) => return Typed::Other,
+        (t, _) => return Typed::Malformed(t as i32),
+    };
+    let (n, size) = (f.n.max(0) as usize, f.size.max(0) as usize);
+    if n == 0 || size != n * width || (f.p_len as usize) < s * size {
+        return Typed::Other;
+    }
+    // SAFETY: htslib's unpack set p to p_len bytes of the record's buffer, at least
+    // s * size of them (checked above).
+    let data = unsafe { std::slice::from_raw_parts(f.p, s * size) };
+    Typed::Values { n, data, width }
+}
+
+/// BCF integers (1, 2 or 4 bytes each, `n` per sample) to canonical values, as
+/// `bcf_get_format_values` then [`Column::push_htslib_ints`] would give them: the
+/// type's missing value is −1, its vector end −2 and so is everything after it.
+fn decode_ints(data: &[u8], s: usize, n: usize, width: usize, out: &mut Vec<i32>) {
+    out.clear();
+    out.reserve(s * n);
+    let (missing, end) = match width {
+        1 => (i8::MIN as i32, i8::MIN as i32 + 1),
+        2 => (i16::MIN as i32, i16::MIN as i32 + 1),
+        _ => (i32::MIN, i32::MIN + 1),
+    };
+    for sample in data.chunks_exact(n * width) {
+        let mut ended = false;
+        for v in sample.chunks_exact(width) {
+            let x = match width {
+                1 => v[0] as i8 as i32,
+                2 => i16::from_le_bytes([v[0], v[1]]) as i32,
+                _ => i32::from_le_bytes([v[0], v[1], v[2], v[3]]),
+            };
+            out.push(if ended {
+                -2
+            } else if x == missing {
+                -1
+            } else if x == end {
+                ended = true;
+                -2
+            } else {
+                x
+            });
+        }
+    }
+}
+
+/// BCF floats (`n` per sample) as bit patterns; after a vector end, vector ends (the
+/// sentinels are VCF Zarr's already).
+fn decode_floats(data: &[u8], s: usize, n: usize, out: &mut Vec<u32>) {
+    out.clear();
+    out.reserve(s * n);
+    for sample in data.chunks_exact(n * 4) {
+        let mut ended = false;
+        for v in sample.chunks_exact(4) {
+            let x = u32::from_le_bytes([v[0], v[1], v[2], v[3]]);
+            ended |= x == crate::column::FLOAT32_FILL;
+            out.push(if ended {
+                crate::column::FLOAT32_FILL
+            } else {
+                x
+            });
+        }
     }
 }
 
@@ -373,6 +475,49 @@ impl Extractor {
             } else {
                 1
             };
+            if slot.category == Category::Format
+                && matches!(slot.ty, VcfType::Integer | VcfType::Float)
+                && s > 0
+            {
+                // SAFETY: hdr/rec are live and unpacked; the result is checked for null.
+                let fmt = unsafe { htslib::bcf_get_fmt(hdr, inner, slot.tag.as_ptr()) };
+                // SAFETY: a non-null fmt points into the record, which outlives this.
+                match unsafe { fmt.as_ref() }.map(|f| typed_format(f, s, slot.ty)) {
+                    None | Some(Typed::Absent) => {
+                        col.push_absent();
+                        continue;
+                    }
+                    Some(Typed::Malformed(t)) => {
+                        return Err(err(format!(
+                            "FORMAT/{} is stored as BCF type {t}, not a number of its \
+                             declared Type: the BCF is malformed (re-create it with bcftools)",
+                            slot.name
+                        )))
+                    }
+                    Some(Typed::Values { n, data, width }) => {
+                        let most = match slot.number {
+                            VcfNumber::A => Some(alleles.len().saturating_sub(1).max(1)),
+                            VcfNumber::R => Some(alleles.len()),
+                            _ => None,
+                        };
+                        // Past Number=A/R: the general path below gives the error.
+                        if most.is_none_or(|m| n <= m) {
+                            match slot.ty {
+                                VcfType::Integer => {
+                                    decode_ints(data, s, n, width, &mut self.bulk_ints);
+                                    col.push_ints(&self.bulk_ints, n as u32);
+                                }
+                                _ => {
+                                    decode_floats(data, s, n, &mut self.bulk_floats);
+                                    col.push_floats(&self.bulk_floats, n as u32);
+                                }
+                            }
+                            continue;
+                        }
+                    }
+                    Some(Typed::Other) => {}
+                }
+            }
             let ht = match slot.ty {
                 VcfType::Integer => htslib::BCF_HT_INT,
                 VcfType::Float => htslib::BCF_HT_REAL,
@@ -417,6 +562,21 @@ impl Extractor {
             if per == 0 || !n.is_multiple_of(per) {
                 return Err(err(format!("{}: {n} values for {per} samples", slot.name)));
             }
+            // Values per cell: numbers as htslib counts them, strings by their
+            // comma-separated parts (htslib's count is bytes).
+            let (bytes, stride) = (buf.bytes(n), n / per);
+            let cell = |i: usize| {
+                let b = &bytes[i * stride..(i + 1) * stride];
+                let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
+                &b[..end]
+            };
+            let per_cell = match slot.ty {
+                VcfType::String | VcfType::Character => (0..per)
+                    .map(|i| cell(i).split(|&x| x == b',').count())
+                    .max()
+                    .unwrap_or(0),
+                _ => n / per,
+            };
             // More values than alleles would make this array's `alleles` axis longer
             // than `variant_allele`'s, a store xarray refuses (bio2zarr refuses too).
             let most = match slot.number {
@@ -424,7 +584,7 @@ impl Extractor {
                 VcfNumber::R => Some(alleles.len()),
                 _ => None,
             };
-            if let Some(most) = most.filter(|&m| n / per > m) {
+            if let Some(most) = most.filter(|&m| per_cell > m) {
                 let (kind, what) = match slot.number {
                     VcfNumber::A => ("A", "one per ALT allele"),
                     _ => ("R", "one per allele, REF included"),
@@ -439,7 +599,7 @@ impl Extractor {
                         "FORMAT"
                     },
                     slot.name,
-                    n / per,
+                    per_cell,
                     if per > 1 { " in a sample" } else { "" },
                     alleles.len().saturating_sub(1)
                 )));
@@ -448,17 +608,7 @@ impl Extractor {
                 VcfType::Integer => col.push_htslib_ints(buf.i32s(n), (n / per) as u32),
                 VcfType::Float => col.push_floats(buf.u32s(n), (n / per) as u32),
                 VcfType::String | VcfType::Character => {
-                    let bytes = buf.bytes(n);
-                    let stride = n / per;
-                    let cell = |i: usize| {
-                        let b = &bytes[i * stride..(i + 1) * stride];
-                        let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
-                        &b[..end]
-                    };
-                    let width = (0..per)
-                        .map(|i| cell(i).split(|&x| x == b',').count())
-                        .max()
-                        .unwrap_or(0) as u32;
+                    let width = per_cell as u32;
                     col.begin_strs(width);
                     let chars = slot.ty == VcfType::Character;
                     for i in 0..per {

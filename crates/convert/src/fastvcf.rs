@@ -1,13 +1,11 @@
-//! VCF text read line by line, with a direct parse for the commonest record shape:
-//! INFO `.` and FORMAT `GT` (simulations, imputed panels, most biobank releases).
-//! Such a line goes straight from text to columns — CHROM, POS, ID, alleles, QUAL,
-//! FILTER and the calls — without htslib building a BCF record first. Any other line
-//! (or anything unusual in one) is handed to htslib's `vcf_parse` unchanged, so the
-//! values stored are exactly those of the htslib path; the oracle tests hold both.
+//! VCF text read line by line: each line goes first to the direct parse
+//! ([`crate::direct`]: text straight to columns); a line it does not take (anything
+//! unusual in it) is checked here ([`Lookups::check_line`]: what htslib would drop or
+//! turn into missing values quietly) and handed to htslib's `vcf_parse` unchanged, so
+//! the values stored are exactly those of the htslib path; the tests hold both.
 
-use crate::column::Batch;
 use crate::error::{Error, Result};
-use crate::extract::{Extractor, LineFix, Site};
+use crate::extract::LineFix;
 use crate::hts::{HtsFile, KString};
 use crate::schema::{Category, Schema, VcfType};
 use rust_htslib::bcf::{self, header::HeaderView};
@@ -142,7 +140,7 @@ impl TextReader {
         &self.header
     }
 
-    /// Lookups for [`Extractor::extract_simple_line`].
+    /// Lookups for [`crate::extract::Extractor::extract_direct_line`].
     pub fn lookups(&self) -> &Lookups {
         &self.lookups
     }
@@ -350,6 +348,16 @@ fn parse_longs(v: &[u8]) -> Option<Vec<i64>> {
 }
 
 impl Lookups {
+    /// A contig's htslib id.
+    pub(crate) fn contig_id(&self, name: &[u8]) -> Option<u32> {
+        self.contigs.get(name).copied()
+    }
+
+    /// A FILTER's htslib id.
+    pub(crate) fn filter_id(&self, name: &[u8]) -> Option<u32> {
+        self.filters.get(name).copied()
+    }
+
     /// What htslib would silently drop or turn into missing values: the wrong number
     /// of sample columns, fields the header does not declare, values that are not of
     /// their declared type, calls that are not genotypes. Checked on lines that take
@@ -635,192 +643,6 @@ fn check_gt(v: &[u8]) -> std::result::Result<(), String> {
             "`{}` is not a genotype (allele indexes or `.`, separated by `/` or `|`)",
             String::from_utf8_lossy(v)
         ))
-    }
-}
-
-impl Extractor {
-    /// Appends the current line if it has the simple shape (INFO `.`, FORMAT `GT`, or
-    /// no FORMAT when there are no samples); `Ok(false)` leaves the batch untouched and
-    /// the line to htslib.
-    pub fn extract_simple_line(
-        &mut self,
-        path: &Path,
-        record_no: u64,
-        line: &[u8],
-        lk: &Lookups,
-        batch: &mut Batch,
-    ) -> Result<bool> {
-        let s = self.n_samples;
-        // The eight fixed columns, then `rest` (FORMAT and the calls).
-        let mut fixed: [&[u8]; 8] = [&[]; 8];
-        let mut rest: &[u8] = &[];
-        let mut cursor = line;
-        for (k, slot) in fixed.iter_mut().enumerate() {
-            match cursor.iter().position(|&c| c == b'\t') {
-                Some(t) => {
-                    *slot = &cursor[..t];
-                    cursor = &cursor[t + 1..];
-                    if k == 7 {
-                        rest = cursor;
-                    }
-                }
-                None if k == 7 => *slot = cursor,
-                None => return Ok(false),
-            }
-        }
-        let [chrom, pos_b, id, r, alt, qual_b, filter, info] = fixed;
-        if info != b"." || r.is_empty() || id.is_empty() || alt.is_empty() {
-            return Ok(false);
-        }
-        let Some(&rid) = lk.contigs.get(chrom) else {
-            return Ok(false);
-        };
-        let Some(pos) = crate::genotype::parse_u64(pos_b) else {
-            return Ok(false);
-        };
-        let qual = if qual_b == b"." {
-            crate::column::FLOAT32_MISSING
-        } else {
-            match std::str::from_utf8(qual_b)
-                .ok()
-                .and_then(|q| q.parse::<f64>().ok())
-            {
-                Some(q) if q.is_finite() => (q as f32).to_bits(),
-                _ => return Ok(false),
-            }
-        };
-        self.flags.clear();
-        self.flags.resize(self.n_filters, 0);
-        if filter != b"." {
-            for name in filter.split(|&b| b == b';') {
-                let Some(&hid) = lk.filters.get(name) else {
-                    return Ok(false);
-                };
-                let Some(i) = self.filter_index.get(hid as usize).copied().flatten() else {
-                    return Ok(false);
-                };
-                self.flags[i] = 1;
-            }
-        }
-        let mut alleles: Vec<&[u8]> = Vec::with_capacity(4);
-        alleles.push(r);
-        if alt != b"." {
-            for a in alt.split(|&b| b == b',') {
-                if a.is_empty() {
-                    return Ok(false);
-                }
-                alleles.push(a);
-            }
-        }
-        // Calls: FORMAT must be exactly GT and every sample a plain GT.
-        self.gt_vals.clear();
-        self.phased.clear();
-        self.ploidies.clear();
-        let mut max_ploidy = 0;
-        let mut max_allele = -1;
-        if s == 0 {
-            if !rest.is_empty() {
-                return Ok(false);
-            }
-        } else {
-            if self.gt.is_none() || !rest.starts_with(b"GT\t") {
-                return Ok(false);
-            }
-            let b = &rest[3..];
-            let mut p = 0;
-            for _ in 0..s {
-                if p > b.len() {
-                    return Ok(false); // fewer calls than samples
-                }
-                // The common call: one digit, a separator, one digit.
-                if p + 3 <= b.len()
-                    && b[p].is_ascii_digit()
-                    && (b[p + 1] == b'|' || b[p + 1] == b'/')
-                    && b[p + 2].is_ascii_digit()
-                    && (p + 3 == b.len() || b[p + 3] == b'\t')
-                {
-                    let (a0, a1) = ((b[p] - b'0') as i32, (b[p + 2] - b'0') as i32);
-                    self.gt_vals.push(a0);
-                    self.gt_vals.push(a1);
-                    max_allele = max_allele.max(a0).max(a1);
-                    max_ploidy = max_ploidy.max(2);
-                    self.ploidies.push(2);
-                    self.phased.push(u8::from(b[p + 1] == b'|'));
-                    p += 4;
-                    continue;
-                }
-                let end = b[p..]
-                    .iter()
-                    .position(|&c| c == b'\t')
-                    .map_or(b.len(), |e| p + e);
-                let start = self.gt_vals.len();
-                let Some((n, ph)) = crate::genotype::parse_text_call(&b[p..end], &mut self.gt_vals)
-                else {
-                    return Ok(false);
-                };
-                for &a in &self.gt_vals[start..] {
-                    max_allele = max_allele.max(a);
-                }
-                max_ploidy = max_ploidy.max(n);
-                self.ploidies.push(n as u8);
-                self.phased.push(u8::from(ph));
-                p = end + 1;
-            }
-            // Exactly one call per sample: the last one must end the line.
-            if p != b.len() + 1 || max_ploidy > 255 {
-                return Ok(false);
-            }
-        }
-        let locus = || format!("{}:{pos}", String::from_utf8_lossy(chrom));
-        if max_allele >= alleles.len() as i32 {
-            self.allele_beyond_alt(record_no, &locus(), max_allele, alleles.len());
-        }
-        // Everything checked: append.
-        let site = Site {
-            rid,
-            contig_name: chrom,
-            pos: pos as i64,
-            rlen: r.len() as i64,
-            id,
-            alleles: &alleles,
-            qual,
-        };
-        self.push_site(batch, &site).map_err(|msg| Error::Record {
-            path: path.into(),
-            record: record_no + 1,
-            locus: locus(),
-            msg,
-        })?;
-        for slot in &self.fields {
-            let col = &mut batch.columns[slot.column];
-            if slot.ty == VcfType::Flag && slot.category == Category::Info {
-                col.push_bools(&[0], 1);
-            } else {
-                col.push_absent();
-            }
-        }
-        if let Some((_, col_gt, col_phased)) = &self.gt {
-            if s > 0 {
-                if max_ploidy > 0 && self.ploidies.iter().any(|&p| p as usize != max_ploidy) {
-                    // Pad shorter calls with the fill value, as htslib's vector end.
-                    let mut padded = Vec::with_capacity(s * max_ploidy);
-                    let mut k = 0;
-                    for &p in &self.ploidies {
-                        padded.extend_from_slice(&self.gt_vals[k..k + p as usize]);
-                        padded.extend(std::iter::repeat_n(-2, max_ploidy - p as usize));
-                        k += p as usize;
-                    }
-                    self.gt_vals = padded;
-                }
-                batch.max_ploidy = batch.max_ploidy.max(max_ploidy as u32);
-                batch.columns[*col_gt].push_ints(&self.gt_vals, max_ploidy as u32);
-                batch.columns[*col_phased].push_bools(&self.phased, 1);
-            } else {
-                batch.columns[*col_gt].push_absent();
-                batch.columns[*col_phased].push_bools(&[], 1);
-            }
-        }
-        Ok(true)
     }
 }
 

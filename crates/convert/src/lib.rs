@@ -2,6 +2,12 @@
 
 pub mod arrays;
 pub mod column;
+mod direct;
+/// Test data for this crate's tests and the workspace's (not part of the API).
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::direct::mixed_vcf;
+}
 pub mod error;
 pub mod extract;
 pub mod fastvcf;

@@ -173,12 +173,19 @@ impl PieceReader {
         }
         let mut batch = Batch::new(specs, n_samples, 0);
         let mut n = 0u64;
+        // Text: the index places the stream at the piece's first record; the lines
+        // after it are read as they come (the iterator would re-scan every line with
+        // tabix's parser) until one leaves the contig or passes the piece's end.
+        let mut located = false;
         let result = (|| -> Result<()> {
             loop {
                 // SAFETY: fp/itr live; ks/rec are owned buffers htslib fills.
                 let bgzf = self.fp.bgzf();
                 let r = unsafe {
-                    if self.text {
+                    if self.text && located {
+                        htslib::bgzf_getline(bgzf, b'\n' as i32, self.ks.raw())
+                    } else if self.text {
+                        located = true;
                         htslib::hts_itr_next(
                             bgzf,
                             itr,
@@ -212,20 +219,24 @@ impl PieceReader {
                 }
                 if self.text {
                     let line = self.ks.bytes();
+                    let mut cols = line.split(|&b| b == b'\t');
+                    let chrom = cols.next().unwrap_or(b"");
                     // POS decides which piece owns the record.
-                    let pos = line
-                        .split(|&b| b == b'\t')
-                        .nth(1)
+                    let pos = cols
+                        .next()
                         .and_then(|p| std::str::from_utf8(p).ok()?.parse::<i64>().ok())
                         .unwrap_or(0)
                         - 1;
-                    if pos < piece.beg || pos >= piece.end {
+                    if chrom != self.contig(piece).as_bytes() || pos >= piece.end {
+                        break; // past the piece (sorted input)
+                    }
+                    if pos < piece.beg {
                         continue;
                     }
                     let lookups = self.lookups.as_ref().expect("text input");
                     let done = self
                         .ex
-                        .extract_simple_line(&self.path, n, line, lookups, &mut batch)?;
+                        .extract_direct_line(&self.path, n, line, lookups, &mut batch)?;
                     if !done {
                         let fix = crate::fastvcf::parse_general(
                             lookups,

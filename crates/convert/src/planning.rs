@@ -177,7 +177,14 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
     let plan_err = |e: svar2_planner::PlanError| Error::Usage(format!("{}: {e}", input.display()));
     let mut plan = plan(&input_plan).map_err(plan_err)?;
     let mut probe = None;
-    if req.probe && req.readers.is_none() && index.is_some() {
+    let probe_helps = svar2_planner::readers_that_fit(input_plan.cores) > 1;
+    if req.probe && req.readers.is_none() && index.is_some() && !probe_helps {
+        plan.notes.push(format!(
+            "rate probe skipped: {} core(s) leave room for one reader beside the encoder",
+            input_plan.cores
+        ));
+    }
+    if req.probe && req.readers.is_none() && index.is_some() && probe_helps {
         // Probe the start of the largest contig with the geometry just planned.
         let counts: Vec<u64> = contigs.iter().map(|c| c.cost).collect();
         let largest = plan.order.first().copied();
@@ -287,8 +294,8 @@ impl PlanReport {
                 pr.t_exec * 1e3,
                 pr.raw_w
             ),
-            _ => "default: no probe ran (plan reads no records unless --probe; \
-                  no index means one streaming reader)"
+            _ => "default: no rate probe ran (it needs an index and cores for more than \
+                  one reader; plan runs it only with --probe)"
                 .to_string(),
         };
         let _ = writeln!(

@@ -216,7 +216,7 @@ impl VcfReader {
                 if !t.next_line(&self.path, record_no)? {
                     return Ok(false);
                 }
-                if ex.extract_simple_line(&self.path, record_no, t.line(), t.lookups(), batch)? {
+                if ex.extract_direct_line(&self.path, record_no, t.line(), t.lookups(), batch)? {
                     return Ok(true);
                 }
                 let (rec, fix) = t.parse_line(&self.path, record_no)?;

@@ -16,4 +16,6 @@ pub mod size;
 
 mod plan;
 pub use geometry::Requested;
-pub use plan::{plan, Plan, PlanError, PlanInput, ReaderSource, PIECES_PER_READER};
+pub use plan::{
+    plan, readers_that_fit, Plan, PlanError, PlanInput, ReaderSource, PIECES_PER_READER,
+};

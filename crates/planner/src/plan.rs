@@ -141,6 +141,12 @@ pub const PIECES_PER_READER: u64 = 4;
 /// per thread past two that the law did not see (27 % under at 4 threads without it).
 const PER_EXTRA_THREAD_BYTES: u64 = 6_500_000;
 
+/// Sub-contig readers `cores` leave room for: a contig costs one core for its encoder
+/// plus one per reader. At 1 the rate probe cannot change the plan (and is skipped).
+pub fn readers_that_fit(cores: usize) -> u32 {
+    (cores as u32).saturating_sub(1).max(1)
+}
+
 /// Builds the plan. Concurrency is charged by what each contig uses: one core for
 /// its encoder plus one per reader.
 pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
@@ -168,8 +174,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
                      (tiny prefix or a busy machine); using 16"
                 ));
             }
-            // A contig costs one core for its encoder plus one per reader.
-            let fit = (cores as u32).saturating_sub(1).max(1);
+            let fit = readers_that_fit(cores);
             let w = n.clamp(1, 16);
             if w > fit {
                 notes.push(format!(

@@ -1,0 +1,1074 @@
+//! The direct parse of a VCF text line into columns, without htslib building a BCF
+//! record first: the fixed columns, INFO (Flag, Integer, Float, String) and FORMAT —
+//! GT plus Integer, Float and String fields of any Number, missing values (`.`),
+//! short vectors and samples that omit trailing fields — exactly as htslib's
+//! `vcf_parse` and [`Extractor::extract`] would store them.
+//!
+//! Anything unusual (an undeclared key, an empty value, `END`, a 10-digit integer, an
+//! exponent, too many values for Number=A/R, a duplicated key, the wrong number of
+//! samples …) makes the line go to htslib unchanged (`Ok(false)`), where the line
+//! checks give their error or htslib decides; so both paths store the same bytes
+//! (`tests/direct.rs` holds them to it).
+//!
+//! htslib's rules reproduced here (vcf.c, `vcf_parse_format_*`, `vcf_parse_info`):
+//! a FORMAT field's width is the most values any sample gives; a shorter vector is
+//! padded with the vector end; a sample that stops before a field has it missing
+//! (then vector ends); a float is the decimal rounded to double, then to float.
+
+use crate::column::{
+    Batch, BCF_INT32_MISSING, BCF_INT32_VECTOR_END, FLOAT32_FILL, FLOAT32_MISSING,
+};
+use crate::error::{Error, Result};
+use crate::extract::{Extractor, Site};
+use crate::fastvcf::Lookups;
+use crate::schema::{Category, VcfNumber, VcfType};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Where a field's values come from in the current line.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ValueAt {
+    Absent,
+    /// Index into [`Direct::info`].
+    Info(u32),
+    /// Index of the FORMAT key.
+    Format(u32),
+}
+
+/// An INFO value parsed, waiting for the line to be accepted: values in `ints` or
+/// `floats` at `start..start + len`, or the string at `start..start + len` of the
+/// INFO column.
+#[derive(Clone, Copy)]
+struct InfoValue {
+    start: u32,
+    len: u32,
+}
+
+/// One FORMAT key's values for every sample of the line.
+#[derive(Default)]
+struct FormatValues {
+    /// Integers (htslib's sentinels) or float bit patterns, sample after sample.
+    vals: Vec<u32>,
+    /// Values per sample (0: the sample stopped before this field).
+    counts: Vec<u32>,
+    /// String values: byte range in the line's calls.
+    spans: Vec<(u32, u32)>,
+}
+
+/// The direct parse's lookups and reused buffers (one per [`Extractor`]).
+#[derive(Default)]
+pub(crate) struct Direct {
+    info_slots: HashMap<Vec<u8>, usize>,
+    format_slots: HashMap<Vec<u8>, usize>,
+    /// The last FORMAT column seen and its keys' slots (`usize::MAX` for GT).
+    format_key: Vec<u8>,
+    format_fields: Vec<usize>,
+    /// How each key's values are read.
+    format_kinds: Vec<Kind>,
+    from: Vec<ValueAt>,
+    info: Vec<InfoValue>,
+    info_ints: Vec<u32>,
+    format: Vec<FormatValues>,
+    padded: Vec<u32>,
+}
+
+const GT: usize = usize::MAX;
+
+/// How a FORMAT key's values are read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Gt,
+    Int,
+    Float,
+    Str,
+}
+
+impl Direct {
+    /// Lookups for the schema's fields (`(name, category)` in slot order).
+    pub(crate) fn new<'a>(fields: impl Iterator<Item = (&'a str, Category)>) -> Direct {
+        let mut d = Direct::default();
+        for (i, (name, cat)) in fields.enumerate() {
+            let map = match cat {
+                Category::Info => &mut d.info_slots,
+                Category::Format => &mut d.format_slots,
+            };
+            map.insert(name.as_bytes().to_vec(), i);
+        }
+        d
+    }
+}
+
+/// Comma-separated integers from `v[i..]` into htslib's form (`.` as missing),
+/// appended to `out`, up to the value's end (`:`, a tab or the end of `v`); the count
+/// and that end, or `None` if an item is not `.` or at most nine digits (longer ones
+/// and `+` go to htslib, whose checks decide).
+#[inline]
+fn ints_at(v: &[u8], mut i: usize, out: &mut Vec<u32>) -> Option<(u32, usize)> {
+    let (n, mut count) = (v.len(), 0);
+    loop {
+        let mut c = *v.get(i)?;
+        if c == b'.' {
+            out.push(BCF_INT32_MISSING as u32);
+            i += 1;
+        } else {
+            let neg = c == b'-';
+            if neg {
+                i += 1;
+                c = *v.get(i)?;
+            }
+            let mut x = c.wrapping_sub(b'0') as u32;
+            if x > 9 {
+                return None;
+            }
+            let d = i;
+            i += 1;
+            while i < n {
+                let y = v[i].wrapping_sub(b'0') as u32;
+                if y > 9 {
+                    break;
+                }
+                x = x.wrapping_mul(10).wrapping_add(y);
+                i += 1;
+            }
+            if i - d > 9 {
+                return None;
+            }
+            out.push(if neg {
+                (x as i32).wrapping_neg() as u32
+            } else {
+                x
+            });
+        }
+        count += 1;
+        match v.get(i) {
+            Some(b',') => i += 1,
+            None | Some(b':' | b'\t') => return Some((count, i)),
+            Some(_) => return None,
+        }
+    }
+}
+
+/// A whole value of integers (INFO), as [`ints_at`].
+fn parse_ints(v: &[u8], out: &mut Vec<u32>) -> Option<u32> {
+    ints_at(v, 0, out).and_then(|(n, e)| (e == v.len()).then_some(n))
+}
+
+/// Powers of ten exact in f64.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// One plain decimal (`-?digits[.digits]`) as htslib stores it: rounded to the
+/// nearest double (as `hts_str2dbl`/`strtod` do), then to float. `None` for anything
+/// else (exponents, `nan`, `.5`, `+1`), which goes to htslib.
+#[inline]
+fn parse_float(x: &[u8]) -> Option<u32> {
+    let (neg, d) = match x.first() {
+        Some(b'-') => (true, &x[1..]),
+        _ => (false, x),
+    };
+    if !d.first()?.is_ascii_digit() {
+        return None;
+    }
+    let (mut n, mut digits, mut frac, mut point) = (0u64, 0usize, 0usize, false);
+    for &c in d {
+        match c {
+            b'0'..=b'9' => {
+                if n != 0 || c != b'0' {
+                    digits += 1;
+                }
+                n = n.wrapping_mul(10).wrapping_add((c - b'0') as u64);
+                frac += usize::from(point);
+            }
+            b'.' if !point => point = true,
+            _ => return None,
+        }
+    }
+    let v = if digits <= 15 && frac < POW10.len() {
+        // Exact integer over an exact power of ten: one correctly rounded division.
+        n as f64 / POW10[frac]
+    } else {
+        std::str::from_utf8(d).ok()?.parse::<f64>().ok()?
+    };
+    Some((if neg { -v } else { v } as f32).to_bits())
+}
+
+/// Comma-separated floats from `v[i..]` (`.` as missing) appended to `out`, up to
+/// the value's end; the count and that end, or `None`.
+#[inline]
+fn floats_at(v: &[u8], mut i: usize, out: &mut Vec<u32>) -> Option<(u32, usize)> {
+    let mut count = 0;
+    loop {
+        let e = v[i..]
+            .iter()
+            .position(|&c| matches!(c, b',' | b':' | b'\t'))
+            .map_or(v.len(), |e| i + e);
+        let x = &v[i..e];
+        out.push(if x == b"." {
+            FLOAT32_MISSING
+        } else {
+            parse_float(x)?
+        });
+        count += 1;
+        match v.get(e) {
+            Some(b',') => i = e + 1,
+            _ => return Some((count, e)),
+        }
+    }
+}
+
+/// A whole value of floats (INFO), as [`floats_at`].
+fn parse_floats(v: &[u8], out: &mut Vec<u32>) -> Option<u32> {
+    floats_at(v, 0, out).and_then(|(n, e)| (e == v.len()).then_some(n))
+}
+
+/// One GT value at `b[p..]` into the line's calls; the position after it, or `None`
+/// for anything unusual (htslib's path decides).
+#[inline(always)]
+fn gt_at(b: &[u8], p: usize, c: &mut CallsOut) -> Option<usize> {
+    // The common call: one digit, a separator, one digit.
+    if p + 3 <= b.len()
+        && b[p].is_ascii_digit()
+        && (b[p + 1] == b'|' || b[p + 1] == b'/')
+        && b[p + 2].is_ascii_digit()
+        && matches!(b.get(p + 3), None | Some(b'\t' | b':'))
+    {
+        let (a0, a1) = ((b[p] - b'0') as i32, (b[p + 2] - b'0') as i32);
+        c.vals.push(a0);
+        c.vals.push(a1);
+        c.max_allele = c.max_allele.max(a0).max(a1);
+        c.max_ploidy = c.max_ploidy.max(2);
+        c.ploidies.push(2);
+        c.phased.push(u8::from(b[p + 1] == b'|'));
+        return Some(p + 3);
+    }
+    let end = value_end(b, p);
+    let start = c.vals.len();
+    let (n, ph) = crate::genotype::parse_text_call(&b[p..end], c.vals)?;
+    for &a in &c.vals[start..] {
+        c.max_allele = c.max_allele.max(a);
+    }
+    c.max_ploidy = c.max_ploidy.max(n);
+    c.ploidies.push(n as u8);
+    c.phased.push(u8::from(ph));
+    Some(end)
+}
+
+/// Where a line's genotype calls go.
+struct CallsOut<'a> {
+    vals: &'a mut Vec<i32>,
+    ploidies: &'a mut Vec<u8>,
+    phased: &'a mut Vec<u8>,
+    max_ploidy: usize,
+    max_allele: i32,
+}
+
+/// The most values Number=A/R allows with `n_alleles` alleles (REF included).
+fn most_values(number: VcfNumber, n_alleles: usize) -> Option<usize> {
+    match number {
+        VcfNumber::A => Some(n_alleles.saturating_sub(1).max(1)),
+        VcfNumber::R => Some(n_alleles),
+        _ => None,
+    }
+}
+
+impl Extractor {
+    /// Appends the current line through the direct parse; `Ok(false)` leaves the
+    /// batch untouched and the line to htslib.
+    pub fn extract_direct_line(
+        &mut self,
+        path: &Path,
+        record_no: u64,
+        line: &[u8],
+        lk: &Lookups,
+        batch: &mut Batch,
+    ) -> Result<bool> {
+        let s = self.n_samples;
+        // The eight fixed columns, then `rest` (FORMAT and the calls).
+        let mut fixed: [&[u8]; 8] = [&[]; 8];
+        let mut rest: &[u8] = &[];
+        let mut cursor = line;
+        for (k, slot) in fixed.iter_mut().enumerate() {
+            match cursor.iter().position(|&c| c == b'\t') {
+                Some(t) => {
+                    *slot = &cursor[..t];
+                    cursor = &cursor[t + 1..];
+                    if k == 7 {
+                        rest = cursor;
+                    }
+                }
+                None if k == 7 => *slot = cursor,
+                None => return Ok(false),
+            }
+        }
+        let [chrom, pos_b, id, r, alt, qual_b, filter, info] = fixed;
+        if r.is_empty() || id.is_empty() || alt.is_empty() || info.is_empty() {
+            return Ok(false);
+        }
+        let Some(rid) = lk.contig_id(chrom) else {
+            return Ok(false);
+        };
+        let Some(pos) = crate::genotype::parse_u64(pos_b) else {
+            return Ok(false);
+        };
+        let qual = if qual_b == b"." {
+            FLOAT32_MISSING
+        } else {
+            match std::str::from_utf8(qual_b)
+                .ok()
+                .and_then(|q| q.parse::<f64>().ok())
+            {
+                Some(q) if q.is_finite() => (q as f32).to_bits(),
+                _ => return Ok(false),
+            }
+        };
+        self.flags.clear();
+        self.flags.resize(self.n_filters, 0);
+        if filter != b"." {
+            for name in filter.split(|&b| b == b';') {
+                let Some(hid) = lk.filter_id(name) else {
+                    return Ok(false);
+                };
+                let Some(i) = self.filter_index.get(hid as usize).copied().flatten() else {
+                    return Ok(false);
+                };
+                self.flags[i] = 1;
+            }
+        }
+        let mut alleles: Vec<&[u8]> = Vec::with_capacity(4);
+        alleles.push(r);
+        if alt != b"." {
+            for a in alt.split(|&b| b == b',') {
+                if a.is_empty() {
+                    return Ok(false);
+                }
+                alleles.push(a);
+            }
+        }
+        let d = &mut self.direct;
+        d.from.clear();
+        d.from.resize(self.fields.len(), ValueAt::Absent);
+        if !parse_info(d, &self.fields, info, alleles.len()) {
+            return Ok(false);
+        }
+
+        // FORMAT and the calls.
+        self.gt_vals.clear();
+        self.phased.clear();
+        self.ploidies.clear();
+        let (mut max_ploidy, mut max_allele) = (0usize, -1i32);
+        let mut has_gt = false;
+        let mut calls: &[u8] = &[];
+        if s == 0 {
+            if !rest.is_empty() {
+                return Ok(false);
+            }
+        } else {
+            let Some(t) = rest.iter().position(|&c| c == b'\t') else {
+                return Ok(false);
+            };
+            let keys = &rest[..t];
+            calls = &rest[t + 1..];
+            if !resolve_format(d, &self.fields, keys, self.gt.is_some()) {
+                return Ok(false);
+            }
+            has_gt = d.format_fields.first() == Some(&GT);
+            let nk = d.format_fields.len();
+            for (j, f) in d.format.iter_mut().take(nk).enumerate() {
+                f.vals.clear();
+                f.counts.clear();
+                f.spans.clear();
+                if d.format_fields[j] != GT {
+                    d.from[d.format_fields[j]] = ValueAt::Format(j as u32);
+                }
+            }
+            let b = calls;
+            let mut p = 0;
+            let mut c = CallsOut {
+                vals: &mut self.gt_vals,
+                ploidies: &mut self.ploidies,
+                phased: &mut self.phased,
+                max_ploidy: 0,
+                max_allele: -1,
+            };
+            if nk == 1 && has_gt {
+                // FORMAT `GT` alone (simulations, imputed panels): the tight loop.
+                for _ in 0..s {
+                    if p > b.len() {
+                        return Ok(false); // fewer calls than samples
+                    }
+                    let Some(e) = gt_at(b, p, &mut c) else {
+                        return Ok(false);
+                    };
+                    if e < b.len() && b[e] != b'\t' {
+                        return Ok(false);
+                    }
+                    p = e + 1;
+                }
+            } else {
+                for _ in 0..s {
+                    if p > b.len() {
+                        return Ok(false); // fewer calls than samples
+                    }
+                    let mut j = 0;
+                    loop {
+                        let end = if d.format_kinds[j] == Kind::Gt {
+                            gt_at(b, p, &mut c)
+                        } else {
+                            let f = &mut d.format[j];
+                            let r = match d.format_kinds[j] {
+                                Kind::Int => ints_at(b, p, &mut f.vals),
+                                Kind::Float => floats_at(b, p, &mut f.vals),
+                                _ => {
+                                    let end = value_end(b, p);
+                                    f.spans.push((p as u32, end as u32));
+                                    let n = b[p..end].iter().filter(|&&x| x == b',').count();
+                                    (end > p).then_some((1 + n as u32, end))
+                                }
+                            };
+                            r.map(|(n, end)| {
+                                f.counts.push(n);
+                                end
+                            })
+                        };
+                        // An empty value is refused too: htslib reads an empty Float as 0.
+                        let Some(end) = end.filter(|&e| e > p) else {
+                            return Ok(false);
+                        };
+                        p = end;
+                        j += 1;
+                        match b.get(p) {
+                            Some(b':') if j < nk => p += 1,
+                            Some(b':') => return Ok(false), // more values than keys
+                            _ => break,
+                        }
+                    }
+                    // Fields the sample stops before: missing.
+                    for f in &mut d.format[j..nk] {
+                        f.counts.push(0);
+                        f.spans.push((0, 0));
+                    }
+                    p += 1; // the tab (or one past the end)
+                }
+            }
+            (max_ploidy, max_allele) = (c.max_ploidy, c.max_allele);
+            // Exactly one column per sample: the last one must end the line.
+            if p != b.len() + 1 || max_ploidy > 255 {
+                return Ok(false);
+            }
+            // Number=A/R past the alleles: htslib's path gives the error.
+            for (j, &field) in d.format_fields.iter().enumerate() {
+                if field == GT {
+                    continue;
+                }
+                let width = d.format[j].counts.iter().copied().max().unwrap_or(0);
+                if most_values(self.fields[field].number, alleles.len())
+                    .is_some_and(|m| width as usize > m)
+                {
+                    return Ok(false);
+                }
+            }
+        }
+        let locus = || format!("{}:{pos}", String::from_utf8_lossy(chrom));
+        if max_allele >= alleles.len() as i32 {
+            self.allele_beyond_alt(record_no, &locus(), max_allele, alleles.len());
+        }
+
+        // Everything checked: append.
+        let site = Site {
+            rid,
+            contig_name: chrom,
+            pos: pos as i64,
+            rlen: r.len() as i64,
+            id,
+            alleles: &alleles,
+            qual,
+        };
+        self.push_site(batch, &site).map_err(|msg| Error::Record {
+            path: path.into(),
+            record: record_no + 1,
+            locus: locus(),
+            msg,
+        })?;
+        let d = &mut self.direct;
+        for (slot, from) in self.fields.iter().zip(&d.from) {
+            let col = &mut batch.columns[slot.column];
+            match *from {
+                ValueAt::Absent if slot.ty == VcfType::Flag => col.push_bools(&[0], 1),
+                ValueAt::Absent => col.push_absent(),
+                ValueAt::Info(k) => {
+                    let v = d.info[k as usize];
+                    let (a, n) = (v.start as usize, v.len as usize);
+                    match slot.ty {
+                        VcfType::Flag => col.push_bools(&[1], 1),
+                        VcfType::Integer => {
+                            col.push_htslib_ints(as_i32(&d.info_ints[a..a + n]), n as u32)
+                        }
+                        VcfType::Float => col.push_floats(&d.info_ints[a..a + n], n as u32),
+                        VcfType::String | VcfType::Character => {
+                            let value = &info[a..a + n];
+                            let width = 1 + value.iter().filter(|&&c| c == b',').count();
+                            col.begin_strs(width as u32);
+                            for part in value.split(|&c| c == b',') {
+                                if slot.ty == VcfType::Character {
+                                    col.note_chars(String::from_utf8_lossy(part).chars().count());
+                                }
+                                col.push_str(part);
+                            }
+                        }
+                    }
+                }
+                ValueAt::Format(j) => {
+                    let f = &d.format[j as usize];
+                    let width = f.counts.iter().copied().max().unwrap_or(0).max(1) as usize;
+                    match slot.ty {
+                        VcfType::Integer | VcfType::Float => {
+                            let (missing, end) = if slot.ty == VcfType::Integer {
+                                (BCF_INT32_MISSING as u32, BCF_INT32_VECTOR_END as u32)
+                            } else {
+                                (FLOAT32_MISSING, FLOAT32_FILL)
+                            };
+                            let vals = if f.vals.len() == width * s {
+                                &f.vals
+                            } else {
+                                d.padded.clear();
+                                let mut at = 0;
+                                for &c in &f.counts {
+                                    let c = c as usize;
+                                    if c == 0 {
+                                        d.padded.push(missing);
+                                        d.padded.extend(std::iter::repeat_n(end, width - 1));
+                                    } else {
+                                        d.padded.extend_from_slice(&f.vals[at..at + c]);
+                                        d.padded.extend(std::iter::repeat_n(end, width - c));
+                                    }
+                                    at += c;
+                                }
+                                &d.padded
+                            };
+                            if slot.ty == VcfType::Integer {
+                                col.push_htslib_ints(as_i32(vals), width as u32);
+                            } else {
+                                col.push_floats(vals, width as u32);
+                            }
+                        }
+                        _ => {
+                            col.begin_strs(width as u32);
+                            for &(a, e) in &f.spans {
+                                let v = if e > a {
+                                    &calls[a as usize..e as usize]
+                                } else {
+                                    &b"."[..]
+                                };
+                                let mut k = 0;
+                                for part in v.split(|&c| c == b',') {
+                                    if slot.ty == VcfType::Character {
+                                        col.note_chars(
+                                            String::from_utf8_lossy(part).chars().count(),
+                                        );
+                                    }
+                                    col.push_str(part);
+                                    k += 1;
+                                }
+                                for _ in k..width {
+                                    col.push_str(b"");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Some((_, col_gt, col_phased)) = &self.gt {
+            if s > 0 && has_gt {
+                if max_ploidy > 0 && self.ploidies.iter().any(|&p| p as usize != max_ploidy) {
+                    // Pad shorter calls with the fill value, as htslib's vector end.
+                    let mut padded = Vec::with_capacity(s * max_ploidy);
+                    let mut k = 0;
+                    for &p in &self.ploidies {
+                        padded.extend_from_slice(&self.gt_vals[k..k + p as usize]);
+                        padded.extend(std::iter::repeat_n(-2, max_ploidy - p as usize));
+                        k += p as usize;
+                    }
+                    self.gt_vals = padded;
+                }
+                batch.max_ploidy = batch.max_ploidy.max(max_ploidy as u32);
+                batch.columns[*col_gt].push_ints(&self.gt_vals, max_ploidy as u32);
+                batch.columns[*col_phased].push_bools(&self.phased, 1);
+            } else {
+                batch.columns[*col_gt].push_absent();
+                self.phased.clear();
+                self.phased.resize(s, 0);
+                batch.columns[*col_phased].push_bools(&self.phased, 1);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// `u32`s viewed as `i32`s (the same bits: htslib's integer sentinels).
+fn as_i32(v: &[u32]) -> &[i32] {
+    // SAFETY: u32 and i32 have the same size, alignment and validity (every bit
+    // pattern is valid for both); the slice's lifetime is kept.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const i32, v.len()) }
+}
+
+/// The end of the FORMAT value starting at `i`: the next `:` or tab, or the end.
+#[inline]
+fn value_end(v: &[u8], i: usize) -> usize {
+    v[i..]
+        .iter()
+        .position(|&b| b == b':' || b == b'\t')
+        .map_or(v.len(), |e| i + e)
+}
+
+/// Parses the INFO column into `d.info` (marking `d.from`); `false` hands the line
+/// to htslib.
+fn parse_info(
+    d: &mut Direct,
+    fields: &[crate::extract::FieldSlot],
+    info: &[u8],
+    n_alleles: usize,
+) -> bool {
+    d.info.clear();
+    d.info_ints.clear();
+    if info == b"." {
+        return true;
+    }
+    let mut at = 0usize;
+    for item in info.split(|&b| b == b';') {
+        let start = at;
+        at += item.len() + 1;
+        if item.is_empty() {
+            return false;
+        }
+        let (key, value) = match item.iter().position(|&b| b == b'=') {
+            Some(e) => (&item[..e], Some((start + e + 1, &item[e + 1..]))),
+            None => (item, None),
+        };
+        let Some(&slot) = d.info_slots.get(key) else {
+            return false;
+        };
+        if d.from[slot] != ValueAt::Absent || key == b"END" {
+            return false; // a key twice; END sets the variant's length (htslib's path)
+        }
+        let f = &fields[slot];
+        let v = match (f.ty, value) {
+            (VcfType::Flag, None) => InfoValue { start: 0, len: 0 },
+            (VcfType::Flag, Some(_)) | (_, None) => return false,
+            (_, Some((_, b""))) => return false,
+            (VcfType::Integer | VcfType::Float, Some((_, v))) => {
+                let a = d.info_ints.len();
+                let n = if f.ty == VcfType::Integer {
+                    parse_ints(v, &mut d.info_ints)
+                } else {
+                    parse_floats(v, &mut d.info_ints)
+                };
+                let Some(n) = n else { return false };
+                if most_values(f.number, n_alleles).is_some_and(|m| n as usize > m) {
+                    return false;
+                }
+                InfoValue {
+                    start: a as u32,
+                    len: n,
+                }
+            }
+            (_, Some((p, v))) => {
+                let parts = 1 + v.iter().filter(|&&c| c == b',').count();
+                if most_values(f.number, n_alleles).is_some_and(|m| parts > m) {
+                    return false;
+                }
+                InfoValue {
+                    start: p as u32,
+                    len: v.len() as u32,
+                }
+            }
+        };
+        d.from[slot] = ValueAt::Info(d.info.len() as u32);
+        d.info.push(v);
+    }
+    true
+}
+
+/// Resolves the FORMAT column's keys to field slots (cached while it repeats);
+/// `false` for an undeclared, duplicated or Flag key, or GT anywhere but first.
+fn resolve_format(
+    d: &mut Direct,
+    fields: &[crate::extract::FieldSlot],
+    keys: &[u8],
+    schema_has_gt: bool,
+) -> bool {
+    if keys == d.format_key.as_slice() && !d.format_fields.is_empty() {
+        return true;
+    }
+    d.format_key.clear();
+    d.format_fields.clear();
+    d.format_kinds.clear();
+    for (i, key) in keys.split(|&b| b == b':').enumerate() {
+        let slot = if key == b"GT" {
+            if i != 0 || !schema_has_gt {
+                return false;
+            }
+            GT
+        } else {
+            match d.format_slots.get(key) {
+                Some(&slot) if fields[slot].ty != VcfType::Flag => slot,
+                _ => return false,
+            }
+        };
+        if d.format_fields.contains(&slot) {
+            d.format_fields.clear();
+            return false;
+        }
+        d.format_fields.push(slot);
+        d.format_kinds.push(match slot {
+            GT => Kind::Gt,
+            _ => match fields[slot].ty {
+                VcfType::Integer => Kind::Int,
+                VcfType::Float => Kind::Float,
+                _ => Kind::Str,
+            },
+        });
+    }
+    if d.format.len() < d.format_fields.len() {
+        d.format
+            .resize_with(d.format_fields.len(), FormatValues::default);
+    }
+    d.format_key.extend_from_slice(keys);
+    true
+}
+
+/// A VCF mixing every shape the direct parse takes with records it must hand over
+/// (odd Numbers, strings, flags, missing and short vectors, omitted trailing fields,
+/// haploid and multi-digit calls; `END`, empty values, 10-digit integers, exponents,
+/// `.5`, `+1`), seeded; for the tests of both paths (here and `tests/oracles.rs`).
+/// `long_decimals` adds floats of up to eight decimals (bit-exact rounding; vcztools
+/// prints three, so the round trip tests go without).
+pub fn mixed_vcf(samples: usize, records: usize, seed: u64, long_decimals: bool) -> String {
+    let mut x = seed | 1;
+    let mut rnd = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let mut v = String::from(
+        "##fileformat=VCFv4.3\n##contig=<ID=c1,length=100000000>\n##contig=<ID=c2>\n\
+         ##FILTER=<ID=PASS,Description=\"ok\">\n##FILTER=<ID=q10,Description=\"low\">\n\
+         ##INFO=<ID=AC,Number=A,Type=Integer,Description=\"x\">\n\
+         ##INFO=<ID=AN,Number=1,Type=Integer,Description=\"x\">\n\
+         ##INFO=<ID=AF,Number=A,Type=Float,Description=\"x\">\n\
+         ##INFO=<ID=DB,Number=0,Type=Flag,Description=\"x\">\n\
+         ##INFO=<ID=TAG,Number=.,Type=String,Description=\"x\">\n\
+         ##INFO=<ID=CH,Number=1,Type=Character,Description=\"x\">\n\
+         ##INFO=<ID=RC,Number=R,Type=Integer,Description=\"x\">\n\
+         ##INFO=<ID=END,Number=1,Type=Integer,Description=\"x\">\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"x\">\n\
+         ##FORMAT=<ID=AD,Number=R,Type=Integer,Description=\"x\">\n\
+         ##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"x\">\n\
+         ##FORMAT=<ID=GQ,Number=1,Type=Integer,Description=\"x\">\n\
+         ##FORMAT=<ID=PL,Number=G,Type=Integer,Description=\"x\">\n\
+         ##FORMAT=<ID=VAF,Number=A,Type=Float,Description=\"x\">\n\
+         ##FORMAT=<ID=HQ,Number=2,Type=Integer,Description=\"x\">\n\
+         ##FORMAT=<ID=FT,Number=.,Type=String,Description=\"x\">\n\
+         ##FORMAT=<ID=FC,Number=1,Type=Character,Description=\"x\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO",
+    );
+    if samples > 0 {
+        v += "\tFORMAT";
+    }
+    for i in 0..samples {
+        v += &format!("\ts{i}");
+    }
+    v += "\n";
+    let formats = [
+        "GT:AD:DP:GQ:PL",
+        "GT:GQ:DP:AD:VAF:PL",
+        "GT",
+        "GT:FT:HQ",
+        "DP:AD",
+        "GT:FC:VAF",
+        "GT:AD:DP:GQ:PL:FT",
+    ];
+    for r in 0..records {
+        let chrom = if r < records / 2 { "c1" } else { "c2" };
+        let pos = 100 + 7 * r;
+        let n_alt = 1 + rnd(3) as usize;
+        let alt: Vec<&str> = ["G", "T", "CA"][..n_alt].to_vec();
+        let ints = |k: usize, rnd: &mut dyn FnMut(u64) -> u64| {
+            (0..k)
+                .map(|_| match rnd(12) {
+                    0 => ".".to_string(),
+                    1 => format!("-{}", 3 + rnd(50)), // -1, -2: VCF Zarr's missing, fill
+                    _ => rnd(1000).to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let floats = |k: usize, missing: bool, rnd: &mut dyn FnMut(u64) -> u64| {
+            (0..k)
+                .map(|_| match rnd(10) {
+                    0 if missing => ".".to_string(),
+                    1 => format!("{}.{:03}", rnd(5), rnd(1000)),
+                    2 => format!("-{}", 1 + rnd(9)),
+                    3 if long_decimals => format!("0.{}", rnd(100_000_000)),
+                    _ => format!("{}.{}", rnd(100), rnd(10)),
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let mut info: Vec<String> = Vec::new();
+        if rnd(4) > 0 {
+            // (An INFO vector of only `.` prints back as one `.`: none here.)
+            info.push(format!("AC={}", ints(n_alt, &mut rnd).replace('.', "7")));
+            info.push(format!("AN={}", rnd(5000)));
+            info.push(format!("AF={}", floats(n_alt, false, &mut rnd)));
+        }
+        if rnd(3) == 0 {
+            info.push("DB".into());
+        }
+        if rnd(4) == 0 {
+            info.push(format!("TAG=t{},u{}", rnd(9), rnd(99)));
+        }
+        if rnd(6) == 0 {
+            info.push(format!("CH={}", ["A", "b", "z"][rnd(3) as usize]));
+        }
+        if rnd(5) == 0 {
+            let k = 1 + rnd(n_alt as u64 + 1) as usize;
+            info.push(format!("RC={}", ints(k, &mut rnd).replace('.', "0")));
+        }
+        // Records the direct parse hands over.
+        match rnd(25) {
+            0 => info.push(format!("END={}", pos + 10)),
+            1 => info.push("AN=".into()),
+            2 => info.push("AN=1234567890".into()),
+            3 => info.push("AF=1e-3".into()),
+            4 => info.push("AN=+5".into()),
+            _ => {}
+        }
+        let info = if info.is_empty() {
+            ".".to_string()
+        } else {
+            info.join(";")
+        };
+        let fmt = formats[rnd(formats.len() as u64) as usize];
+        let filter = ["PASS", ".", "q10", "PASS;q10"][rnd(4) as usize];
+        let qual = match rnd(4) {
+            0 => ".".to_string(),
+            _ => format!("{}.{}", rnd(999), rnd(10)),
+        };
+        v += &format!(
+            "{chrom}\t{pos}\t{}\tA\t{}\t{qual}\t{filter}\t{info}",
+            if rnd(5) == 0 {
+                format!("rs{r}")
+            } else {
+                ".".into()
+            },
+            alt.join(",")
+        );
+        if samples > 0 {
+            v += "\t";
+            v += fmt;
+        }
+        let n_gt = (n_alt + 1) * (n_alt + 2) / 2;
+        let odd = rnd(30);
+        for k in 0..samples {
+            let mut vals: Vec<String> = Vec::new();
+            for key in fmt.split(':') {
+                let val = match key {
+                    "GT" => match rnd(20) {
+                        0 => "./.".into(),
+                        1 => ".".into(),
+                        2 => format!("{}", rnd(n_alt as u64 + 1)),
+                        3 => format!("{}|{}|{}", rnd(2), rnd(2), rnd(2)),
+                        4 if n_alt > 1 => "10/1".into(),
+                        _ => format!(
+                            "{}{}{}",
+                            rnd(n_alt as u64 + 1),
+                            ["/", "|"][rnd(2) as usize],
+                            rnd(n_alt as u64 + 1)
+                        ),
+                    },
+                    "AD" => match rnd(8) {
+                        0 => ".".into(),
+                        1 => ints(1, &mut rnd), // a short vector
+                        _ => ints(n_alt + 1, &mut rnd),
+                    },
+                    "DP" | "GQ" => ints(1, &mut rnd),
+                    "PL" => match rnd(10) {
+                        0 => ".".into(),
+                        _ => ints(n_gt, &mut rnd),
+                    },
+                    "VAF" => floats(n_alt, true, &mut rnd),
+                    "HQ" => ints(1 + rnd(2) as usize, &mut rnd),
+                    "FT" => ["PASS", "LowQual", "a,b", "."][rnd(4) as usize].into(),
+                    "FC" => ["x", "Y", "."][rnd(3) as usize].into(),
+                    _ => unreachable!(),
+                };
+                vals.push(val);
+            }
+            // Values the direct parse hands over, in the first sample now and then.
+            let at = |key: &str| fmt.split(':').position(|k| k == key);
+            if k == 0 {
+                match (odd, at("DP"), at("GQ"), at("VAF")) {
+                    // (An empty string value bcftools query drops: numbers only.)
+                    (0, _, _, _) if !matches!(fmt.split(':').nth(1), None | Some("FT" | "FC")) => {
+                        vals[1] = String::new()
+                    }
+                    (1, Some(i), _, _) => vals[i] = "1234567890".into(),
+                    (2, _, _, Some(i)) => vals[i] = ".5".into(),
+                    (3, _, Some(i), _) => vals[i] = "+3".into(),
+                    (4, _, _, Some(i)) => vals[i] = "1e-3".into(),
+                    _ => {}
+                }
+            }
+            // Trailing fields omitted (`./.` alone), now and then.
+            if vals.len() > 1 && rnd(15) == 0 {
+                vals.truncate(1 + rnd(vals.len() as u64 - 1) as usize);
+            }
+            let call = vals.join(":");
+            v += "\t";
+            v += &call;
+        }
+        v += "\n";
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_and_floats_as_htslib_reads_them() {
+        let mut out = Vec::new();
+        assert_eq!(parse_ints(b"1,.,-3,999999999", &mut out), Some(4));
+        assert_eq!(
+            out,
+            vec![1, BCF_INT32_MISSING as u32, (-3i32) as u32, 999_999_999]
+        );
+        for bad in [
+            "",
+            "1,",
+            ",1",
+            "+1",
+            "1234567890",
+            "1.5",
+            "-",
+            "1x",
+            "1,,2",
+            "1:2",
+        ] {
+            assert_eq!(parse_ints(bad.as_bytes(), &mut out), None, "{bad}");
+        }
+        assert_eq!(ints_at(b"0/1:3,4:5", 4, &mut out), Some((2, 7)));
+        assert_eq!(floats_at(b"x:0.5,.\t", 2, &mut out), Some((2, 7)));
+        let f = |s: &str| parse_float(s.as_bytes());
+        for (s, want) in [
+            ("0.1", 0.1f64),
+            ("-2.5", -2.5),
+            ("3.", 3.0),
+            ("0", 0.0),
+            ("123456.789", 123456.789),
+            ("0.000001", 0.000001),
+            ("1.00000000000000000001", 1.0),
+            ("33333333333333333.3", 33333333333333333.3),
+        ] {
+            assert_eq!(f(s), Some((want as f32).to_bits()), "{s}");
+        }
+        assert_eq!(f("-0"), Some((-0.0f32).to_bits()));
+        for bad in [".5", "1e5", "nan", "inf", "+1", "1.2.3", "", "-", "1,2"] {
+            assert_eq!(f(bad), None, "{bad}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod both_paths {
+    use crate::arrays::ArraySet;
+    use crate::column::Batch;
+    use crate::extract::Extractor;
+    use crate::fastvcf::TextReader;
+    use crate::source::VcfReader;
+    use std::path::Path;
+
+    /// Every line of `path` the direct parse takes gives the same columns (values,
+    /// widths, stats) as htslib's parse and the extractor; returns (direct, lines).
+    fn both(path: &Path) -> (usize, usize) {
+        let schema = VcfReader::open(path, 1).unwrap().schema;
+        let set = ArraySet::new(&schema);
+        let mut t = TextReader::open(path).unwrap().unwrap();
+        t.set_schema(&schema);
+        let n = schema.samples.len();
+        let mut ex_d = Extractor::for_header(t.header(), &schema, &set);
+        let mut ex_h = Extractor::for_header(t.header(), &schema, &set);
+        let (mut d, mut h) = (
+            Batch::new(&set.columns, n, 0),
+            Batch::new(&set.columns, n, 0),
+        );
+        let (mut direct, mut lines) = (0, 0);
+        while t.next_line(path, lines as u64).unwrap() {
+            let line = t.line().to_vec();
+            let r = lines as u64;
+            lines += 1;
+            if !ex_d
+                .extract_direct_line(path, r, &line, t.lookups(), &mut d)
+                .unwrap()
+            {
+                continue;
+            }
+            direct += 1;
+            let (rec, fix) = t.parse_line(path, r).unwrap();
+            ex_h.extract(path, r, rec, &mut h).unwrap();
+            ex_h.apply_line_fix(&fix, &mut h);
+            for (c, (a, b)) in d.columns.iter().zip(&h.columns).enumerate() {
+                let name = &set
+                    .arrays
+                    .iter()
+                    .find(|x| x.column == c)
+                    .map_or("?", |x| &x.name);
+                assert!(
+                    format!("{a:?}") == format!("{b:?}"),
+                    "{}: line {lines}, column {name}: direct {:?} htslib {:?}\n{}",
+                    path.display(),
+                    a.widths.last(),
+                    b.widths.last(),
+                    String::from_utf8_lossy(&line[..line.len().min(300)])
+                );
+            }
+            assert_eq!(d.loci, h.loci);
+            assert_eq!((d.max_alleles, d.max_ploidy), (h.max_alleles, h.max_ploidy));
+            d.reset(0);
+            h.reset(0);
+        }
+        (direct, lines)
+    }
+
+    #[test]
+    fn the_direct_parse_stores_what_htslib_does() {
+        let dir = std::env::temp_dir().join(format!("svar2-direct-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (samples, records, seed) in [(5, 400, 1), (1, 300, 2), (40, 200, 3), (0, 50, 4)] {
+            let p = dir.join(format!("mixed{seed}.vcf"));
+            std::fs::write(&p, super::mixed_vcf(samples, records, seed, true)).unwrap();
+            let (direct, lines) = both(&p);
+            assert_eq!(lines, records);
+            eprintln!("{}: direct {direct} of {lines}", p.display());
+            assert!(
+                direct * 10 >= lines * 6,
+                "{}: direct {direct} of {lines}",
+                p.display()
+            );
+            assert!(
+                direct < lines,
+                "{}: the hand-over cases were all taken",
+                p.display()
+            );
+        }
+        let af = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/all_fields.vcf");
+        let (direct, lines) = both(&af);
+        assert!(direct > 0 && lines > 0);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
