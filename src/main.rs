@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod read;
-use svar2_convert::planning::{make_plan, PlanRequest};
+use svar2_convert::planning::PlanRequest;
 use svar2_planner::geometry::Patch;
 use svar2_planner::size::{human, parse_max_mem, MaxMem};
 use svar2_planner::Requested;
@@ -29,13 +29,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Convert a VCF, bgzipped VCF or BCF into a VCF Zarr v3 store.
+    /// Convert VCF, bgzipped VCF or BCF files of one call set into a VCF Zarr v3 store.
     Convert {
-        /// Input .vcf, .vcf.gz or .bcf.
-        input: PathBuf,
-        /// Output store directory: new, empty, or an interrupted svar2 store (an
-        /// existing Zarr store only with --force; anything else is refused).
-        output: PathBuf,
+        /// INPUT... OUTPUT: the inputs (.vcf, .vcf.gz, .bcf; several files of one
+        /// call set, e.g. one per chromosome: same samples, each contig in one file;
+        /// `-` reads VCF text from standard input), then the output store directory:
+        /// new, empty, or an interrupted svar2 store (an existing Zarr store only
+        /// with --force; anything else is refused).
+        #[arg(required = true, num_args = 1.., value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// A file listing the inputs, one path per line (then give only OUTPUT).
+        #[arg(long, value_name = "FILE")]
+        inputs: Option<PathBuf>,
         #[command(flatten)]
         plan: PlanArgs,
         /// Replace an existing Zarr store. Never removes anything else: a folder of
@@ -50,10 +55,14 @@ enum Command {
     /// Print the conversion plan (budget, cores, contig order, geometry, predicted
     /// peak RSS) from the header and index alone; writes nothing.
     Plan {
-        /// Input .vcf, .vcf.gz or .bcf.
-        input: PathBuf,
-        /// The output the conversion would write (not touched).
-        output: Option<PathBuf>,
+        /// INPUT... [OUTPUT]: the inputs as for convert, then optionally the output
+        /// the conversion would write (not touched; recognised as not named like an
+        /// input: .vcf, .vcf.gz, .bcf, .gz, `-`).
+        #[arg(required_unless_present = "inputs", num_args = 0.., value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// A file listing the inputs, one path per line.
+        #[arg(long, value_name = "FILE")]
+        inputs: Option<PathBuf>,
         #[command(flatten)]
         plan: PlanArgs,
         /// Accepted for clarity: `plan` never writes anything.
@@ -265,6 +274,52 @@ impl PlanArgs {
     }
 }
 
+/// Whether a path is named like an input (`-`, .vcf, .vcf.gz, .bcf, .gz, .bgz).
+fn input_like(p: &std::path::Path) -> bool {
+    let n = p.to_string_lossy();
+    n == "-"
+        || [".vcf", ".gz", ".bcf", ".bgz"]
+            .iter()
+            .any(|e| n.ends_with(e))
+}
+
+/// The inputs and the output from the positional paths (and `--inputs FILE`, one
+/// path per line). `needs_output`: the last path is the output (convert); otherwise
+/// it is one only when not named like an input (plan).
+fn split_paths(
+    mut paths: Vec<PathBuf>,
+    list: Option<&std::path::Path>,
+    needs_output: bool,
+) -> Result<(Vec<PathBuf>, Option<PathBuf>), String> {
+    let output = match (needs_output, paths.last()) {
+        (true, _) if paths.len() < 2 && list.is_none() => {
+            return Err("give the inputs, then the output store (INPUT... OUTPUT)".into())
+        }
+        (true, _) => paths.pop(),
+        (false, Some(last)) if list.is_some() || (paths.len() > 1 && !input_like(last)) => {
+            paths.pop()
+        }
+        _ => None,
+    };
+    if let Some(list) = list {
+        if !paths.is_empty() {
+            return Err("with --inputs FILE, give only the output store".into());
+        }
+        let text = std::fs::read_to_string(list)
+            .map_err(|e| format!("--inputs {}: {e}", list.display()))?;
+        paths = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(PathBuf::from)
+            .collect();
+        if paths.is_empty() {
+            return Err(format!("--inputs {}: lists no files", list.display()));
+        }
+    }
+    Ok((paths, output))
+}
+
 fn parse_order(s: &str) -> Result<svar2_convert::ContigOrder, String> {
     use svar2_convert::ContigOrder::*;
     match s {
@@ -326,8 +381,8 @@ fn out_json(report: &impl serde::Serialize) {
 fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     match cli.command {
         Command::Convert {
-            input,
-            output,
+            paths,
+            inputs,
             plan,
             force,
             debug_contig_order,
@@ -338,7 +393,9 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 progress: !cli.quiet,
                 contig_order: debug_contig_order,
             };
-            let s = svar2_convert::convert(&input, &output, &opts)?;
+            let (inputs, output) = split_paths(paths, inputs.as_deref(), true)?;
+            let output = output.expect("convert names its output");
+            let s = svar2_convert::convert_inputs(&inputs, &output, &opts)?;
             if !cli.quiet {
                 eprintln!(
                     "svar2: {} records in {:.2} s -> {} ({} in {} files{})",
@@ -360,14 +417,15 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             Ok(())
         }
         Command::Plan {
-            input,
-            output,
+            paths,
+            inputs,
             plan,
             dry_run: _,
             json,
             probe,
         } => {
-            let report = make_plan(&input, &plan.request(probe))?;
+            let (inputs, output) = split_paths(paths, inputs.as_deref(), false)?;
+            let report = svar2_convert::planning::plan_inputs(&inputs, &plan.request(probe))?;
             if json {
                 out_json(&report);
             } else {

@@ -8,8 +8,9 @@
 use crate::arrays::{ArraySet, Geometry, Stats};
 use crate::column::Batch;
 use crate::error::{Error, Result};
-use crate::planning::{make_plan, PlanRequest};
-use crate::source::VcfReader;
+use crate::inputs::{is_stdin, Input};
+use crate::planning::{make_plan, make_plan_inputs, PlanRequest};
+use crate::source::{Stream, VcfReader};
 use crate::writer::Writer;
 use std::path::Path;
 use std::time::Instant;
@@ -97,10 +98,83 @@ fn progress_bar(enabled: bool, total: Option<u64>) -> indicatif::ProgressBar {
 
 /// Converts `input` (VCF, VCF.gz or BCF) into a VCF Zarr store at `output`.
 pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
+    convert_inputs(&[input.to_path_buf()], output, opts)
+}
+
+/// The contig of an input's first record: VCF text's line read ahead, else the
+/// first contig with records in its index, else the first record of a fresh handle.
+fn first_contig(r: &VcfReader) -> Option<String> {
+    if let Some(c) = r.first_text_contig() {
+        return Some(c);
+    }
+    if let Ok(ic) = crate::index::contig_counts(&r.path, &r.schema.contigs) {
+        let named = r.schema.contigs.iter().map(|c| &c.name).zip(&ic.counts);
+        return named.filter(|(_, &n)| n > 0).map(|(c, _)| c.clone()).next();
+    }
+    let mut fresh = VcfReader::open(&r.path, 1).ok()?;
+    let set = ArraySet::new(&fresh.schema);
+    let mut ex = fresh.extractor(&set);
+    let mut b = Batch::new(&set.columns, fresh.schema.samples.len(), 0);
+    fresh.read_into(&mut ex, &mut b, 0).ok()?.then_some(())?;
+    let rid = b.loci.first()?.0;
+    Some(fresh.schema.contig_label(rid as i64).to_string())
+}
+
+/// Converts the inputs of one call set — one file, several (per-chromosome files: the
+/// same samples, each contig in one file), or `-` (standard input, alone) — into a
+/// VCF Zarr store at `output`. Variants are in contig order (the headers'), then
+/// position, whatever the order of `inputs`.
+pub fn convert_inputs(
+    inputs: &[std::path::PathBuf],
+    output: &Path,
+    opts: &Options,
+) -> Result<Summary> {
     let t0 = Instant::now();
-    // Nothing is written before the output is known to be writable and the plan to fit.
+    let Some(first) = inputs.first() else {
+        return Err(Error::Usage("no input files".into()));
+    };
+    if inputs.len() > 1 && inputs.iter().any(|p| is_stdin(p)) {
+        return Err(Error::Usage(
+            "`-` (standard input) is read alone, not with other inputs".into(),
+        ));
+    }
+    // Nothing is written before the output is known to be writable, every input's
+    // header is read and checked, and the plan fits.
     svar2_store::dir::check_output(output, opts.force)?;
-    let report = make_plan(input, &opts.request)?;
+    let input = first.as_path();
+    let single = inputs.len() == 1 && !is_stdin(input);
+    let (report, mut files, mut schema) = if single {
+        let report = make_plan(input, &opts.request)?;
+        let reader = VcfReader::open(input, report.threads)?;
+        let schema = reader.schema.clone();
+        (report, vec![reader], schema)
+    } else {
+        let threads = opts.request.threads.unwrap_or(1);
+        let opened = inputs
+            .iter()
+            .map(|p| VcfReader::open(p, threads))
+            .collect::<Result<Vec<_>>>()?;
+        let ins: Vec<Input> = opened
+            .iter()
+            .map(|r| Input {
+                path: r.path.clone(),
+                schema: r.schema.clone(),
+            })
+            .collect();
+        let merged = match ins.len() {
+            1 => ins[0].schema.clone(),
+            _ => crate::inputs::merge(&ins)?,
+        };
+        let report = make_plan_inputs(&ins, &merged, &opts.request)?;
+        let firsts: Vec<Option<String>> = opened.iter().map(first_contig).collect();
+        let order = crate::inputs::read_order(&ins, &firsts, &merged);
+        let mut slots: Vec<Option<VcfReader>> = opened.into_iter().map(Some).collect();
+        let files = order
+            .iter()
+            .map(|&i| slots[i].take().expect("each input once"))
+            .collect();
+        (report, files, merged)
+    };
     let threads = report.threads;
     tracing::info!(
         cc = report.plan.cc,
@@ -110,8 +184,6 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
         "plan\n{}",
         report.render()
     );
-    let mut reader = VcfReader::open(input, threads)?;
-    let mut schema = reader.schema.clone();
     schema.add_undeclared_contigs(&report.undeclared_contigs);
     let set = ArraySet::new(&schema);
     let g = normalise(report.geometry(), schema.samples.len() as u64);
@@ -153,7 +225,7 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     let (cc, readers) = (report.plan.cc, report.plan.w as usize);
     let counts: Vec<u64> = report.contigs.iter().map(|c| c.cost).collect();
     let parallel = cc > 1 || readers > 1;
-    let pieces = (parallel && report.index.is_some())
+    let pieces = (parallel && single && report.index.is_some())
         .then(|| {
             crate::pieces::plan_pieces(
                 input,
@@ -213,11 +285,17 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
                     &tx,
                 );
             });
-            drop(reader);
+            drop(files);
         } else {
             let widths = set.planned_column_widths();
+            let schema_ref = &schema;
             scope.spawn(move || {
-                let mut ex = reader.extractor(set_ref);
+                // Built here: extractors hold htslib buffers and stay on this thread.
+                let mut stream = if single {
+                    Stream::single(files.pop().expect("one reader"), set_ref)
+                } else {
+                    Stream::many(files, schema_ref, set_ref)
+                };
                 let mut n: u64 = 0;
                 loop {
                     let mut batch = match recycle_rx.try_recv() {
@@ -232,7 +310,7 @@ pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
                         }
                     };
                     while batch.len() < vc {
-                        match reader.read_into(&mut ex, &mut batch, n) {
+                        match stream.read_into(&mut batch, n) {
                             Ok(true) => n += 1,
                             Ok(false) => break,
                             Err(e) => {

@@ -135,6 +135,14 @@ impl TextReader {
         lk.samples = schema.samples.clone();
     }
 
+    /// CHROM of the line read ahead at open, if any.
+    pub fn pending_contig(&self) -> Option<String> {
+        self.pending.filter(|&r| r >= 0)?;
+        let line = self.ks.bytes();
+        let chrom = line.split(|&b| b == b'\t').next()?;
+        (!chrom.is_empty()).then(|| String::from_utf8_lossy(chrom).into_owned())
+    }
+
     /// The file's header.
     pub fn header(&self) -> &HeaderView {
         &self.header

@@ -14,6 +14,7 @@ pub mod fastvcf;
 mod genotype;
 mod hts;
 pub mod index;
+pub mod inputs;
 pub mod pieces;
 pub mod planning;
 pub mod probe;
@@ -26,5 +27,5 @@ pub mod chunk;
 pub mod convert;
 pub mod source;
 
-pub use convert::{convert, ContigOrder, Options, Summary};
+pub use convert::{convert, convert_inputs, ContigOrder, Options, Summary};
 pub use svar2_store::dir::digest;

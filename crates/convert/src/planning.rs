@@ -53,6 +53,8 @@ pub struct PlanReport {
     pub zstd_level: i32,
     /// What the rate probe measured, when it ran.
     pub probe: Option<crate::probe::Probe>,
+    /// Inputs read one after another (0: standard input), or 1 for one file.
+    pub streams: usize,
 }
 
 /// The most contigs this build's executor converts at once.
@@ -61,9 +63,113 @@ pub const EXECUTOR_MAX_CC: usize = 64;
 /// Plans a conversion of `input` from its header and index.
 pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
     let reader = VcfReader::open(input, 1)?;
-    let mut schema = reader.schema.clone();
-    let set = ArraySet::new(&schema);
+    let schema = reader.schema.clone();
     let counted = contig_counts(input, &schema.contigs);
+    plan_schema(input, schema, counted, 1, req)
+}
+
+/// Plans a conversion of `inputs` (one file, several of one call set, or `-`) as
+/// `convert_inputs` will run it.
+pub fn plan_inputs(inputs: &[PathBuf], req: &PlanRequest) -> Result<PlanReport> {
+    match inputs {
+        [] => Err(Error::Usage("no input files".into())),
+        [one] if !crate::inputs::is_stdin(one) => make_plan(one, req),
+        _ => {
+            let ins = inputs
+                .iter()
+                .map(|p| {
+                    VcfReader::open(p, 1).map(|r| crate::inputs::Input {
+                        path: r.path.clone(),
+                        schema: r.schema,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let merged = match ins.len() {
+                1 => ins[0].schema.clone(),
+                _ => crate::inputs::merge(&ins)?,
+            };
+            make_plan_inputs(&ins, &merged, req)
+        }
+    }
+}
+
+/// Plans a conversion of several inputs of one call set (or of standard input), read
+/// one after another by one streaming reader, into `merged`'s arrays. Contig counts
+/// come from every input's index when each has one; a contig with records in two
+/// inputs is refused here, before anything is written.
+pub fn make_plan_inputs(
+    inputs: &[crate::inputs::Input],
+    merged: &crate::schema::Schema,
+    req: &PlanRequest,
+) -> Result<PlanReport> {
+    let mut counts = vec![0u64; merged.contigs.len()];
+    let mut owner: Vec<Option<&Path>> = vec![None; merged.contigs.len()];
+    let mut kind = None;
+    let mut missing = None;
+    for inp in inputs {
+        match contig_counts(&inp.path, &inp.schema.contigs) {
+            Ok(ic) => {
+                kind = Some(ic.kind);
+                let named = inp
+                    .schema
+                    .contigs
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .zip(ic.counts.iter().copied())
+                    .chain(ic.undeclared.iter().map(|(n, c)| (n.as_str(), *c)));
+                for (name, c) in named.filter(|&(_, c)| c > 0) {
+                    let Some(i) = merged.contigs.iter().position(|m| m.name == name) else {
+                        missing = Some(format!(
+                            "{}: contig {name} is not declared",
+                            inp.path.display()
+                        ));
+                        continue;
+                    };
+                    if let Some(other) = owner[i] {
+                        return Err(Error::Usage(format!(
+                            "contig {name} has records in {} and in {}: give each contig's \
+                             records in one file (`bcftools concat -a` joins them)",
+                            other.display(),
+                            inp.path.display()
+                        )));
+                    }
+                    owner[i] = Some(&inp.path);
+                    counts[i] += c;
+                }
+            }
+            Err(no) => missing = Some(format!("{}: {}", inp.path.display(), no.reason)),
+        }
+    }
+    let counted = match (missing, kind) {
+        (None, Some(kind)) => Ok(crate::index::IndexCounts {
+            kind,
+            path: PathBuf::from(format!("beside each of the {} inputs", inputs.len())),
+            counts,
+            undeclared: Vec::new(),
+        }),
+        (why, _) => Err(crate::index::NoCounts {
+            reason: why.unwrap_or_else(|| "no index".into()),
+        }),
+    };
+    let label = if inputs.len() == 1 {
+        inputs[0].path.clone()
+    } else {
+        PathBuf::from(format!("{} inputs", inputs.len()))
+    };
+    plan_schema(&label, merged.clone(), counted, inputs.len(), req)
+}
+
+/// The plan from a schema and its contig counts; `streams` > 1 (or standard input)
+/// means one streaming reader over inputs read one after another.
+fn plan_schema(
+    input: &Path,
+    mut schema: crate::schema::Schema,
+    counted: std::result::Result<crate::index::IndexCounts, crate::index::NoCounts>,
+    streams: usize,
+    req: &PlanRequest,
+) -> Result<PlanReport> {
+    let one_stream = streams > 1 || crate::inputs::is_stdin(input);
+    let set = ArraySet::new(&schema);
     // Contigs the index lists that the header does not declare join the store's list
     // (in the index's order, which is the file's), as a streaming read would add them.
     let undeclared: Vec<String> = counted
@@ -141,9 +247,9 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
         patch: req.patch,
         max_amplification: req.max_amplification,
         requested: req.requested,
-        readers: req.readers,
+        readers: if one_stream { Some(1) } else { req.readers },
         probe: None,
-        max_concurrent_contigs: EXECUTOR_MAX_CC,
+        max_concurrent_contigs: if one_stream { 1 } else { EXECUTOR_MAX_CC },
         model: MEASURED,
     };
     // A header Number so large that one record cannot fit is the header's fault, not
@@ -178,13 +284,13 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
     let mut plan = plan(&input_plan).map_err(plan_err)?;
     let mut probe = None;
     let probe_helps = svar2_planner::readers_that_fit(input_plan.cores) > 1;
-    if req.probe && req.readers.is_none() && index.is_some() && !probe_helps {
+    if req.probe && req.readers.is_none() && index.is_some() && !probe_helps && !one_stream {
         plan.notes.push(format!(
             "rate probe skipped: {} core(s) leave room for one reader beside the encoder",
             input_plan.cores
         ));
     }
-    if req.probe && req.readers.is_none() && index.is_some() && probe_helps {
+    if req.probe && req.readers.is_none() && index.is_some() && probe_helps && !one_stream {
         // Probe the start of the largest contig with the geometry just planned.
         let counts: Vec<u64> = contigs.iter().map(|c| c.cost).collect();
         let largest = plan.order.first().copied();
@@ -226,6 +332,11 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
         plan,
         zstd_level: req.zstd_level,
         probe,
+        streams: if crate::inputs::is_stdin(input) {
+            0
+        } else {
+            streams
+        },
     })
 }
 
@@ -286,6 +397,11 @@ impl PlanReport {
             let _ = writeln!(s, "  {:>3}. {:<20} {what}", rank + 1, c.name);
         }
         let readers = match (p.readers_from, &self.probe) {
+            _ if self.streams == 0 => "standard input: one streaming reader".to_string(),
+            _ if self.streams > 1 => format!(
+                "{} inputs read one after another by one streaming reader",
+                self.streams
+            ),
             (svar2_planner::ReaderSource::User, _) => "from --readers".to_string(),
             (svar2_planner::ReaderSource::Probe, Some(pr)) => format!(
                 "from the rate probe: {} records read in {:.1} ms, encoded in {:.1} ms, ratio {}",

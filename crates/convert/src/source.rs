@@ -51,6 +51,19 @@ fn raw_header(header: &bcf::header::HeaderView) -> String {
 impl VcfReader {
     /// Opens a VCF, bgzipped VCF or BCF and reads its header.
     pub fn open(path: &Path, threads: usize) -> Result<VcfReader> {
+        if crate::inputs::is_stdin(path) {
+            // Standard input is read once: VCF text (plain or bgzipped) only, since
+            // telling BCF apart would consume what its reader needs.
+            return match TextReader::open(path)? {
+                Some(t) => Self::finish_open(path, Inner::Text(Box::new(t))),
+                None => Err(Error::Open {
+                    path: path.into(),
+                    msg: "standard input is not VCF text: pipe VCF (`bcftools view -Ov`, \
+                          plain or bgzipped), or give the BCF file's path"
+                        .into(),
+                }),
+            };
+        }
         if !path.exists() {
             return Err(Error::Open {
                 path: path.into(),
@@ -77,6 +90,11 @@ impl VcfReader {
                 Inner::Hts(reader, rec)
             }
         };
+        Self::finish_open(path, inner)
+    }
+
+    /// Reads the schema from the opened file's header.
+    fn finish_open(path: &Path, inner: Inner) -> Result<VcfReader> {
         let header = match &inner {
             Inner::Hts(r, _) => r.header(),
             Inner::Text(t) => t.header(),
@@ -94,6 +112,15 @@ impl VcfReader {
             last: None,
             left: Vec::new(),
         })
+    }
+
+    /// The contig of the first record of VCF text (read ahead at open); `None` for
+    /// BCF or an empty file.
+    pub fn first_text_contig(&self) -> Option<String> {
+        match &self.inner {
+            Inner::Text(t) => t.pending_contig(),
+            Inner::Hts(..) => None,
+        }
     }
 
     /// An extractor for this file's records into `set`'s columns.
@@ -225,5 +252,73 @@ impl VcfReader {
                 Ok(true)
             }
         }
+    }
+}
+
+/// Inputs of one call set read one after another as one stream of records, each
+/// with its own header (an extractor per file into the merged schema's columns).
+pub struct Stream {
+    files: Vec<(VcfReader, Extractor)>,
+    at: usize,
+    /// Which file each store contig's records came from.
+    contig_file: Vec<Option<usize>>,
+}
+
+impl Stream {
+    /// One input, read with its own schema.
+    pub fn single(reader: VcfReader, set: &crate::arrays::ArraySet) -> Stream {
+        let ex = reader.extractor(set);
+        Stream {
+            files: vec![(reader, ex)],
+            at: 0,
+            contig_file: Vec::new(),
+        }
+    }
+
+    /// The inputs, in reading order, and the merged schema they convert into.
+    pub fn many(readers: Vec<VcfReader>, schema: &Schema, set: &crate::arrays::ArraySet) -> Stream {
+        let files = readers
+            .into_iter()
+            .map(|mut r| {
+                let ex = Extractor::for_header(r.header(), schema, set);
+                r.schema = schema.clone(); // messages name store contigs
+                (r, ex)
+            })
+            .collect();
+        Stream {
+            files,
+            at: 0,
+            contig_file: Vec::new(),
+        }
+    }
+
+    /// Reads the next record into `batch`; `Ok(false)` after the last file. A contig
+    /// met in a second file is an error (its records would not be in order).
+    pub fn read_into(&mut self, batch: &mut Batch, record_no: u64) -> Result<bool> {
+        while let Some((r, ex)) = self.files.get_mut(self.at) {
+            if !r.read_into(ex, batch, record_no)? {
+                self.at += 1;
+                continue;
+            }
+            let contig = batch.loci.last().map_or(0, |l| l.0.max(0) as usize);
+            if self.contig_file.len() <= contig {
+                self.contig_file.resize(contig + 1, None);
+            }
+            let name = r.schema.contig_label(contig as i64).to_string();
+            match self.contig_file[contig] {
+                None => self.contig_file[contig] = Some(self.at),
+                Some(f) if f == self.at => {}
+                Some(f) => {
+                    return Err(Error::Usage(format!(
+                        "contig {name} has records in {} and in {}: give each contig's \
+                         records in one file (`bcftools concat -a` joins them)",
+                        self.files[f].0.path.display(),
+                        self.files[self.at].0.path.display()
+                    )))
+                }
+            }
+            return Ok(true);
+        }
+        Ok(false)
     }
 }
