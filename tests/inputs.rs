@@ -48,9 +48,10 @@ fn split_by_contig(src: &Path, dir: &Path) -> Vec<(PathBuf, PathBuf)> {
         .collect()
 }
 
-fn convert_many(inputs: &[&Path], out: &Path) {
+fn convert_many(inputs: &[&Path], out: &Path, args: &[&str]) {
     let o = svar2()
         .args(["convert", "-q"])
+        .args(args)
         .args(inputs)
         .arg(out)
         .output()
@@ -93,10 +94,21 @@ fn split_files_in_any_order_give_the_single_files_bytes() {
             })
             .rev()
             .collect();
-        for (k, list) in [gz, bcf, mixed].iter().enumerate() {
+        for (k, list) in [gz, bcf, mixed.clone()].iter().enumerate() {
             let out = sub.join(format!("many{k}.zarr"));
-            convert_many(list, &out);
+            convert_many(list, &out, &[]);
             assert_eq!(digest(&out), want, "{name}: inputs {list:?}");
+        }
+        // Through the indexes: sub-contig readers, and files converted concurrently
+        // (in reverse dispatch order, the worst case for stitching).
+        for args in [
+            &["--readers", "2"][..],
+            &["--threads", "4", "--debug-contig-order", "reverse"],
+        ] {
+            let out = sub.join("indexed.zarr");
+            convert_many(&mixed, &out, args);
+            assert_eq!(digest(&out), want, "{name}: {args:?}");
+            std::fs::remove_dir_all(&out).unwrap();
         }
         // --inputs FILE, and plan over the same list.
         let listing = sub.join("inputs.txt");
@@ -156,7 +168,7 @@ fn split_files_give_the_same_arrays_as_vcf2zarr() {
         reference.display()
     ));
     let ours = d.join("svar2.zarr");
-    convert_many(&gz, &ours);
+    convert_many(&gz, &ours, &[]);
     sh_ok(&format!(
         "python3 {} {} {}",
         py("compare_stores.py"),

@@ -225,16 +225,21 @@ pub fn convert_inputs(
     let (cc, readers) = (report.plan.cc, report.plan.w as usize);
     let counts: Vec<u64> = report.contigs.iter().map(|c| c.cost).collect();
     let parallel = cc > 1 || readers > 1;
-    let pieces = (parallel && single && report.index.is_some())
+    let per_contig = PIECES_PER_READER as usize * readers;
+    let pieces = (parallel && report.index.is_some())
         .then(|| {
-            crate::pieces::plan_pieces(
-                input,
-                &schema,
-                &counts,
-                PIECES_PER_READER as usize * readers,
-            )
+            if single {
+                crate::pieces::plan_pieces(input, &schema, &counts, per_contig)
+            } else {
+                let own: Vec<(&Path, &crate::schema::Schema)> = files
+                    .iter()
+                    .map(|r| (r.path.as_path(), &r.schema))
+                    .collect();
+                crate::pieces::plan_pieces_inputs(&own, &schema, per_contig)
+            }
         })
         .flatten();
+    let paths: Vec<std::path::PathBuf> = files.iter().map(|r| r.path.clone()).collect();
     if pieces.is_none() && opts.request.readers.is_some_and(|r| r > 1) {
         return Err(Error::Usage(format!(
             "{0}: --readers {readers} reads the file through its index, and it has none \
@@ -272,9 +277,10 @@ pub fn convert_inputs(
                 order = ?opts.contig_order,
                 "reading through the index"
             );
+            let paths = &paths;
             scope.spawn(move || {
                 crate::pieces::read_in_pieces(
-                    input,
+                    paths,
                     schema_ref,
                     set_ref,
                     pieces,

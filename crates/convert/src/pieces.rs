@@ -32,6 +32,8 @@ pub struct Piece {
     pub end: i64,
     /// True for the contig's last piece (where its record count is checked).
     pub last_of_contig: bool,
+    /// Which input holds it (an index into the inputs in reading order).
+    pub file: u32,
 }
 
 fn is_text(input: &Path) -> bool {
@@ -83,10 +85,33 @@ pub fn plan_pieces(
                 beg,
                 end,
                 last_of_contig: i + 1 == k,
+                file: 0,
             });
         }
     }
     Some(pieces)
+}
+
+/// Pieces over several inputs of one call set (each with its own header's schema, in
+/// reading order): each input's contigs planned from its own index as [`plan_pieces`]
+/// does, numbered as `merged`'s contigs. `None` if an input has no usable index.
+pub fn plan_pieces_inputs(
+    inputs: &[(&Path, &Schema)],
+    merged: &Schema,
+    per_contig: usize,
+) -> Option<Vec<Piece>> {
+    let mut all = Vec::new();
+    for (f, (path, own)) in inputs.iter().enumerate() {
+        // This input's own counts (its header may declare every contig of the set).
+        let own_counts = crate::index::contig_counts(path, &own.contigs).ok()?.counts;
+        for mut p in plan_pieces(path, own, &own_counts, per_contig)? {
+            let name = &own.contigs[p.rid as usize].name;
+            p.rid = merged.contigs.iter().position(|c| &c.name == name)? as u32;
+            p.file = f as u32;
+            all.push(p);
+        }
+    }
+    Some(all)
 }
 
 /// A reader of pieces: its own file handle, index, header and extractor.
@@ -295,6 +320,8 @@ enum PieceMsg {
 /// A contig handed to a sequencer: its pieces' record streams, in position order.
 struct ContigJob {
     rid: u32,
+    /// The input holding it (for messages).
+    path: PathBuf,
     /// Where the contig starts on the global variants axis.
     offset: u64,
     /// Records the index lists for it.
@@ -311,7 +338,7 @@ struct ContigJob {
 /// is an error.
 #[allow(clippy::too_many_arguments)]
 pub fn read_in_pieces(
-    input: &Path,
+    inputs: &[PathBuf],
     schema: &Schema,
     set: &ArraySet,
     pieces: &[Piece],
@@ -350,6 +377,7 @@ pub fn read_in_pieces(
         crossbeam_channel::unbounded::<(usize, crossbeam_channel::Sender<PieceMsg>)>();
     let (contig_tx, contig_rx) = crossbeam_channel::unbounded::<ContigJob>();
     for (rid, idx) in dispatch {
+        let path = inputs[pieces[idx[0]].file as usize].clone();
         let mut rxs = Vec::with_capacity(idx.len());
         for &i in idx {
             // One batch of slack per piece: a reader ahead of its sequencer blocks,
@@ -361,6 +389,7 @@ pub fn read_in_pieces(
         contig_tx
             .send(ContigJob {
                 rid: *rid,
+                path,
                 offset: offsets[rid],
                 expected: counts.get(*rid as usize).copied().unwrap_or(0),
                 pieces: rxs,
@@ -372,16 +401,20 @@ pub fn read_in_pieces(
         for _ in 0..(cc * w).max(1) {
             let job_rx = job_rx.clone();
             scope.spawn(move || {
-                let mut reader = match PieceReader::open(input, schema, set) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        if let Ok((_, tx)) = job_rx.recv() {
-                            let _ = tx.send(PieceMsg::Failed(e));
-                        }
-                        return;
-                    }
-                };
+                // One reader per input this thread meets, opened on first use.
+                let mut readers: Vec<Option<PieceReader>> = inputs.iter().map(|_| None).collect();
                 for (i, tx) in job_rx.iter() {
+                    let f = pieces[i].file as usize;
+                    if readers[f].is_none() {
+                        match PieceReader::open(&inputs[f], schema, set) {
+                            Ok(r) => readers[f] = Some(r),
+                            Err(e) => {
+                                let _ = tx.send(PieceMsg::Failed(e));
+                                return;
+                            }
+                        }
+                    }
+                    let reader = readers[f].as_mut().expect("opened above");
                     let sent = reader.read(&pieces[i], rows, specs, n_samples, |b| {
                         tx.send(PieceMsg::Rows(b)).is_ok()
                     });
@@ -400,7 +433,7 @@ pub fn read_in_pieces(
             let contig_rx = contig_rx.clone();
             scope.spawn(move || {
                 for job in contig_rx.iter() {
-                    if let Err(e) = sequence_contig(input, schema, specs, job, rows, out) {
+                    if let Err(e) = sequence_contig(schema, specs, job, rows, out) {
                         let _ = out.send(Err(e));
                         return;
                     }
@@ -413,7 +446,6 @@ pub fn read_in_pieces(
 /// Joins one contig's pieces in order and re-cuts them on the global grid.
 /// `Ok` also when the consumer hung up (it has an error of its own to report).
 fn sequence_contig(
-    input: &Path,
     schema: &Schema,
     specs: &[crate::arrays::ColumnSpec],
     job: ContigJob,
@@ -422,8 +454,9 @@ fn sequence_contig(
 ) -> Result<()> {
     let n_samples = schema.samples.len();
     let rows = rows as u64;
+    let input = job.path.clone();
     let stale = |read: u64, at: u64| Error::Record {
-        path: input.into(),
+        path: input.clone(),
         record: at,
         locus: schema.contigs[job.rid as usize].name.clone(),
         msg: format!(

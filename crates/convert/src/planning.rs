@@ -168,7 +168,8 @@ fn plan_schema(
     streams: usize,
     req: &PlanRequest,
 ) -> Result<PlanReport> {
-    let one_stream = streams > 1 || crate::inputs::is_stdin(input);
+    // One streaming reader for standard input, or inputs without index counts.
+    let one_stream = crate::inputs::is_stdin(input) || (streams > 1 && counted.is_err());
     let set = ArraySet::new(&schema);
     // Contigs the index lists that the header does not declare join the store's list
     // (in the index's order, which is the file's), as a streaming read would add them.
@@ -284,13 +285,14 @@ fn plan_schema(
     let mut plan = plan(&input_plan).map_err(plan_err)?;
     let mut probe = None;
     let probe_helps = svar2_planner::readers_that_fit(input_plan.cores) > 1;
-    if req.probe && req.readers.is_none() && index.is_some() && !probe_helps && !one_stream {
+    let one_file = streams == 1 && !one_stream;
+    if req.probe && req.readers.is_none() && index.is_some() && !probe_helps && one_file {
         plan.notes.push(format!(
             "rate probe skipped: {} core(s) leave room for one reader beside the encoder",
             input_plan.cores
         ));
     }
-    if req.probe && req.readers.is_none() && index.is_some() && probe_helps && !one_stream {
+    if req.probe && req.readers.is_none() && index.is_some() && probe_helps && one_file {
         // Probe the start of the largest contig with the geometry just planned.
         let counts: Vec<u64> = contigs.iter().map(|c| c.cost).collect();
         let largest = plan.order.first().copied();
@@ -398,8 +400,9 @@ impl PlanReport {
         }
         let readers = match (p.readers_from, &self.probe) {
             _ if self.streams == 0 => "standard input: one streaming reader".to_string(),
-            _ if self.streams > 1 => format!(
-                "{} inputs read one after another by one streaming reader",
+            _ if self.streams > 1 && self.index.is_none() => format!(
+                "{} inputs without index counts: read one after another by one \
+                 streaming reader",
                 self.streams
             ),
             (svar2_planner::ReaderSource::User, _) => "from --readers".to_string(),
