@@ -401,20 +401,22 @@ pub fn read_in_pieces(
         for _ in 0..(cc * w).max(1) {
             let job_rx = job_rx.clone();
             scope.spawn(move || {
-                // One reader per input this thread meets, opened on first use.
-                let mut readers: Vec<Option<PieceReader>> = inputs.iter().map(|_| None).collect();
+                // One open input per thread (the plan charges one reader's memory):
+                // a piece of another input closes it and opens that one.
+                let mut open: Option<(usize, PieceReader)> = None;
                 for (i, tx) in job_rx.iter() {
                     let f = pieces[i].file as usize;
-                    if readers[f].is_none() {
+                    if open.as_ref().is_none_or(|(g, _)| *g != f) {
+                        drop(open.take()); // closed before the next opens
                         match PieceReader::open(&inputs[f], schema, set) {
-                            Ok(r) => readers[f] = Some(r),
+                            Ok(r) => open = Some((f, r)),
                             Err(e) => {
                                 let _ = tx.send(PieceMsg::Failed(e));
                                 return;
                             }
                         }
                     }
-                    let reader = readers[f].as_mut().expect("opened above");
+                    let (_, reader) = open.as_mut().expect("opened above");
                     let sent = reader.read(&pieces[i], rows, specs, n_samples, |b| {
                         tx.send(PieceMsg::Rows(b)).is_ok()
                     });
