@@ -78,10 +78,14 @@ fn the_batch_plan_decodes_convert_and_rechunk_stores_as_zarrs_does() {
     }
 }
 
-/// Random patches of every numeric array with a variants axis (every dtype svar2
-/// writes), read through the batch plan (CPU executor), equal the reader's bytes.
-#[test]
-fn planned_patches_equal_the_readers_for_every_array() {
+/// For the convert stores of `all_fields.vcf` and the growth fixture, every numeric
+/// array with a variants axis (every dtype svar2 writes): `n` random patches of four
+/// shapes (one cell, a few, a column, the whole array), the reader's bytes for them,
+/// and its batch plan, handed to `check(store, array, patches, plan, want)`.
+fn for_each_planned_batch(
+    n: usize,
+    mut check: impl FnMut(&str, &str, &svar2_gpu::plan::BatchPlan, &[u8]),
+) {
     let dir = test_dir();
     let d = dir.path();
     let growth = growth_vcf(d);
@@ -94,7 +98,7 @@ fn planned_patches_equal_the_readers_for_every_array() {
         let st = svar2_reader::Store::open(&store).unwrap();
         let g = AnyGroup::open(&store).unwrap();
         let reader = svar2_reader::Reader::new(2, 3).unwrap();
-        let mut checked = 0;
+        let mut arrays = 0;
         for a in &g.arrays {
             let dims = &a.layout.dimension_names;
             if a.dtype.size().is_none() || !dims.iter().any(|x| x == "variants") {
@@ -102,25 +106,33 @@ fn planned_patches_equal_the_readers_for_every_array() {
             }
             let a = st.array(&a.name).unwrap();
             let nv = a.shape()[0];
-            let ns = if dims.iter().any(|x| x == "samples") {
-                a.shape()[1]
-            } else {
-                1
+            let ns = match dims.iter().any(|x| x == "samples") {
+                true => a.shape()[1],
+                false => 1,
             };
-            for (k, (v, s)) in [(1u64, 1u64), (3, 2), (50, 1), (nv, ns)].iter().enumerate() {
-                let patches = svar2_reader::patch::draw(40, *v, *s, nv, ns, k as u64);
+            for (k, (v, s)) in [(1u64, 1u64), (7, 2), (64, 1), (nv, ns)].iter().enumerate() {
+                let patches = svar2_reader::patch::draw(n, *v, *s, nv, ns, k as u64);
                 let mut want = vec![0u8; reader.batch_bytes(&a, &patches).unwrap()];
                 reader.read_batch(&a, &patches, &mut want).unwrap();
                 let plan = reader.plan_batch(&a, &patches).unwrap();
                 assert_eq!(plan.patch_bytes, want.len());
-                let mut got = vec![0u8; plan.patch_bytes];
-                svar2_gpu::cpu::scatter(&plan, &svar2_gpu::cpu::execute(&plan).unwrap(), &mut got);
-                assert!(got == want, "{name}: {}: {v}x{s}", a.name);
+                check(name, &a.name, &plan, &want);
             }
-            checked += 1;
+            arrays += 1;
         }
-        assert!(checked >= 8, "{name}: only {checked} arrays");
+        assert!(arrays >= 8, "{name}: only {arrays} arrays");
     }
+}
+
+/// Random patches of every numeric array, read through the batch plan (CPU
+/// executor), equal the reader's bytes.
+#[test]
+fn planned_patches_equal_the_readers_for_every_array() {
+    for_each_planned_batch(40, |store, array, plan, want| {
+        let mut got = vec![0u8; plan.patch_bytes];
+        svar2_gpu::cpu::scatter(plan, &svar2_gpu::cpu::execute(plan).unwrap(), &mut got);
+        assert!(got == want, "{store}: {array}");
+    });
 }
 
 /// The GPU, or why there is none: SKIP with the reason, a failure under
@@ -145,40 +157,10 @@ fn device_patches_equal_the_cpu_readers() {
     let Some(mut dev) = device("device_patches_equal_the_cpu_readers") else {
         return;
     };
-    let dir = test_dir();
-    let d = dir.path();
-    let growth = growth_vcf(d);
-    for (name, input, args) in [
-        ("af.zarr", data("all_fields.vcf"), vec!["--patch", "4x1"]),
-        ("growth.zarr", growth, GROWTH_GEOMETRY.to_vec()),
-    ] {
-        let store = d.join(name);
-        convert(&input, &store, &args);
-        let st = svar2_reader::Store::open(&store).unwrap();
-        let g = AnyGroup::open(&store).unwrap();
-        let reader = svar2_reader::Reader::new(2, 3).unwrap();
-        for a in &g.arrays {
-            let dims = &a.layout.dimension_names;
-            if a.dtype.size().is_none() || !dims.iter().any(|x| x == "variants") {
-                continue;
-            }
-            let a = st.array(&a.name).unwrap();
-            let nv = a.shape()[0];
-            let ns = if dims.iter().any(|x| x == "samples") {
-                a.shape()[1]
-            } else {
-                1
-            };
-            for (k, (v, s)) in [(1u64, 1u64), (7, 2), (64, 1), (nv, ns)].iter().enumerate() {
-                let patches = svar2_reader::patch::draw(200, *v, *s, nv, ns, k as u64);
-                let mut want = vec![0u8; reader.batch_bytes(&a, &patches).unwrap()];
-                reader.read_batch(&a, &patches, &mut want).unwrap();
-                let plan = reader.plan_batch(&a, &patches).unwrap();
-                dev.decode(&plan).unwrap();
-                assert!(dev.patches_to_host().unwrap() == want, "{name}: {}", a.name);
-            }
-        }
-    }
+    for_each_planned_batch(200, |store, array, plan, want| {
+        dev.decode(plan).unwrap();
+        assert!(dev.patches_to_host().unwrap() == want, "{store}: {array}");
+    });
     // A stream that parses but does not decompress: nvCOMP's status names the chunk.
     let codec = svar2_store::codec::InnerCodec::new(svar2_store::Dtype::I32, false, 1).unwrap();
     let enc = codec

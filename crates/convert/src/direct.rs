@@ -20,7 +20,7 @@ use crate::column::{
 };
 use crate::error::{Error, Result};
 use crate::extract::{Extractor, Site};
-use crate::fastvcf::Lookups;
+use crate::fastvcf::{value_end, Lookups};
 use crate::schema::{Category, VcfNumber, VcfType};
 use std::collections::HashMap;
 use std::path::Path;
@@ -612,15 +612,6 @@ fn as_i32(v: &[u32]) -> &[i32] {
     // SAFETY: u32 and i32 have the same size, alignment and validity (every bit
     // pattern is valid for both); the slice's lifetime is kept.
     unsafe { std::slice::from_raw_parts(v.as_ptr() as *const i32, v.len()) }
-}
-
-/// The end of the FORMAT value starting at `i`: the next `:` or tab, or the end.
-#[inline]
-fn value_end(v: &[u8], i: usize) -> usize {
-    v[i..]
-        .iter()
-        .position(|&b| b == b':' || b == b'\t')
-        .map_or(v.len(), |e| i + e)
 }
 
 /// Parses the INFO column into `d.info` (marking `d.from`); `false` hands the line

@@ -583,7 +583,7 @@ fn scan_ints(v: &[u8], mut i: usize) -> Option<usize> {
 
 /// The end of the FORMAT value starting at `i`: the next `:` or tab, or the end.
 #[inline]
-fn value_end(v: &[u8], i: usize) -> usize {
+pub(crate) fn value_end(v: &[u8], i: usize) -> usize {
     v[i..]
         .iter()
         .position(|&b| b == b':' || b == b'\t')

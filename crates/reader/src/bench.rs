@@ -34,6 +34,17 @@ pub struct BenchResult {
     pub verified: Option<usize>,
 }
 
+/// The batch latencies' q-quantile (nearest rank), for any q.
+fn percentiles(mut latencies: Vec<f64>) -> impl Fn(f64) -> f64 {
+    latencies.sort_by(f64::total_cmp);
+    move |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(0.0)
+    }
+}
+
 /// Reads `patches` of `a` in batches of `batch`.
 pub fn run(
     reader: &Reader,
@@ -58,13 +69,7 @@ pub fn run(
     let seconds = t0.elapsed().as_secs_f64().max(1e-9);
     let decoded = (c.bytes_decoded.load(Ordering::Relaxed) - d0) as f64;
     let useful = (c.bytes_useful.load(Ordering::Relaxed) - u0) as f64;
-    latencies.sort_by(f64::total_cmp);
-    let pct = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1))
-            .copied()
-            .unwrap_or(0.0)
-    };
+    let pct = percentiles(latencies);
     Ok(BenchResult {
         array: a.name.clone(),
         patches: patches.len(),
@@ -150,13 +155,7 @@ pub fn run_gpu(
     });
     result?;
     let seconds = t0.elapsed().as_secs_f64().max(1e-9);
-    latencies.sort_by(f64::total_cmp);
-    let pct = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 * q).ceil() as usize).saturating_sub(1))
-            .copied()
-            .unwrap_or(0.0)
-    };
+    let pct = percentiles(latencies);
     Ok(BenchResult {
         array: a.name.clone(),
         patches: patches.len(),
