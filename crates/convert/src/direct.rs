@@ -285,6 +285,9 @@ impl Extractor {
         batch: &mut Batch,
     ) -> Result<bool> {
         let s = self.n_samples;
+        if line.len() > u32::MAX as usize {
+            return Ok(false); // offsets below are u32
+        }
         // The eight fixed columns, then `rest` (FORMAT and the calls).
         let mut fixed: [&[u8]; 8] = [&[]; 8];
         let mut rest: &[u8] = &[];
