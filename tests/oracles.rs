@@ -83,6 +83,31 @@ fn round_trip_format_heavy_mixed_file() {
     assert_same_as_bio2zarr(&bcf, &[]);
 }
 
+/// GT listed in FORMAT after another key and given by no sample (every sample stops
+/// before it): htslib stores it without values (reading it through
+/// `bcf_get_format_values` would exit the process; found by fuzzing). It round trips
+/// as missing, in every form.
+#[test]
+fn gt_given_by_no_sample_round_trips() {
+    if !tools(
+        "gt_given_by_no_sample_round_trips",
+        &[Tool::Bcftools, Tool::Vcztools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let src = dir.path().join("nogt_src.vcf");
+    let header = "##fileformat=VCFv4.3\n##contig=<ID=chr1,length=1000>\n\
+        ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+        ##FORMAT=<ID=AD,Number=R,Type=Integer,Description=\"a\">\n\
+        #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\ts1\ts2\n";
+    let records = "chr1\t10\t.\tA\tC\t.\t.\t.\tGT:AD\t0/1:1,2\t1/1:0,3\n\
+        chr1\t20\t.\tT\tC\t.\t.\t.\tAD:GT\t1,2\t3,4\n\
+        chr1\t30\t.\tG\tA\t.\t.\t.\tGT:AD\t0|0:5,0\t./.:.\n";
+    std::fs::write(&src, format!("{header}{records}")).unwrap();
+    round_trip(&src, "nogt", &[], &["chr1:15-25"]);
+}
+
 #[test]
 fn round_trip_when_layouts_grow_late() {
     if !tools(

@@ -663,6 +663,32 @@ impl Extractor {
                 cols[*col_phased].push_bools(&self.phased, 1);
                 return Ok(());
             }
+            // htslib exits the process on a GT stored as anything but integers: GT
+            // listed in FORMAT but given by no sample (every sample stops before it)
+            // is stored without values, read as absent below; anything else is refused.
+            // SAFETY: a non-null fmt points into the record (checked for null).
+            if let Some(f) = unsafe { fmt.as_ref() } {
+                let t = f.type_ as u32;
+                let ints = [
+                    htslib::BCF_BT_INT8,
+                    htslib::BCF_BT_INT16,
+                    htslib::BCF_BT_INT32,
+                ];
+                if t == htslib::BCF_BT_NULL && f.n == 0 {
+                    cols[*col_gt].push_absent();
+                    self.phased.clear();
+                    self.phased.resize(s, 0);
+                    cols[*col_phased].push_bools(&self.phased, 1);
+                    return Ok(());
+                }
+                if !f.p.is_null() && !ints.contains(&t) {
+                    return Err(err(format!(
+                        "FORMAT/GT is stored as BCF type {t}, not genotype integers: the \
+                         record is malformed (check its GT values, or re-create the file \
+                         with bcftools)"
+                    )));
+                }
+            }
             // SAFETY: hdr/rec are live; htslib (re)allocates the buffer it is handed.
             let n = unsafe {
                 htslib::bcf_get_format_values(
