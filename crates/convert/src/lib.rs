@@ -6,7 +6,7 @@ mod direct;
 /// Test data for this crate's tests and the workspace's (not part of the API).
 #[doc(hidden)]
 pub mod testing {
-    pub use crate::direct::mixed_vcf;
+    pub use crate::direct::{both_paths, mixed_vcf};
 }
 pub mod error;
 pub mod extract;
