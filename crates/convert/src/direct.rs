@@ -699,6 +699,27 @@ fn resolve_format(
     d.format_key.clear();
     d.format_fields.clear();
     d.format_kinds.clear();
+    if !resolve_keys(d, fields, keys, schema_has_gt) {
+        // Nothing half-resolved may be taken for a cached FORMAT later.
+        d.format_fields.clear();
+        d.format_kinds.clear();
+        return false;
+    }
+    if d.format.len() < d.format_fields.len() {
+        d.format
+            .resize_with(d.format_fields.len(), FormatValues::default);
+    }
+    d.format_key.extend_from_slice(keys);
+    true
+}
+
+/// [`resolve_format`]'s lookups, key by key; `false` at the first key refused.
+fn resolve_keys(
+    d: &mut Direct,
+    fields: &[crate::extract::FieldSlot],
+    keys: &[u8],
+    schema_has_gt: bool,
+) -> bool {
     for (i, key) in keys.split(|&b| b == b':').enumerate() {
         let slot = if key == b"GT" {
             if i != 0 || !schema_has_gt {
@@ -712,7 +733,6 @@ fn resolve_format(
             }
         };
         if d.format_fields.contains(&slot) {
-            d.format_fields.clear();
             return false;
         }
         d.format_fields.push(slot);
@@ -725,11 +745,6 @@ fn resolve_format(
             },
         });
     }
-    if d.format.len() < d.format_fields.len() {
-        d.format
-            .resize_with(d.format_fields.len(), FormatValues::default);
-    }
-    d.format_key.extend_from_slice(keys);
     true
 }
 
@@ -1058,6 +1073,27 @@ mod both_paths {
 
     fn both(path: &Path) -> (usize, usize) {
         super::both_paths(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// A FORMAT column refused half-way (a known key, then an unknown one) must not be
+    /// taken for the next line's empty FORMAT column (found by fuzzing: it indexed past
+    /// the per-key buffers).
+    #[test]
+    fn a_half_resolved_format_is_not_cached() {
+        let dir = std::env::temp_dir().join(format!("svar2-direct-fmt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("f.vcf");
+        let text = "##fileformat=VCFv4.3\n##contig=<ID=chr1>\n\
+            ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+            ##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"d\">\n\
+            #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\ts1\n\
+            chr1\t1\t.\tA\tC\t.\t.\t.\tGT:DP:ZZ\t0/1:3:1\n\
+            chr1\t2\t.\tA\tC\t.\t.\t.\t\t0/1:3\n\
+            chr1\t3\t.\tA\tC\t.\t.\t.\tGT:DP\t0/1:3\n";
+        std::fs::write(&p, text).unwrap();
+        // Lines 1 and 2 are refused (htslib's path then errors on them); line 3 is taken.
+        assert_eq!(both(&p), (1, 3));
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
