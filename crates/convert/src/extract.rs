@@ -37,14 +37,23 @@ impl HtsBuf {
         }
     }
     fn i32s(&self, n: usize) -> &[i32] {
+        if n == 0 || self.ptr.is_null() {
+            return &[]; // htslib allocates nothing for no values
+        }
         // SAFETY: htslib wrote at least n values of the requested type.
         unsafe { std::slice::from_raw_parts(self.ptr as *const i32, n) }
     }
     fn u32s(&self, n: usize) -> &[u32] {
+        if n == 0 || self.ptr.is_null() {
+            return &[];
+        }
         // SAFETY: htslib wrote at least n values of the requested type.
         unsafe { std::slice::from_raw_parts(self.ptr as *const u32, n) }
     }
     fn bytes(&self, n: usize) -> &[u8] {
+        if n == 0 || self.ptr.is_null() {
+            return &[];
+        }
         // SAFETY: htslib wrote at least n bytes.
         unsafe { std::slice::from_raw_parts(self.ptr as *const u8, n) }
     }
@@ -564,7 +573,8 @@ impl Extractor {
             }
             // Values per cell: numbers as htslib counts them, strings by their
             // comma-separated parts (htslib's count is bytes).
-            let (bytes, stride) = (buf.bytes(n), n / per);
+            let strings = matches!(slot.ty, VcfType::String | VcfType::Character);
+            let (bytes, stride) = (if strings { buf.bytes(n) } else { &[][..] }, n / per);
             let cell = |i: usize| {
                 let b = &bytes[i * stride..(i + 1) * stride];
                 let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
