@@ -343,6 +343,9 @@ fn positions_and_integers_past_32_bits_are_stored_whole() {
         &[
             "1 10 . A G . . BIG=5 GT 0/1",
             "1 2500000000 . A <DEL> . . END=2600000000;BIG=1,4000000000,. GT 0/1",
+            // A 32-bit value after the batch's column went 64-bit (found by fuzzing:
+            // it hit an unreachable branch).
+            "1 2600000001 . C T . . BIG=7 GT 1/1",
         ],
     );
     // Also with one-record shards, where the first row is written as int32 and
@@ -363,19 +366,19 @@ fn positions_and_integers_past_32_bits_are_stored_whole() {
         assert_eq!(a["variant_position"]["dtype"], "int64");
         assert_eq!(
             values(&a, "variant_position"),
-            serde_json::json!([10, 2500000000u64])
+            serde_json::json!([10, 2500000000u64, 2600000001u64])
         );
         assert_eq!(
             values(&a, "variant_length"),
-            serde_json::json!([1, 100000001])
+            serde_json::json!([1, 100000001, 1])
         );
         assert_eq!(
             values(&a, "variant_END"),
-            serde_json::json!([-1, 2600000000u64])
+            serde_json::json!([-1, 2600000000u64, -1])
         );
         assert_eq!(
             values(&a, "variant_BIG"),
-            serde_json::json!([[5, -2, -2], [1, 4000000000u64, -1]])
+            serde_json::json!([[5, -2, -2], [1, 4000000000u64, -1], [7, -2, -2]])
         );
     }
 }

@@ -131,11 +131,8 @@ impl Column {
     /// htslib's missing/vector-end sentinels to −1/−2.
     pub fn push_htslib_ints(&mut self, raw: &[i32], width: u32) {
         self.begin(width);
-        let Values::Int(v) = &mut self.values else {
-            unreachable!("int column")
-        };
         let (mut lo, mut hi) = (self.stats.min, self.stats.max);
-        v.extend(raw.iter().map(|&x| {
+        let canonical = raw.iter().map(|&x| {
             let c = match x {
                 BCF_INT32_MISSING => -1,
                 BCF_INT32_VECTOR_END => -2,
@@ -144,7 +141,14 @@ impl Column {
             lo = lo.min(c as i64);
             hi = hi.max(c as i64);
             c
-        }));
+        });
+        match &mut self.values {
+            Values::Int(v) => v.extend(canonical),
+            // An earlier record of the batch needed 64 bits (an INFO integer past
+            // 2^31): this one joins it.
+            Values::Long(v) => v.extend(canonical.map(i64::from)),
+            _ => unreachable!("int column"),
+        }
         self.stats.min = lo;
         self.stats.max = hi;
     }
