@@ -69,24 +69,47 @@ pub fn run(
     let seconds = t0.elapsed().as_secs_f64().max(1e-9);
     let decoded = (c.bytes_decoded.load(Ordering::Relaxed) - d0) as f64;
     let useful = (c.bytes_useful.load(Ordering::Relaxed) - u0) as f64;
-    let pct = percentiles(latencies);
-    Ok(BenchResult {
-        array: a.name.clone(),
+    let m = Measured {
         patches: patches.len(),
-        batch,
-        threads: reader.threads(),
-        io_threads: reader.io_threads(),
         seconds,
-        patches_per_s: patches.len() as f64 / seconds,
-        useful_gbps: useful / seconds / 1e9,
-        decoded_gbps: decoded / seconds / 1e9,
-        amplification: decoded / useful.max(1.0),
-        p50_ms: pct(0.5),
-        p99_ms: pct(0.99),
-        device: None,
-        device_gbps: None,
-        verified: None,
-    })
+        decoded,
+        useful,
+        latencies,
+    };
+    Ok(m.result(&a.name, batch, reader.threads(), reader.io_threads()))
+}
+
+/// What one run measured, before it is turned into figures.
+struct Measured {
+    patches: usize,
+    seconds: f64,
+    decoded: f64,
+    useful: f64,
+    latencies: Vec<f64>,
+}
+
+impl Measured {
+    /// The figures (no device fields).
+    fn result(self, array: &str, batch: usize, threads: usize, io_threads: usize) -> BenchResult {
+        let (s, pct) = (self.seconds, percentiles(self.latencies));
+        BenchResult {
+            array: array.to_string(),
+            patches: self.patches,
+            batch,
+            threads,
+            io_threads,
+            seconds: s,
+            patches_per_s: self.patches as f64 / s,
+            useful_gbps: self.useful / s / 1e9,
+            decoded_gbps: self.decoded / s / 1e9,
+            amplification: self.decoded / self.useful.max(1.0),
+            p50_ms: pct(0.5),
+            p99_ms: pct(0.99),
+            device: None,
+            device_gbps: None,
+            verified: None,
+        }
+    }
 }
 
 /// Reads `patches` of `a` into GPU memory in batches of `batch`: `planners` host
@@ -155,23 +178,18 @@ pub fn run_gpu(
     });
     result?;
     let seconds = t0.elapsed().as_secs_f64().max(1e-9);
-    let pct = percentiles(latencies);
-    Ok(BenchResult {
-        array: a.name.clone(),
+    let m = Measured {
         patches: patches.len(),
-        batch,
-        threads: planners,
-        io_threads: reader.io_threads(),
         seconds,
-        patches_per_s: patches.len() as f64 / seconds,
-        useful_gbps: useful / seconds / 1e9,
-        decoded_gbps: decoded / seconds / 1e9,
-        amplification: decoded / useful.max(1.0),
-        p50_ms: pct(0.5),
-        p99_ms: pct(0.99),
+        decoded,
+        useful,
+        latencies,
+    };
+    Ok(BenchResult {
         device: Some(device.name.clone()),
         device_gbps: Some(decoded / device_s.max(1e-9) / 1e9),
         verified: verify.then_some(verified),
+        ..m.result(&a.name, batch, planners, reader.io_threads())
     })
 }
 
