@@ -11,6 +11,7 @@ pub mod geometry;
 pub mod host;
 pub mod memory;
 pub mod order;
+pub mod partition;
 pub mod rechunk;
 pub mod size;
 
