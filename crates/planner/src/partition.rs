@@ -1,8 +1,9 @@
 //! Cutting a conversion into partitions for a batch scheduler (Slurm array tasks,
 //! `xargs -P`): contiguous stretches of the variants axis with about equal record
-//! counts. A contig longer than a partition is cut by position (records assumed
-//! spread evenly over its length, the index having no finer counts); a contig of
-//! unknown length is never cut. Pure: counts and lengths in, position ranges out.
+//! counts. A contig longer than a partition is cut by position, where the caller's
+//! `locate` says that share of its records begins (from the index: the file offset
+//! that share of the contig's bytes reaches); a contig that cannot be located is
+//! never cut. Pure: counts in, position ranges out.
 
 use serde::{Deserialize, Serialize};
 
@@ -11,18 +12,18 @@ use serde::{Deserialize, Serialize};
 pub struct Unit {
     /// Records, from the index.
     pub records: u64,
-    /// The contig's length from the header, when known (then it may be cut).
-    pub length: Option<u64>,
+    /// Whether it may be cut by position.
+    pub cuttable: bool,
 }
 
 /// A position range of one unit: `beg..end`, 0-based, half-open; `end` `None` runs
-/// to the contig's end (records past a declared length included).
+/// to the contig's end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Span {
     pub unit: usize,
     pub beg: u64,
     pub end: Option<u64>,
-    /// Records the index gives (`exact`) or the share of the contig's length implies.
+    /// Records the index gives (`exact`) or the share of the contig the cut aimed at.
     pub records: u64,
     pub exact: bool,
 }
@@ -49,14 +50,21 @@ impl Cut {
     }
 }
 
-/// A point on the axis: unit `u` at position `pos` (0: the unit's start).
-type Point = (usize, u64);
+/// A point on the axis: unit `u` at position `pos` (0: the unit's start), and the
+/// records of the unit before it (aimed at, where `pos` > 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Point {
+    unit: usize,
+    pos: u64,
+    before: u64,
+}
 
 /// Cuts `units` into `n` partitions of about equal records, numbered longest first
 /// (ties in axis order) so a scheduler that starts tasks in index order runs the
-/// biggest first. Partitions may be empty when there are fewer records, or fewer
-/// places to cut, than partitions.
-pub fn partition(units: &[Unit], n: usize) -> Vec<Cut> {
+/// biggest first. `locate(unit, share)` is the position where that share (0..1) of
+/// a cuttable unit's records begins. Partitions may be empty when there are fewer
+/// records, or fewer places to cut, than partitions.
+pub fn partition(units: &[Unit], n: usize, mut locate: impl FnMut(usize, f64) -> u64) -> Vec<Cut> {
     let n = n.max(1);
     let total: u64 = units.iter().map(|u| u.records).sum();
     let mut cum = Vec::with_capacity(units.len() + 1);
@@ -64,57 +72,71 @@ pub fn partition(units: &[Unit], n: usize) -> Vec<Cut> {
     for u in units {
         cum.push(cum.last().copied().unwrap_or(0) + u.records);
     }
-    let end: Point = (units.len(), 0);
-    let point = |target: u64| -> Point {
+    let start = |unit: usize| Point {
+        unit,
+        pos: 0,
+        before: 0,
+    };
+    let mut point = |target: u64| -> Point {
         // The unit holding record `target` (the first record right of the cut).
         let u = cum.partition_point(|&c| c <= target).saturating_sub(1);
         if u >= units.len() {
-            return end;
+            return start(units.len());
         }
         let unit = units[u];
         let within = target - cum[u];
-        match unit.length {
-            Some(len) if len > 1 && unit.records > 1 && within > 0 => {
-                let pos = (within as u128 * len as u128 / unit.records as u128) as u64;
-                (u, pos.clamp(1, len - 1))
+        if unit.cuttable && unit.records > 1 && within > 0 {
+            let pos = locate(u, within as f64 / unit.records as f64);
+            if pos > 0 {
+                return Point {
+                    unit: u,
+                    pos,
+                    before: within,
+                };
             }
-            // Not cuttable: the nearer end of the contig.
-            _ if within * 2 < unit.records => (u, 0),
-            _ => (u + 1, 0),
+        }
+        // Not cuttable here: the nearer end of the contig.
+        if within * 2 < unit.records {
+            start(u)
+        } else {
+            start(u + 1)
         }
     };
-    let mut points: Vec<Point> = vec![(0, 0)];
+    let mut points = vec![start(0)];
     for k in 1..n {
         let target = (total as u128 * k as u128 / n as u128) as u64;
         let p = point(target);
         let last = *points.last().expect("starts with the origin");
-        points.push(p.max(last));
+        points.push(if (p.unit, p.pos) <= (last.unit, last.pos) {
+            last
+        } else {
+            p
+        });
     }
-    points.push(end);
-    let spans_between = |(u0, p0): Point, (u1, p1): Point| -> Vec<Span> {
+    points.push(start(units.len()));
+    let spans_between = |a: Point, b: Point| -> Vec<Span> {
         let mut spans = Vec::new();
-        let last = u1.min(units.len().saturating_sub(1));
-        for (u, &unit) in units.iter().enumerate().take(last + 1).skip(u0) {
-            let beg = if u == u0 { p0 } else { 0 };
-            let stop = if u == u1 { Some(p1) } else { None };
-            if stop == Some(0) || unit.records == 0 || stop.is_some_and(|s| s <= beg) {
+        let last = b.unit.min(units.len().saturating_sub(1));
+        for (u, &unit) in units.iter().enumerate().take(last + 1).skip(a.unit) {
+            let (beg, from) = if u == a.unit {
+                (a.pos, a.before)
+            } else {
+                (0, 0)
+            };
+            let (end, to) = if u == b.unit {
+                (Some(b.pos), b.before)
+            } else {
+                (None, unit.records)
+            };
+            if end == Some(0) || unit.records == 0 || end.is_some_and(|e| e <= beg) {
                 continue;
             }
-            let whole = beg == 0 && stop.is_none();
-            let records = match unit.length {
-                _ if whole => unit.records,
-                Some(len) if len > 0 => {
-                    let to = stop.unwrap_or(len).min(len);
-                    (unit.records as u128 * to.saturating_sub(beg) as u128 / len as u128) as u64
-                }
-                _ => unit.records,
-            };
             spans.push(Span {
                 unit: u,
                 beg,
-                end: stop,
-                records,
-                exact: whole,
+                end,
+                records: to.saturating_sub(from),
+                exact: beg == 0 && end.is_none(),
             });
         }
         spans
@@ -135,18 +157,32 @@ pub fn partition(units: &[Unit], n: usize) -> Vec<Cut> {
 mod tests {
     use super::*;
 
-    fn u(records: u64, length: Option<u64>) -> Unit {
-        Unit { records, length }
+    /// Units from (records, length), and a `locate` for records spread evenly along
+    /// the length.
+    fn units(specs: &[(u64, Option<u64>)]) -> Vec<Unit> {
+        specs
+            .iter()
+            .map(|&(records, len)| Unit {
+                records,
+                cuttable: len.is_some(),
+            })
+            .collect()
+    }
+
+    fn cut(specs: &[(u64, Option<u64>)], n: usize) -> Vec<Cut> {
+        partition(&units(specs), n, |i, share| {
+            (share * specs[i].1.unwrap_or(0) as f64) as u64
+        })
     }
 
     /// Every record position of every unit is covered by exactly one partition.
-    fn assert_tiles(units: &[Unit], cuts: &[Cut]) {
+    fn assert_tiles(specs: &[(u64, Option<u64>)], cuts: &[Cut]) {
         let mut by_axis = cuts.to_vec();
         by_axis.sort_by_key(|c| c.axis);
         let spans: Vec<Span> = by_axis.iter().flat_map(|c| c.spans.clone()).collect();
-        for (i, unit) in units.iter().enumerate() {
+        for (i, &(records, _)) in specs.iter().enumerate() {
             let mine: Vec<&Span> = spans.iter().filter(|s| s.unit == i).collect();
-            if unit.records == 0 {
+            if records == 0 {
                 assert!(mine.is_empty());
                 continue;
             }
@@ -163,36 +199,30 @@ mod tests {
             for w in mine.windows(2) {
                 assert_eq!(w[0].end, Some(w[1].beg), "unit {i}: no gap, no overlap");
             }
+            assert_eq!(mine.iter().map(|s| s.records).sum::<u64>(), records);
         }
     }
 
     #[test]
     fn one_partition_is_everything_whole() {
-        let units = [u(100, Some(1000)), u(0, Some(10)), u(50, None)];
-        let cuts = partition(&units, 1);
+        let specs = [(100, Some(1000)), (0, Some(10)), (50, None)];
+        let cuts = cut(&specs, 1);
         assert_eq!(cuts.len(), 1);
         assert!(cuts[0].spans.iter().all(|s| s.whole() && s.exact));
         assert_eq!(cuts[0].records(), 150);
-        assert_tiles(&units, &cuts);
+        assert_tiles(&specs, &cuts);
     }
 
     #[test]
-    fn long_contigs_are_cut_by_position_and_balanced() {
-        let units = [
-            u(1200, Some(12_000)),
-            u(600, Some(6000)),
-            u(200, Some(2000)),
-        ];
+    fn long_contigs_are_cut_where_located_and_balanced() {
+        let specs = [(1200, Some(12_000)), (600, Some(6000)), (200, Some(2000))];
         for n in [2, 5, 13] {
-            let cuts = partition(&units, n);
+            let cuts = cut(&specs, n);
             assert_eq!(cuts.len(), n);
-            assert_tiles(&units, &cuts);
+            assert_tiles(&specs, &cuts);
             let target = 2000 / n as u64;
             for c in &cuts {
-                assert!(
-                    c.records().abs_diff(target) <= target / 10 + 2,
-                    "{n}: {c:?}"
-                );
+                assert!(c.records().abs_diff(target) <= 2, "{n}: {c:?}");
             }
             // Longest first.
             assert!(cuts.windows(2).all(|w| w[0].records() >= w[1].records()));
@@ -201,21 +231,23 @@ mod tests {
 
     #[test]
     fn uncuttable_contigs_snap_to_their_ends() {
-        let units = [u(10, None), u(10, None), u(10, None)];
-        let cuts = partition(&units, 2);
-        assert_tiles(&units, &cuts);
+        let specs = [(10, None), (10, None), (10, None)];
+        let cuts = cut(&specs, 2);
+        assert_tiles(&specs, &cuts);
         assert!(cuts.iter().all(|c| c.spans.iter().all(Span::whole)));
-        let cuts = partition(&units, 5);
+        let cuts = cut(&specs, 5);
         assert_eq!(cuts.len(), 5);
-        assert_tiles(&units, &cuts);
+        assert_tiles(&specs, &cuts);
         assert_eq!(cuts.iter().filter(|c| c.spans.is_empty()).count(), 2);
     }
 
     #[test]
-    fn more_partitions_than_records_leaves_some_empty() {
-        let units = [u(3, Some(3))];
-        let cuts = partition(&units, 13);
+    fn cuts_that_land_on_one_position_leave_partitions_empty() {
+        // Every record near the contig's start: located cuts collapse.
+        let specs = [(1000, Some(1_000_000))];
+        let cuts = partition(&units(&specs), 13, |_, share| 1 + (share * 3.0) as u64);
         assert_eq!(cuts.len(), 13);
-        assert_tiles(&units, &cuts);
+        assert_tiles(&specs, &cuts);
+        assert!(cuts.iter().filter(|c| !c.spans.is_empty()).count() <= 4);
     }
 }
