@@ -9,7 +9,8 @@ use crate::arrays::{ArraySet, Geometry, Stats};
 use crate::column::Batch;
 use crate::error::{Error, Result};
 use crate::inputs::{is_stdin, Input};
-use crate::planning::{make_plan, make_plan_inputs, PlanRequest};
+use crate::planning::{make_plan, make_plan_inputs, PlanReport, PlanRequest};
+use crate::schema::Schema;
 use crate::source::{Stream, VcfReader};
 use crate::writer::Writer;
 use std::path::Path;
@@ -72,7 +73,7 @@ pub fn normalise(g: Geometry, n_samples: u64) -> Geometry {
 
 /// A bar with ETA when the index gave the record count, a spinner otherwise; hidden
 /// unless stderr is a terminal.
-fn progress_bar(enabled: bool, total: Option<u64>) -> indicatif::ProgressBar {
+pub(crate) fn progress_bar(enabled: bool, total: Option<u64>) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
     if !enabled || !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
@@ -120,6 +121,87 @@ fn first_contig(r: &VcfReader) -> Option<String> {
     Some(fresh.schema.contig_label(rid as i64).to_string())
 }
 
+/// Opens a call set's inputs — headers read and checked, merged when there are
+/// several — and plans its conversion. The readers come back in reading order.
+pub(crate) fn open_call_set(
+    inputs: &[std::path::PathBuf],
+    req: &PlanRequest,
+) -> Result<(PlanReport, Vec<VcfReader>, Schema)> {
+    let first = inputs
+        .first()
+        .ok_or_else(|| Error::Usage("no input files".into()))?;
+    if inputs.len() == 1 && !is_stdin(first) {
+        let report = make_plan(first, req)?;
+        let reader = VcfReader::open(first, report.threads)?;
+        let schema = reader.schema.clone();
+        return Ok((report, vec![reader], schema));
+    }
+    let threads = req.threads.unwrap_or(1);
+    let opened = inputs
+        .iter()
+        .map(|p| VcfReader::open(p, threads))
+        .collect::<Result<Vec<_>>>()?;
+    let ins: Vec<Input> = opened
+        .iter()
+        .map(|r| Input {
+            path: r.path.clone(),
+            schema: r.schema.clone(),
+        })
+        .collect();
+    let merged = match ins.len() {
+        1 => ins[0].schema.clone(),
+        _ => crate::inputs::merge(&ins)?,
+    };
+    let report = make_plan_inputs(&ins, &merged, req)?;
+    let firsts: Vec<Option<String>> = opened.iter().map(first_contig).collect();
+    let order = crate::inputs::read_order(&ins, &firsts, &merged);
+    let mut slots: Vec<Option<VcfReader>> = opened.into_iter().map(Some).collect();
+    let files = order
+        .iter()
+        .map(|&i| slots[i].take().expect("each input once"))
+        .collect();
+    Ok((report, files, merged))
+}
+
+/// Feeds the readers' batches through the stitcher (when reading in pieces) to the
+/// writer, and hands a chunk the stitcher completes only in part — one this
+/// partition shares with another — to `shared`. Ends with the writer holding every
+/// record, or the first error.
+pub(crate) fn drain(
+    rx: crossbeam_channel::Receiver<Result<Batch>>,
+    mut stitcher: Option<&mut crate::pieces::Stitcher>,
+    w: &mut Writer,
+    recycle: &crossbeam_channel::Sender<Batch>,
+    pb: &indicatif::ProgressBar,
+    mut shared: impl FnMut(Batch) -> Result<()>,
+) -> Result<()> {
+    for batch in rx.iter() {
+        let batch = batch?;
+        let n = batch.len() as u64;
+        pb.inc(n);
+        let batch = match stitcher.as_deref_mut() {
+            None => batch,
+            Some(s) => match s.push(batch) {
+                Some(whole) if s.is_shared(&whole) => {
+                    shared(whole)?;
+                    continue;
+                }
+                Some(whole) => whole,
+                None => continue,
+            },
+        };
+        let batch = w.add_batch(batch)?;
+        let _ = recycle.try_send(batch);
+    }
+    match stitcher {
+        Some(s) if s.pending() > 0 => Err(Error::Usage(format!(
+            "{} inner chunks were left incomplete; the input changed while it was read",
+            s.pending()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Converts the inputs of one call set — one file, several (per-chromosome files: the
 /// same samples, each contig in one file), or `-` (standard input, alone) — into a
 /// VCF Zarr store at `output`. Variants are in contig order (the headers'), then
@@ -143,38 +225,7 @@ pub fn convert_inputs(
     svar2_store::dir::check_output(output, opts.force)?;
     let input = first.as_path();
     let single = inputs.len() == 1 && !is_stdin(input);
-    let (report, mut files, mut schema) = if single {
-        let report = make_plan(input, &opts.request)?;
-        let reader = VcfReader::open(input, report.threads)?;
-        let schema = reader.schema.clone();
-        (report, vec![reader], schema)
-    } else {
-        let threads = opts.request.threads.unwrap_or(1);
-        let opened = inputs
-            .iter()
-            .map(|p| VcfReader::open(p, threads))
-            .collect::<Result<Vec<_>>>()?;
-        let ins: Vec<Input> = opened
-            .iter()
-            .map(|r| Input {
-                path: r.path.clone(),
-                schema: r.schema.clone(),
-            })
-            .collect();
-        let merged = match ins.len() {
-            1 => ins[0].schema.clone(),
-            _ => crate::inputs::merge(&ins)?,
-        };
-        let report = make_plan_inputs(&ins, &merged, &opts.request)?;
-        let firsts: Vec<Option<String>> = opened.iter().map(first_contig).collect();
-        let order = crate::inputs::read_order(&ins, &firsts, &merged);
-        let mut slots: Vec<Option<VcfReader>> = opened.into_iter().map(Some).collect();
-        let files = order
-            .iter()
-            .map(|&i| slots[i].take().expect("each input once"))
-            .collect();
-        (report, files, merged)
-    };
+    let (report, mut files, mut schema) = open_call_set(inputs, &opts.request)?;
     let threads = report.threads;
     tracing::info!(
         cc = report.plan.cc,
@@ -263,13 +314,15 @@ pub fn convert_inputs(
             Some(rids)
         }
     });
-    let mut stitcher = pieces
-        .as_ref()
-        .map(|_| crate::pieces::Stitcher::new(&set, n_samples, vc, counts.iter().sum()));
+    let mut stitcher = pieces.as_ref().map(|_| {
+        let total = counts.iter().sum();
+        crate::pieces::Stitcher::new(&set, n_samples, vc, 0..total, total)
+    });
     let result = std::thread::scope(|scope| {
         let set_ref = &set;
         if let Some(pieces) = &pieces {
-            let (schema_ref, counts_ref, order_ref) = (&schema, &counts, order.as_deref());
+            let runs = crate::pieces::contig_runs(pieces, &counts, order.as_deref());
+            let schema_ref = &schema;
             tracing::info!(
                 cc,
                 readers_per_contig = readers,
@@ -284,8 +337,7 @@ pub fn convert_inputs(
                     schema_ref,
                     set_ref,
                     pieces,
-                    counts_ref,
-                    order_ref,
+                    &runs,
                     (cc, readers),
                     vc,
                     &tx,
@@ -338,34 +390,14 @@ pub fn convert_inputs(
         pool.install(|| -> Result<()> {
             // Owned here, so an error below hangs up on the readers instead of leaving
             // them blocked on a send while the scope waits for them.
-            let rx = rx;
-            for batch in rx.iter() {
-                let batch = batch?;
-                let n = batch.len() as u64;
-                let batch = match &mut stitcher {
-                    None => batch,
-                    Some(s) => match s.push(batch) {
-                        Some(whole) => whole,
-                        None => {
-                            pb.inc(n);
-                            continue;
-                        }
-                    },
-                };
-                let batch = w.add_batch(batch)?;
-                let _ = recycle_tx.try_send(batch);
-                pb.inc(n);
-            }
-            if let Some(s) = &stitcher {
-                if s.pending() > 0 {
-                    return Err(Error::Usage(format!(
-                        "{}: {} inner chunks were left incomplete; the input changed while \
-                         it was read",
-                        input.display(),
-                        s.pending()
-                    )));
-                }
-            }
+            drain(rx, stitcher.as_mut(), &mut w, &recycle_tx, &pb, |b| {
+                Err(Error::Usage(format!(
+                    "{}: records {}.. were left out of their inner chunk; the input changed \
+                     while it was read",
+                    input.display(),
+                    b.first
+                )))
+            })?;
             w.finish()
         })
     });

@@ -223,6 +223,31 @@ impl Index {
         unsafe { htslib::hts_itr_query(self.idx, tid, beg, end, readrec) }
     }
 
+    /// The virtual file offsets (first, end) of the data of contig `tid`'s records
+    /// at or after `pos` (`None`: none there). They grow with `pos`, so a contig can
+    /// be cut where a share of its bytes lies (at BGZF-block resolution).
+    pub(crate) fn data_from(&self, tid: i32, pos: i64) -> Option<(u64, u64)> {
+        let itr = self.query(tid, pos, i64::MAX >> 2);
+        if itr.is_null() {
+            return None;
+        }
+        // SAFETY: itr is live until destroyed below; `off` holds `n_off` chunks.
+        unsafe {
+            let n = usize::try_from((*itr).n_off).unwrap_or(0);
+            let chunks = if n > 0 && !(*itr).off.is_null() {
+                std::slice::from_raw_parts((*itr).off, n)
+            } else {
+                &[]
+            };
+            let span = chunks
+                .iter()
+                .map(|c| (c.u, c.v))
+                .reduce(|(u0, v0), (u, v)| (u0.min(u), v0.max(v)));
+            htslib::hts_itr_destroy(itr);
+            span
+        }
+    }
+
     /// Compressed offset where a contig's records start (for file order).
     pub(crate) fn first_offset(&self, tid: i32) -> Option<u64> {
         let itr = self.query(tid, 0, i64::MAX >> 2);

@@ -36,7 +36,7 @@ pub struct Piece {
     pub file: u32,
 }
 
-fn is_text(input: &Path) -> bool {
+pub(crate) fn is_text(input: &Path) -> bool {
     matches!(TextReader::open(input), Ok(Some(_)))
 }
 
@@ -182,6 +182,104 @@ impl PieceReader {
         self.schema.contig_label(piece.rid as i64)
     }
 
+    /// Moves to the piece's next record: text in `ks`, BCF in `rec` (not unpacked).
+    /// `Ok(None)` past the piece; `located` is false before the first call.
+    fn next_record(
+        &mut self,
+        piece: &Piece,
+        itr: *mut htslib::hts_itr_t,
+        located: &mut bool,
+        n: u64,
+    ) -> Result<Option<i64>> {
+        loop {
+            // Text: the index places the stream at the piece's first record; the lines
+            // after it are read as they come (the iterator would re-scan every line
+            // with tabix's parser) until one leaves the contig or passes the end.
+            // SAFETY: fp/itr live; ks/rec are owned buffers htslib fills.
+            let bgzf = self.fp.bgzf();
+            let r = unsafe {
+                if self.text && *located {
+                    htslib::bgzf_getline(bgzf, b'\n' as i32, self.ks.raw())
+                } else if self.text {
+                    *located = true;
+                    htslib::hts_itr_next(
+                        bgzf,
+                        itr,
+                        self.ks.raw() as *mut _ as *mut c_void,
+                        self.index.tabix_ptr() as *mut c_void,
+                    )
+                } else {
+                    htslib::hts_itr_next(
+                        bgzf,
+                        itr,
+                        self.rec.inner as *mut c_void,
+                        std::ptr::null_mut(),
+                    )
+                }
+            };
+            if r == -1 {
+                return Ok(None);
+            }
+            if r < -1 {
+                let name = self.contig(piece);
+                return Err(Error::Record {
+                    path: self.path.clone(),
+                    record: n + 1,
+                    locus: format!("{name}:{}-{}", piece.beg + 1, piece.end.min(i64::MAX >> 3)),
+                    msg: format!(
+                        "cannot read the records the index points to: the index is stale or the \
+                         file is corrupt (re-index with `bcftools index -f {}`)",
+                        self.path.display()
+                    ),
+                });
+            }
+            // POS decides which piece owns the record.
+            let pos = if self.text {
+                let line = self.ks.bytes();
+                let mut cols = line.split(|&b| b == b'\t');
+                let chrom = cols.next().unwrap_or(b"");
+                let pos = cols
+                    .next()
+                    .and_then(|p| std::str::from_utf8(p).ok()?.parse::<i64>().ok())
+                    .unwrap_or(0)
+                    - 1;
+                if chrom != self.contig(piece).as_bytes() || pos >= piece.end {
+                    return Ok(None); // past the piece (sorted input)
+                }
+                pos
+            } else {
+                let pos = self.rec.pos();
+                if pos >= piece.end {
+                    return Ok(None);
+                }
+                pos
+            };
+            if pos >= piece.beg {
+                return Ok(Some(pos));
+            }
+        }
+    }
+
+    /// Counts the records of one piece without parsing them (the bytes are still
+    /// read): where a partition starts when a contig is cut between partitions.
+    pub fn count(&mut self, piece: &Piece) -> Result<u64> {
+        let itr = self.index.query(piece.tid, piece.beg, piece.end);
+        if itr.is_null() {
+            return Ok(0);
+        }
+        let mut located = false;
+        let mut n = 0u64;
+        let result = (|| -> Result<()> {
+            while self.next_record(piece, itr, &mut located, n)?.is_some() {
+                n += 1;
+            }
+            Ok(())
+        })();
+        // SAFETY: itr from hts_itr_query.
+        unsafe { htslib::hts_itr_destroy(itr) };
+        result.map(|_| n)
+    }
+
     /// Reads one piece, handing out batches of at most `rows` records. Returns the
     /// number of records read.
     pub fn read(
@@ -198,66 +296,11 @@ impl PieceReader {
         }
         let mut batch = Batch::new(specs, n_samples, 0);
         let mut n = 0u64;
-        // Text: the index places the stream at the piece's first record; the lines
-        // after it are read as they come (the iterator would re-scan every line with
-        // tabix's parser) until one leaves the contig or passes the piece's end.
         let mut located = false;
         let result = (|| -> Result<()> {
-            loop {
-                // SAFETY: fp/itr live; ks/rec are owned buffers htslib fills.
-                let bgzf = self.fp.bgzf();
-                let r = unsafe {
-                    if self.text && located {
-                        htslib::bgzf_getline(bgzf, b'\n' as i32, self.ks.raw())
-                    } else if self.text {
-                        located = true;
-                        htslib::hts_itr_next(
-                            bgzf,
-                            itr,
-                            self.ks.raw() as *mut _ as *mut c_void,
-                            self.index.tabix_ptr() as *mut c_void,
-                        )
-                    } else {
-                        htslib::hts_itr_next(
-                            bgzf,
-                            itr,
-                            self.rec.inner as *mut c_void,
-                            std::ptr::null_mut(),
-                        )
-                    }
-                };
-                if r == -1 {
-                    break;
-                }
-                if r < -1 {
-                    let name = self.contig(piece);
-                    return Err(Error::Record {
-                        path: self.path.clone(),
-                        record: n + 1,
-                        locus: format!("{name}:{}-{}", piece.beg + 1, piece.end.min(i64::MAX >> 3)),
-                        msg: format!(
-                            "cannot read the records the index points to: the index is stale or the \
-                             file is corrupt (re-index with `bcftools index -f {}`)",
-                            self.path.display()
-                        ),
-                    });
-                }
+            while let Some(pos) = self.next_record(piece, itr, &mut located, n)? {
                 if self.text {
                     let line = self.ks.bytes();
-                    let mut cols = line.split(|&b| b == b'\t');
-                    let chrom = cols.next().unwrap_or(b"");
-                    // POS decides which piece owns the record.
-                    let pos = cols
-                        .next()
-                        .and_then(|p| std::str::from_utf8(p).ok()?.parse::<i64>().ok())
-                        .unwrap_or(0)
-                        - 1;
-                    if chrom != self.contig(piece).as_bytes() || pos >= piece.end {
-                        break; // past the piece (sorted input)
-                    }
-                    if pos < piece.beg {
-                        continue;
-                    }
                     let lookups = self.lookups.as_ref().expect("text input");
                     let done = self
                         .ex
@@ -283,10 +326,6 @@ impl PieceReader {
                         self.ex.apply_line_fix(&fix, &mut batch);
                     }
                 } else {
-                    let pos = self.rec.pos();
-                    if pos < piece.beg || pos >= piece.end {
-                        continue;
-                    }
                     // SAFETY: rec holds the record just read.
                     unsafe { htslib::bcf_unpack(self.rec.inner, htslib::BCF_UN_ALL as c_int) };
                     self.ex.extract(&self.path, n, &self.rec, &mut batch)?;
@@ -317,69 +356,87 @@ enum PieceMsg {
     Failed(Error),
 }
 
-/// A contig handed to a sequencer: its pieces' record streams, in position order.
+/// A run of pieces of one contig, read in order and placed on the variants axis: a
+/// whole contig (at the sum of the index counts before it), or the part of one that
+/// a partition converts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContigRun {
+    pub rid: u32,
+    /// Indexes into the pieces, in position order.
+    pub pieces: Vec<usize>,
+    /// Where the run's first record sits on the global variants axis.
+    pub offset: u64,
+    /// Records it must hold (the index's count for a whole contig).
+    pub expected: u64,
+}
+
+/// One run per contig of `pieces` (in file order), each at the sum of the `counts`
+/// of the contigs before it, in `order` (contig ids; `None`: file order).
+pub fn contig_runs(pieces: &[Piece], counts: &[u64], order: Option<&[usize]>) -> Vec<ContigRun> {
+    let mut runs: Vec<ContigRun> = Vec::new();
+    let mut at = 0u64;
+    for (i, p) in pieces.iter().enumerate() {
+        match runs.last_mut() {
+            Some(r) if r.rid == p.rid => r.pieces.push(i),
+            _ => {
+                let expected = counts.get(p.rid as usize).copied().unwrap_or(0);
+                runs.push(ContigRun {
+                    rid: p.rid,
+                    pieces: vec![i],
+                    offset: at,
+                    expected,
+                });
+                at += expected;
+            }
+        }
+    }
+    match order {
+        None => runs,
+        Some(order) => order
+            .iter()
+            .filter_map(|&rid| runs.iter().find(|r| r.rid as usize == rid).cloned())
+            .collect(),
+    }
+}
+
+/// A contig run handed to a sequencer, with its pieces' record streams.
 struct ContigJob {
-    rid: u32,
+    run: ContigRun,
     /// The input holding it (for messages).
     path: PathBuf,
-    /// Where the contig starts on the global variants axis.
-    offset: u64,
-    /// Records the index lists for it.
-    expected: u64,
     pieces: Vec<crossbeam_channel::Receiver<PieceMsg>>,
 }
 
-/// Reads `pieces` (in file order) with `cc` contigs at once and `w` readers each, and
-/// sends each contig's records as batches aligned to the global grid of `rows`-record
-/// inner chunks. A contig's place on the variants axis is the sum of the index counts
-/// of the contigs before it in the file, so contigs run in any `order` (header ids,
-/// dispatch order; `None`: file order) and the chunks that straddle two contigs arrive
-/// in parts, for a [`Stitcher`]. A contig whose record count disagrees with the index
-/// is an error.
+/// Reads `runs` (in dispatch order) with `cc` runs at once and `w` readers each, and
+/// sends each run's records as batches aligned to the global grid of `rows`-record
+/// inner chunks. Runs go in any order, so the chunks that straddle two runs arrive
+/// in parts, for a [`Stitcher`]. A run whose record count disagrees with what it
+/// expects (the index's) is an error.
 #[allow(clippy::too_many_arguments)]
 pub fn read_in_pieces(
     inputs: &[PathBuf],
     schema: &Schema,
     set: &ArraySet,
     pieces: &[Piece],
-    counts: &[u64],
-    order: Option<&[usize]>,
+    runs: &[ContigRun],
     (cc, w): (usize, usize),
     rows: usize,
     out: &crossbeam_channel::Sender<Result<Batch>>,
 ) {
     let n_samples = schema.samples.len();
     let specs = &set.columns;
-    // Contigs in file order, each with its pieces, and their offsets on the axis.
-    let mut file_order: Vec<(u32, Vec<usize>)> = Vec::new();
-    for (i, p) in pieces.iter().enumerate() {
-        match file_order.last_mut() {
-            Some((rid, v)) if *rid == p.rid => v.push(i),
-            _ => file_order.push((p.rid, vec![i])),
-        }
-    }
-    let mut offsets = std::collections::HashMap::new();
-    let mut at = 0u64;
-    for (rid, _) in &file_order {
-        offsets.insert(*rid, at);
-        at += counts.get(*rid as usize).copied().unwrap_or(0);
-    }
-    let dispatch: Vec<&(u32, Vec<usize>)> = match order {
-        None => file_order.iter().collect(),
-        Some(order) => order
-            .iter()
-            .filter_map(|&rid| file_order.iter().find(|(r, _)| *r as usize == rid))
-            .collect(),
-    };
     // Pieces are queued in dispatch order, so the readers always serve the earliest
     // unfinished contig first: a reader blocked on a later contig never starves it.
     let (job_tx, job_rx) =
         crossbeam_channel::unbounded::<(usize, crossbeam_channel::Sender<PieceMsg>)>();
     let (contig_tx, contig_rx) = crossbeam_channel::unbounded::<ContigJob>();
-    for (rid, idx) in dispatch {
-        let path = inputs[pieces[idx[0]].file as usize].clone();
-        let mut rxs = Vec::with_capacity(idx.len());
-        for &i in idx {
+    for run in runs {
+        let Some(&first) = run.pieces.first() else {
+            continue;
+        };
+        let path = inputs[pieces[first].file as usize].clone();
+        let mut rxs = Vec::with_capacity(run.pieces.len());
+        for &i in &run.pieces {
             // One batch of slack per piece: a reader ahead of its sequencer blocks,
             // which bounds the reorder buffer to about two batches per reader.
             let (tx, rx) = crossbeam_channel::bounded(1);
@@ -388,10 +445,8 @@ pub fn read_in_pieces(
         }
         contig_tx
             .send(ContigJob {
-                rid: *rid,
+                run: run.clone(),
                 path,
-                offset: offsets[rid],
-                expected: counts.get(*rid as usize).copied().unwrap_or(0),
                 pieces: rxs,
             })
             .expect("receiver alive");
@@ -457,19 +512,25 @@ fn sequence_contig(
     let n_samples = schema.samples.len();
     let rows = rows as u64;
     let input = job.path.clone();
+    let ContigRun {
+        rid,
+        offset,
+        expected,
+        ..
+    } = job.run;
     let stale = |read: u64, at: u64| Error::Record {
         path: input.clone(),
         record: at,
-        locus: schema.contigs[job.rid as usize].name.clone(),
+        locus: schema.contigs[rid as usize].name.clone(),
         msg: format!(
             "the index lists {} records on this contig but {read}{} were read: \
              the index is stale, re-index with `bcftools index -f {}`",
-            job.expected,
-            if read > job.expected { " or more" } else { "" },
+            expected,
+            if read > expected { " or more" } else { "" },
             input.display()
         ),
     };
-    let mut cur = Batch::new(specs, n_samples, job.offset);
+    let mut cur = Batch::new(specs, n_samples, offset);
     let mut read = 0u64;
     for rx in job.pieces {
         for msg in rx.iter() {
@@ -479,8 +540,8 @@ fn sequence_contig(
                 PieceMsg::Failed(e) => return Err(e),
             };
             read += b.len() as u64;
-            if read > job.expected {
-                return Err(stale(read, job.offset + read - 1));
+            if read > expected {
+                return Err(stale(read, offset + read - 1));
             }
             let mut r = 0;
             while r < b.len() {
@@ -498,8 +559,8 @@ fn sequence_contig(
             }
         }
     }
-    if read != job.expected {
-        return Err(stale(read, job.offset + read));
+    if read != expected {
+        return Err(stale(read, offset + read));
     }
     if !cur.is_empty() {
         let _ = out.send(Ok(cur));
@@ -509,9 +570,12 @@ fn sequence_contig(
 
 /// Re-joins the parts of inner chunks that straddle contigs converted separately.
 /// Whole chunks pass straight through; a part waits (under one chunk per contig
-/// boundary) until the rest of its chunk arrives.
+/// boundary) until the rest of its chunk arrives. A chunk is whole within the
+/// records `range` converted here: a partition's first and last chunks may be
+/// parts of chunks another partition shares.
 pub struct Stitcher {
     rows: u64,
+    range: std::ops::Range<u64>,
     total: u64,
     n_samples: usize,
     specs: Vec<crate::arrays::ColumnSpec>,
@@ -519,10 +583,17 @@ pub struct Stitcher {
 }
 
 impl Stitcher {
-    /// For `total` records on a grid of `rows`-record chunks.
-    pub fn new(set: &ArraySet, n_samples: usize, rows: usize, total: u64) -> Stitcher {
+    /// For the records `range` of `total` on a grid of `rows`-record chunks.
+    pub fn new(
+        set: &ArraySet,
+        n_samples: usize,
+        rows: usize,
+        range: std::ops::Range<u64>,
+        total: u64,
+    ) -> Stitcher {
         Stitcher {
             rows: rows as u64,
+            range,
             total,
             n_samples,
             specs: set.columns.clone(),
@@ -533,8 +604,10 @@ impl Stitcher {
     /// Takes a batch; returns a whole chunk when this batch completes one.
     pub fn push(&mut self, b: Batch) -> Option<Batch> {
         let chunk = b.first / self.rows;
-        let start = chunk * self.rows;
-        let want = self.rows.min(self.total.saturating_sub(start));
+        let start = (chunk * self.rows).max(self.range.start);
+        let want = ((chunk + 1) * self.rows)
+            .min(self.range.end)
+            .saturating_sub(start);
         if b.first == start && b.len() as u64 == want {
             return Some(b);
         }
@@ -551,6 +624,14 @@ impl Stitcher {
             whole.append_range(p, 0, p.len());
         }
         Some(whole)
+    }
+
+    /// Whether a batch [`Stitcher::push`] returned is only part of its chunk: the
+    /// rest is another partition's.
+    pub fn is_shared(&self, b: &Batch) -> bool {
+        let start = b.first / self.rows * self.rows;
+        let end = (start + self.rows).min(self.total);
+        b.first != start || b.first + b.len() as u64 != end
     }
 
     /// Chunks still incomplete (none after a successful read).
