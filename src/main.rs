@@ -36,8 +36,16 @@ enum Command {
         /// `-` reads VCF text from standard input), then the output store directory:
         /// new, empty, or an interrupted svar2 store (an existing Zarr store only
         /// with --force; anything else is refused).
-        #[arg(required = true, num_args = 1.., value_name = "PATH")]
+        #[arg(required_unless_present = "plan_file", num_args = 1.., value_name = "PATH")]
         paths: Vec<PathBuf>,
+        /// Convert one partition of a plan `svar2 plan --partitions N -o PLAN` wrote
+        /// (inputs, output and layout come from the plan; give --partition).
+        #[arg(long = "plan", value_name = "PLAN", requires = "partition", conflicts_with_all = ["paths", "inputs", "force"])]
+        plan_file: Option<PathBuf>,
+        /// With --plan: the partition this task converts (0 to N-1; a Slurm array
+        /// task passes $SLURM_ARRAY_TASK_ID). Memory and cores are this machine's.
+        #[arg(long, requires = "plan_file")]
+        partition: Option<usize>,
         /// A file listing the inputs, one path per line (then give only OUTPUT).
         #[arg(long, value_name = "FILE")]
         inputs: Option<PathBuf>,
@@ -75,6 +83,24 @@ enum Command {
         /// writes nothing) so `w` is the one `convert` will use.
         #[arg(long)]
         probe: bool,
+        /// Plan a conversion in N partitions, each converted by its own task (a
+        /// Slurm array task, `xargs -P`): `convert --plan PLAN --partition K`, then
+        /// `finalize PLAN`. Needs indexed inputs and the OUTPUT store path.
+        #[arg(long, value_name = "N")]
+        partitions: Option<usize>,
+        /// With --partitions: write the plan to this file (the tasks read it).
+        #[arg(short = 'o', long, value_name = "PLAN", requires = "partitions")]
+        output_plan: Option<PathBuf>,
+    },
+    /// Complete the store of a partitioned conversion once every partition is done:
+    /// joins the rows partitions share, writes the arrays that span partitions and
+    /// the root zarr.json last. Refuses, naming them, while partitions are missing,
+    /// failed or running. The store equals a single `svar2 convert`'s.
+    Finalize {
+        /// The plan `svar2 plan --partitions N -o PLAN` wrote.
+        plan: PathBuf,
+        #[command(flatten)]
+        budget: BudgetArgs,
     },
     /// Show a Zarr v2 or v3 store's layout (any VCF Zarr store: svar2's, bio2zarr's):
     /// per array its shape, type, decoded chunk, shard, codecs, bytes, files, whether
@@ -225,6 +251,11 @@ struct LayoutArgs {
 }
 
 impl LayoutArgs {
+    /// Whether any layout flag was given (a partition takes its plan's layout).
+    fn given(&self) -> bool {
+        self.patch.is_some() || self.zstd_level != 1 || self.requested() != Requested::default()
+    }
+
     fn requested(&self) -> Requested {
         Requested {
             variants_chunk: self.variants_chunk,
@@ -381,11 +412,37 @@ fn out_json(report: &impl serde::Serialize) {
 fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     match cli.command {
         Command::Convert {
+            plan_file: Some(plan_file),
+            partition,
+            plan,
+            ..
+        } => {
+            let k = partition.expect("clap requires --partition with --plan");
+            if plan.layout.given() {
+                return Err("with --plan, the layout is the plan's: drop the layout flags".into());
+            }
+            let s = svar2_convert::partition::run(&plan_file, k, &plan.request(true), !cli.quiet)?;
+            if !cli.quiet {
+                eprintln!(
+                    "svar2: partition {k}: {} records in {:.2} s, {} shard files (cc {}, w {}, \
+                     predicted peak {})",
+                    s.records,
+                    s.seconds,
+                    s.files,
+                    s.cc,
+                    s.w,
+                    human(s.predicted_peak_rss)
+                );
+            }
+            Ok(())
+        }
+        Command::Convert {
             paths,
             inputs,
             plan,
             force,
             debug_contig_order,
+            ..
         } => {
             let opts = svar2_convert::Options {
                 request: plan.request(true),
@@ -423,8 +480,26 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             dry_run: _,
             json,
             probe,
+            partitions,
+            output_plan,
         } => {
             let (inputs, output) = split_paths(paths, inputs.as_deref(), false)?;
+            if let Some(n) = partitions {
+                let Some(output) = output else {
+                    return Err("--partitions needs the output store: INPUT... OUTPUT".into());
+                };
+                let p = svar2_convert::partition::plan(&inputs, &output, n, &plan.request(false))?;
+                if let Some(path) = &output_plan {
+                    std::fs::write(path, p.to_json())
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                }
+                if json {
+                    out(&p.to_json());
+                } else {
+                    out(&p.render());
+                }
+                return Ok(());
+            }
             let report = svar2_convert::planning::plan_inputs(&inputs, &plan.request(probe))?;
             if json {
                 out_json(&report);
@@ -560,6 +635,43 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 out_json(&r);
             } else {
                 out(&r.render());
+            }
+            Ok(())
+        }
+        Command::Finalize { plan, budget } => {
+            let req = PlanRequest {
+                max_mem: budget.max_mem,
+                threads: budget.threads,
+                patch: None,
+                max_amplification: 1.5,
+                requested: Requested::default(),
+                readers: None,
+                zstd_level: 1,
+                probe: false,
+            };
+            let s = svar2_convert::partition::finalize(&plan, &req)?;
+            if !cli.quiet {
+                if s.already_done {
+                    eprintln!("svar2: the store is already complete; nothing to do");
+                } else {
+                    eprintln!(
+                        "svar2: finalized {} records in {:.2} s ({} shared shard rows{}) -> {} in \
+                         {} files",
+                        s.records,
+                        s.seconds,
+                        s.shared_rows,
+                        if s.rewritten_shards > 0 {
+                            format!(
+                                ", {} shards re-encoded after layouts grew",
+                                s.rewritten_shards
+                            )
+                        } else {
+                            String::new()
+                        },
+                        human(s.store_bytes),
+                        s.files
+                    );
+                }
             }
             Ok(())
         }

@@ -397,7 +397,7 @@ impl ArraySet {
 }
 
 /// What has been seen of one column so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ColumnStats {
     /// Most values any record (or sample) carried.
     pub max_width: u32,
@@ -426,7 +426,7 @@ impl ColumnStats {
 }
 
 /// Everything seen so far that decides layouts: per-column stats, alleles and ploidy.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     pub columns: Vec<ColumnStats>,
     /// Most alleles (REF + ALTs) in any record.

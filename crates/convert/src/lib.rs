@@ -15,10 +15,12 @@ mod genotype;
 mod hts;
 pub mod index;
 pub mod inputs;
+pub mod partition;
 pub mod pieces;
 pub mod planning;
 pub mod probe;
 pub mod schema;
+pub mod spill;
 pub mod truncation;
 mod writer;
 

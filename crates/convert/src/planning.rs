@@ -159,6 +159,37 @@ pub fn make_plan_inputs(
     plan_schema(&label, merged.clone(), counted, inputs.len(), req)
 }
 
+/// Plans one partition of a partitioned conversion for this machine (its budget and
+/// cores): `counts` holds the partition's records per contig (0 elsewhere), and the
+/// store geometry is the partition plan's, never re-derived, so every partition
+/// writes the same grid. A geometry this machine's budget cannot hold is an error.
+pub fn plan_partition(
+    label: &Path,
+    schema: crate::schema::Schema,
+    kind: IndexKind,
+    counts: Vec<u64>,
+    streams: usize,
+    g: Geometry,
+    req: &PlanRequest,
+) -> Result<PlanReport> {
+    let mut req = req.clone();
+    req.patch = None;
+    req.zstd_level = g.zstd_level;
+    req.requested = svar2_planner::Requested {
+        variants_chunk: Some(g.variants_chunk),
+        samples_chunk: Some(g.samples_chunk),
+        variants_shard: Some(g.variants_shard),
+        samples_shard: Some(g.samples_shard),
+    };
+    let counted = Ok(crate::index::IndexCounts {
+        kind,
+        path: label.into(),
+        counts,
+        undeclared: Vec::new(),
+    });
+    plan_schema(label, schema, counted, streams, &req)
+}
+
 /// The plan from a schema and its contig counts; `streams` > 1 (or standard input)
 /// means one streaming reader over inputs read one after another.
 fn plan_schema(

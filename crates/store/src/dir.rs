@@ -16,7 +16,7 @@ pub struct StoreDir {
     /// An exclusive lock on the directory itself, held while writing: a second
     /// conversion into the same output refuses instead of interleaving files. (The
     /// directory is emptied, never replaced, so the lock stays on the one inode.)
-    _lock: fs::File,
+    _lock: Option<fs::File>,
     /// Set once the root `zarr.json` is in place; until then dropping the store (an
     /// error or a panic) removes the partial output. A killed process leaves it, marked
     /// by [`IN_PROGRESS`], for the next run to start again.
@@ -158,7 +158,7 @@ impl StoreDir {
         empty_dir(root)?;
         let store = StoreDir {
             root: root.into(),
-            _lock: lock,
+            _lock: Some(lock),
             finished: std::sync::atomic::AtomicBool::new(false),
         };
         store.write(
@@ -171,6 +171,55 @@ impl StoreDir {
             .as_bytes(),
         )?;
         Ok(store)
+    }
+
+    /// Opens the output of a partitioned conversion, shared by its partitions (each
+    /// a process, maybe on another machine) and `finalize`. `job` names the plan: an
+    /// output that holds another job's files (an interrupted conversion, another
+    /// plan's partitions) is emptied first, under the directory's lock so tasks
+    /// starting together agree; a finished store or a foreign directory is refused.
+    /// Other partitions' files are kept, and nothing is removed on error: a partition
+    /// that fails is run again.
+    pub fn join(root: &Path, job: &str) -> Result<StoreDir> {
+        let marker_text = format!("svar2 {} job {job}\n", env!("CARGO_PKG_VERSION"));
+        if fs::symlink_metadata(root).is_err() {
+            fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
+        }
+        // Another task may hold the lock for a moment (its own set-up); a whole
+        // conversion into this output holds it throughout and is refused.
+        let mut tries = 0;
+        let lock = loop {
+            match lock(root) {
+                Err(Error::Locked { .. }) if tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                other => break other?,
+            }
+        };
+        let existing = classify(root)?;
+        refuse(root, &existing, false)?;
+        let marker = root.join(IN_PROGRESS);
+        let ours = fs::read_to_string(&marker).is_ok_and(|t| t == marker_text);
+        if !ours {
+            if existing == Existing::Interrupted {
+                tracing::warn!(
+                    "{}: holds an interrupted conversion of another job; starting afresh",
+                    root.display()
+                );
+            }
+            empty_dir(root)?;
+            // (Written under the lock: no task reads it half-written; one cut short
+            // by a crash names no job, and the next task starts afresh.)
+            fs::write(&marker, &marker_text).map_err(|e| Error::io(&marker, e))?;
+        }
+        drop(lock);
+        Ok(StoreDir {
+            root: root.into(),
+            _lock: None,
+            // Never removed on drop: the other partitions' work is in it.
+            finished: std::sync::atomic::AtomicBool::new(true),
+        })
     }
 
     /// Marks the store complete: the root `zarr.json` appears whole (written aside,

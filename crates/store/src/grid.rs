@@ -5,7 +5,7 @@
 
 /// Chunk and shard sizes shared by every array (recorded in the root group's `svar2`
 /// attribute).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Geometry {
     pub variants_chunk: u64,
     pub samples_chunk: u64,

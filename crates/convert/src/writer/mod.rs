@@ -6,8 +6,11 @@
 //! arrays, region index, root group) in `finish`.
 
 mod finish;
+mod partition;
 mod relayout;
 mod shards;
+
+pub use partition::{Fragment, LayoutRecord, PartitionOutput, RowRecord, SlotRecord};
 
 use crate::arrays::{ArraySet, ArraySpec, Dims, Geometry, Layout, Stats};
 use crate::chunk::{chunk_tasks, column_from_raw, encode_chunk, materialize, ChunkView};
@@ -54,7 +57,7 @@ fn bit(bits: &Option<Vec<u64>>, i: usize) -> bool {
 
 /// A shard row still being filled. Concurrent contigs fill several rows at once, in
 /// any order; each is finished when its last record arrives.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct OpenRow {
     /// Per array: the row's inner chunks, `[inner row][sample chunk]`.
     slots: Vec<Vec<Option<Slot>>>,
@@ -76,6 +79,10 @@ pub(crate) struct Writer {
     set: ArraySet,
     g: Geometry,
     store: StoreDir,
+    /// Where shards' partial files accumulate: the store itself, or a partition's
+    /// own directory (rows it shares with another partition are finished by
+    /// `finalize`).
+    parts: PathBuf,
     stats: Stats,
     codecs: HashMap<(Dtype, bool), Arc<InnerCodec>>,
     records: u64,
@@ -111,6 +118,7 @@ impl Writer {
             schema,
             set,
             g,
+            parts: store.root.clone(),
             store,
             stats,
             codecs: HashMap::new(),

@@ -2,15 +2,16 @@
 //! shards (index appended and renamed into place, or laid out again in slot order).
 use super::*;
 
+/// A shard's partial file under `parts` (the store, or a partition's own directory).
+pub(super) fn part_file(parts: &Path, array: &str, row: u64, j: usize) -> PathBuf {
+    parts.join(array).join("c").join(format!("{row}.{j}.part"))
+}
+
 impl Writer {
     /// Where a shard's chunks accumulate while its row is being written; the final
     /// name depends on the layout, known only when the row is flushed.
     pub(super) fn part_path(&self, row: u64, a: usize, j: usize) -> PathBuf {
-        self.store
-            .root
-            .join(&self.set.arrays[a].name)
-            .join("c")
-            .join(format!("{row}.{j}.part"))
+        part_file(&self.parts, &self.set.arrays[a].name, row, j)
     }
 
     /// Finishes every shard of a row: index appended and renamed into place, or
