@@ -12,6 +12,9 @@ use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"svar2bt2";
 
+/// The most reserved up front for a spilled batch before its bytes decode.
+const RESERVE_AT_MOST: u64 = 256 << 20;
+
 fn put(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
@@ -199,16 +202,31 @@ fn decode_inner(bytes: &[u8], specs: &[ColumnSpec]) -> Option<Batch> {
     })
 }
 
-/// Writes `b` to `path` whole (aside, then renamed).
+/// Writes `b` to `path` whole (aside, then renamed), zstd-compressed: genotype
+/// batches shrink ~10x, which is what `finalize` reads and then deletes.
 pub fn write(path: &Path, b: &Batch) -> Result<()> {
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, encode(b)).map_err(|e| Error::io(&tmp, e))?;
+    let bytes = zstd::bulk::compress(&encode(b), 1)
+        .map_err(|e| Error::Usage(format!("{}: cannot compress: {e}", path.display())))?;
+    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
 
 /// Reads a batch [`write`] wrote.
 pub fn read(path: &Path, specs: &[ColumnSpec]) -> Result<Batch> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let packed = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    // Room for the size the frame states, up to a bound; past it the buffer grows
+    // only as bytes really decode (nothing is allocated on a file's word alone).
+    let stated = zstd::zstd_safe::get_frame_content_size(&packed)
+        .ok()
+        .flatten()
+        .unwrap_or(0);
+    let mut bytes = Vec::with_capacity(stated.min(RESERVE_AT_MOST) as usize);
+    let decoded = zstd::stream::read::Decoder::new(packed.as_slice())
+        .and_then(|mut d| std::io::Read::read_to_end(&mut d, &mut bytes));
+    if decoded.is_err() {
+        bytes.clear();
+    }
     decode_inner(&bytes, specs).ok_or_else(|| Error::Open {
         path: path.into(),
         msg: "not a batch this svar2 wrote, or damaged: run its partition again".into(),
