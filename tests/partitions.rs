@@ -249,8 +249,34 @@ fn a_killed_partition_is_named_and_rerun_alone() {
         !out.join("zarr.json").exists(),
         "no root until finalize succeeds"
     );
-    // Re-run it alone; the store is the single conversion's.
+    // Re-run it alone.
     run_all_one(&plan_path, 1);
+    // A shard a partition wrote, cut short afterwards: finalize names the partition.
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(work.join("0.json")).unwrap()).unwrap();
+    let shard = out.join(
+        record["files"][0][0]
+            .as_str()
+            .expect("partition 0 wrote a shard"),
+    );
+    let bytes = std::fs::read(&shard).unwrap();
+    std::fs::write(&shard, &bytes[..bytes.len() / 2]).unwrap();
+    let err = String::from_utf8_lossy(&finalize(&plan_path).stderr).into_owned();
+    assert!(
+        err.contains("partition 0:") && err.contains("run partition 0 again"),
+        "{err}"
+    );
+    run_all_one(&plan_path, 0);
+    // A finalize that was interrupted re-encoding the partitions' shards says what
+    // to do instead of guessing.
+    std::fs::write(work.join("finalize.relaying"), b"").unwrap();
+    let err = String::from_utf8_lossy(&finalize(&plan_path).stderr).into_owned();
+    assert!(
+        err.contains("remove") && err.contains("run every partition again"),
+        "{err}"
+    );
+    std::fs::remove_file(work.join("finalize.relaying")).unwrap();
+    // The store is the single conversion's.
     finalize_ok(&plan_path);
     assert_eq!(digest(&out), digest(&single));
     // A second finalize has nothing to do.

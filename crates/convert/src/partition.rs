@@ -124,6 +124,8 @@ pub struct PartitionPlan {
     pub contigs: Vec<PlannedContig>,
     pub partitions: Vec<PlannedPartition>,
     pub planned_on: PlannedOn,
+    /// What the user should know (partitions smaller than a shard row, empty ones).
+    pub notes: Vec<String>,
 }
 
 /// What a partition leaves for `finalize` when it is done (`<WORK_DIR>/<K>.json`).
@@ -398,6 +400,29 @@ pub fn plan(
             predicted_peak_rss: predicted.plan.predicted_peak_rss,
         });
     }
+    let mut notes = Vec::new();
+    let sizes: Vec<u64> = partitions
+        .iter()
+        .map(|p| p.records)
+        .filter(|&r| r > 0)
+        .collect();
+    let empty = partitions.len() - sizes.len();
+    if empty > 0 {
+        notes.push(format!(
+            "{empty} partition(s) are empty (fewer records, or places to cut, than \
+             partitions): their tasks finish at once"
+        ));
+    }
+    if let Some(&smallest) = sizes.iter().min() {
+        if smallest < 2 * g.variants_shard && sizes.len() > 1 {
+            notes.push(format!(
+                "partitions of ~{smallest} records are under two shard rows ({} records \
+                 each): rows shared by partitions are finished by finalize, so it does much \
+                 of the writing; fewer partitions or a smaller --variants-shard keep it short",
+                g.variants_shard
+            ));
+        }
+    }
     let mut plan = PartitionPlan {
         svar2: env!("CARGO_PKG_VERSION").into(),
         id: String::new(),
@@ -425,6 +450,7 @@ pub fn plan(
             budget_from: cs.report.budget_from.clone(),
             cores: cs.report.cores.usable,
         },
+        notes,
     };
     plan.id = blake3::hash(&serde_json::to_vec(&plan).expect("plans serialise"))
         .to_hex()
@@ -522,6 +548,9 @@ impl PartitionPlan {
                     regions.join(" ")
                 }
             );
+        }
+        for n in &self.notes {
+            let _ = writeln!(s, "note           {n}");
         }
         let _ = writeln!(
             s,
@@ -827,7 +856,13 @@ fn run_locked(
         cs.files.len(),
         g,
         req,
-    )?;
+    )
+    .map_err(|e| {
+        Error::Usage(format!(
+            "partition {k}: {e} (the plan fixes the chunks: give this task a larger \
+             --max-mem, or plan again with a smaller --variants-chunk)"
+        ))
+    })?;
     if normalise(report.geometry(), n_samples as u64) != g {
         return Err(Error::Usage(format!(
             "partition {k}: this machine's plan would change the plan's chunking ({:?}): give \
@@ -1071,14 +1106,14 @@ pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> 
     let cs = plan.open_checked(plan_path, req)?;
     let work = plan.work_dir();
     if work.join(RELAYING).exists() {
-        for k in 0..plan.partitions.len() {
-            remove_if_present(&work.join(format!("{k}.json")))?;
-        }
-        remove_if_present(&work.join(RELAYING))?;
         return Err(plan_error(
             plan_path,
-            "a previous finalize was interrupted while re-encoding shards the partitions \
-             wrote; run every partition again, then finalize",
+            format!(
+                "a previous finalize was interrupted while re-encoding shards the partitions \
+                 wrote, which can no longer be told from new ones: remove {} and run every \
+                 partition again, then finalize",
+                plan.output.display()
+            ),
         ));
     }
     let mut records = Vec::new();
