@@ -61,7 +61,8 @@ enum Command {
         debug_contig_order: svar2_convert::ContigOrder,
     },
     /// Print the conversion plan (budget, cores, contig order, geometry, predicted
-    /// peak RSS) from the header and index alone; writes nothing.
+    /// peak RSS) from the header and index alone; writes nothing, except the
+    /// partition plan that `--partitions N -o PLAN` asks for.
     Plan {
         /// INPUT... [OUTPUT]: the inputs as for convert, then optionally the output
         /// the conversion would write (not touched; recognised as not named like an
@@ -73,7 +74,7 @@ enum Command {
         inputs: Option<PathBuf>,
         #[command(flatten)]
         plan: PlanArgs,
-        /// Accepted for clarity: `plan` never writes anything.
+        /// Accepted for clarity: `plan` writes nothing but an `-o PLAN` file.
         #[arg(long)]
         dry_run: bool,
         /// Print the plan as JSON, for scripts.
