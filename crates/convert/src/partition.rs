@@ -662,9 +662,9 @@ fn remove_if_present(path: &Path) -> Result<()> {
     }
 }
 
-/// Refuses an output that is already a complete store.
+/// Whether the output is a complete store: its root `zarr.json` is written last.
 fn is_complete(output: &Path) -> bool {
-    output.join("zarr.json").is_file() && !output.join(svar2_store::dir::IN_PROGRESS).exists()
+    output.join("zarr.json").is_file()
 }
 
 /// Where each contig cut starts, counted on demand and shared between tasks through
@@ -1092,6 +1092,9 @@ pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> 
     let t0 = Instant::now();
     let plan = PartitionPlan::load(plan_path)?;
     if is_complete(&plan.output) {
+        // A finalize stopped after the root was written left only its clean-up.
+        remove_if_present(&plan.work_dir())?;
+        remove_if_present(&plan.output.join(svar2_store::dir::IN_PROGRESS))?;
         let (store_bytes, files) = svar2_store::dir::disk_usage(&plan.output);
         return Ok(FinalizeSummary {
             records: plan.records,

@@ -221,12 +221,18 @@ pub fn read(path: &Path, specs: &[ColumnSpec]) -> Result<Batch> {
         .ok()
         .flatten()
         .unwrap_or(0);
-    let mut bytes = Vec::with_capacity(stated.min(RESERVE_AT_MOST) as usize);
-    let decoded = zstd::stream::read::Decoder::new(packed.as_slice())
-        .and_then(|mut d| std::io::Read::read_to_end(&mut d, &mut bytes));
-    if decoded.is_err() {
-        bytes.clear();
-    }
+    let bytes = if stated <= RESERVE_AT_MOST {
+        // In one call, straight into the buffer.
+        zstd::bulk::decompress(&packed, stated as usize).unwrap_or_default()
+    } else {
+        let mut bytes = Vec::with_capacity(RESERVE_AT_MOST as usize);
+        let decoded = zstd::stream::read::Decoder::new(packed.as_slice())
+            .and_then(|mut d| std::io::Read::read_to_end(&mut d, &mut bytes));
+        if decoded.is_err() {
+            bytes.clear();
+        }
+        bytes
+    };
     decode_inner(&bytes, specs).ok_or_else(|| Error::Open {
         path: path.into(),
         msg: "not a batch this svar2 wrote, or damaged: run its partition again".into(),

@@ -323,7 +323,12 @@ fn copy_append(src: &Path, dst: &Path) -> Result<u64> {
     if let Some(parent) = dst.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     }
-    let mut from = std::fs::File::open(src).map_err(|e| Error::io(src, e))?;
+    // (A large buffer: where the file system cannot copy in the kernel, io::copy
+    // falls back to 8 KiB reads and writes.)
+    let mut from = std::io::BufReader::with_capacity(
+        1 << 20,
+        std::fs::File::open(src).map_err(|e| Error::io(src, e))?,
+    );
     let mut to = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
