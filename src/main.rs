@@ -402,6 +402,15 @@ fn out(text: &str) {
     }
 }
 
+/// The summary line's note on shards re-encoded after later records widened them.
+fn regrown(shards: u64) -> String {
+    if shards > 0 {
+        format!(", {shards} shards re-encoded after layouts grew")
+    } else {
+        String::new()
+    }
+}
+
 /// A report as pretty JSON on standard output, for scripts.
 fn out_json(report: &impl serde::Serialize) {
     out(&format!(
@@ -462,14 +471,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                     output.display(),
                     human(s.store_bytes),
                     s.files,
-                    if s.rewritten_shards > 0 {
-                        format!(
-                            ", {} shards re-encoded after layouts grew",
-                            s.rewritten_shards
-                        )
-                    } else {
-                        String::new()
-                    }
+                    regrown(s.rewritten_shards)
                 );
             }
             Ok(())
@@ -661,14 +663,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                         s.records,
                         s.seconds,
                         s.shared_rows,
-                        if s.rewritten_shards > 0 {
-                            format!(
-                                ", {} shards re-encoded after layouts grew",
-                                s.rewritten_shards
-                            )
-                        } else {
-                            String::new()
-                        },
+                        regrown(s.rewritten_shards),
                         human(s.store_bytes),
                         s.files
                     );

@@ -445,6 +445,16 @@ impl Stats {
         }
     }
 
+    /// Empty stats for a store of `schema`: `variant_contig` is typed by the contig
+    /// count (bio2zarr sizes it so), whatever contigs the records name.
+    pub fn for_store(set: &ArraySet, schema: &Schema) -> Stats {
+        let mut stats = Stats::new(set);
+        if let Some(a) = set.arrays.iter().find(|a| a.name == "variant_contig") {
+            stats.columns[a.column].max = schema.contigs.len() as i64;
+        }
+        stats
+    }
+
     /// Folds another reader's stats into these.
     pub fn merge(&mut self, o: &Stats) {
         for (a, b) in self.columns.iter_mut().zip(&o.columns) {

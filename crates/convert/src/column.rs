@@ -32,7 +32,8 @@ pub enum Values {
 }
 
 impl Values {
-    fn len(&self) -> usize {
+    /// Values held (strings, for `Str`).
+    pub(crate) fn len(&self) -> usize {
         match self {
             Values::Int(v) => v.len(),
             Values::Long(v) => v.len(),

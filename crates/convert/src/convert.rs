@@ -247,10 +247,7 @@ pub fn convert_inputs(
         "converting {}",
         input.display()
     );
-    let mut stats = Stats::new(&set);
-    if let Some(a) = set.arrays.iter().find(|a| a.name == "variant_contig") {
-        stats.columns[a.column].max = schema.contigs.len() as i64;
-    }
+    let stats = Stats::for_store(&set, &schema);
     let mut w = Writer::new(
         input,
         report.budget,

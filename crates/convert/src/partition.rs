@@ -931,10 +931,7 @@ fn run_locked(
     if cc > 1 {
         runs.sort_by(|a, b| b.expected.cmp(&a.expected).then(a.offset.cmp(&b.offset)));
     }
-    let mut stats = Stats::new(&set);
-    if let Some(a) = set.arrays.iter().find(|a| a.name == "variant_contig") {
-        stats.columns[a.column].max = schema.contigs.len() as i64;
-    }
+    let stats = Stats::for_store(&set, schema);
     let threads = report.threads;
     let mut writer = Writer::new(
         &label,
@@ -1173,10 +1170,7 @@ pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> 
         svar2_planner::host::resolve_budget(req.max_mem, host.memory_limit().as_ref())
             .map_err(Error::Usage)?;
     let threads = req.threads.unwrap_or(host.cores().usable).max(1);
-    let mut stats = Stats::new(&set);
-    if let Some(a) = set.arrays.iter().find(|a| a.name == "variant_contig") {
-        stats.columns[a.column].max = schema.contigs.len() as i64;
-    }
+    let stats = Stats::for_store(&set, &schema);
     let mut w = Writer::new(
         plan_path,
         budget,

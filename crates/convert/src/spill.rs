@@ -167,14 +167,7 @@ fn decode_inner(bytes: &[u8], specs: &[ColumnSpec]) -> Option<Batch> {
             return None;
         }
         // Every record's values lie inside the column (what the layout code indexes).
-        let n_values = match &values {
-            Values::Int(v) => v.len(),
-            Values::Long(v) => v.len(),
-            Values::Int8(v) => v.len(),
-            Values::Float(v) => v.len(),
-            Values::Bool(v) => v.len(),
-            Values::Str { ends, .. } => ends.len(),
-        };
+        let n_values = values.len();
         let inside = starts.iter().zip(&widths).all(|(&s, &w)| {
             (w as usize)
                 .checked_mul(per_record)
