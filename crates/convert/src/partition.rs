@@ -946,10 +946,7 @@ fn run_locked(
     );
     writer.set_parts_dir(own.join("parts"));
     std::fs::create_dir_all(&own).map_err(|e| Error::io(&own, e))?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| Error::Usage(format!("cannot start {threads} threads: {e}")))?;
+    let pool = crate::convert::encoder_pool(threads)?;
     let pb = crate::convert::progress_bar(progress, Some(records));
     let vc = g.variants_chunk as usize;
     let mut stitcher = Stitcher::new(&set, n_samples, vc, first..end, plan.records);
@@ -1191,10 +1188,7 @@ pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> 
             w.note_stats(&s.stats);
         }
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| Error::Usage(format!("cannot start {threads} threads: {e}")))?;
+    let pool = crate::convert::encoder_pool(threads)?;
     let vc = g.variants_chunk;
     // Shared rows are completed in record order — fragments and the chunks the
     // partitions shared (their parts joined, then encoded once) — so each row's
