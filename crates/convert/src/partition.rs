@@ -697,6 +697,33 @@ impl CutCounts<'_> {
         }
     }
 
+    /// Records in the cuts of `contig` before `cut`.
+    fn before(&mut self, contig: usize, cut: usize) -> Result<u64> {
+        let mut n = 0;
+        for j in 0..cut {
+            n += self.get(contig, j)?;
+        }
+        Ok(n)
+    }
+
+    /// Records in cut `cut` of `contig`: the last cut holds what the others leave of
+    /// the index's count (never read for it).
+    fn records(&mut self, contig: usize, cut: usize) -> Result<u64> {
+        let c = &self.plan.contigs[contig];
+        if cut + 1 < c.cuts.len() {
+            return self.get(contig, cut);
+        }
+        let (records, name, file) = (c.records, c.name.clone(), c.file as usize);
+        let before = self.before(contig, cut)?;
+        records.checked_sub(before).ok_or_else(|| {
+            Error::Usage(format!(
+                "{}: contig {name} has {records} records by its index but its cuts count \
+                 {before}: the index is stale (re-index with `bcftools index -f`) and plan again",
+                self.cs.files[file].path.display(),
+            ))
+        })
+    }
+
     /// Records in cut `cut` of contig `contig`.
     fn get(&mut self, contig: usize, cut: usize) -> Result<u64> {
         let c = &self.plan.contigs[contig];
@@ -812,27 +839,9 @@ fn run_locked(
     }
     let mut runs_at: Vec<(usize, u64, u64)> = Vec::new(); // (span, offset, records)
     for (i, s) in part.spans.iter().enumerate() {
-        let c = &plan.contigs[s.contig];
-        let mut before = 0u64;
-        for j in 0..s.cut {
-            before += counts.get(s.contig, j)?;
-        }
-        let records = if s.cut + 1 < c.cuts.len() {
-            counts.get(s.contig, s.cut)?
-        } else {
-            c.records.checked_sub(before).ok_or_else(|| {
-                Error::Usage(format!(
-                    "{}: contig {} has {} records by its index but its cuts count {before}: \
-                     the index is stale (re-index with `bcftools index -f`) and plan again",
-                    cs.files[c.file as usize].path.display(),
-                    c.name,
-                    c.records
-                ))
-            })?
-        };
-        runs_at.push((i, c.offset + before, records));
+        let offset = plan.contigs[s.contig].offset + counts.before(s.contig, s.cut)?;
+        runs_at.push((i, offset, counts.records(s.contig, s.cut)?));
     }
-    drop(counts);
     let first = runs_at.first().map_or(0, |r| r.1);
     let end = runs_at.last().map_or(0, |r| r.1 + r.2);
     let records: u64 = runs_at.iter().map(|r| r.2).sum();
@@ -842,10 +851,50 @@ fn run_locked(
              hold {records}): the index is stale; re-index and plan again"
         )));
     }
+    // Boundaries moved onto the inner-chunk grid, so no chunk is shared: the records
+    // up to the next chunk boundary go to the partition before it, when they lie in
+    // the first span of the partition after it (both sides decide alike; otherwise
+    // the chunk is shared and spilled).
+    let vc = g.variants_chunk;
+    let to_grid = |b: u64| (b.div_ceil(vc) * vc).min(plan.records);
+    let lead = to_grid(first) - first;
+    let skip = match runs_at.first() {
+        Some(&(_, _, n)) if lead > 0 && lead <= n => lead,
+        _ => 0,
+    };
+    // The partition after this one on the axis that holds records (some hold none).
+    let mut after: Vec<&PlannedPartition> = plan
+        .partitions
+        .iter()
+        .filter(|p| p.axis > part.axis)
+        .collect();
+    after.sort_by_key(|p| p.axis);
+    let mut next = None;
+    'after: for p in after {
+        for s in &p.spans {
+            if counts.records(s.contig, s.cut)? > 0 {
+                next = Some(p.spans[0].clone());
+                break 'after;
+            }
+        }
+    }
+    let tail = to_grid(end) - end;
+    let borrow = match (&next, records) {
+        (Some(s), 1..) if tail > 0 && tail <= counts.records(s.contig, s.cut)? => {
+            Some((s.clone(), tail))
+        }
+        _ => None,
+    };
+    drop(counts);
+    let lo = first + skip;
+    let hi = end + borrow.as_ref().map_or(0, |b| b.1);
     // This machine's plan for this partition's records, on the plan's grid.
     let mut per_contig = vec![0u64; schema.contigs.len()];
     for &(i, _, n) in &runs_at {
         per_contig[plan.contigs[part.spans[i].contig].rid as usize] += n;
+    }
+    if let Some((s, n)) = &borrow {
+        per_contig[plan.contigs[s.contig].rid as usize] += n;
     }
     let label = cs.files[0].path.clone();
     let report = plan_partition(
@@ -885,13 +934,25 @@ fn run_locked(
     let mut pieces = Vec::new();
     let mut runs = Vec::new();
     let whole = |rid: u32| cs.contigs.iter().find(|p| p.rid == rid).expect("planned");
-    for &(i, offset, expected) in &runs_at {
-        let s = &part.spans[i];
+    // (span, offset of its first kept record, records kept, skipped, borrowed)
+    let mut todo: Vec<(&PlannedSpan, u64, u64, u64, bool)> = runs_at
+        .iter()
+        .enumerate()
+        .map(|(j, &(i, offset, n))| {
+            let skip = if j == 0 { skip } else { 0 };
+            (&part.spans[i], offset + skip, n - skip, skip, false)
+        })
+        .filter(|t| t.2 > 0)
+        .collect();
+    if let Some((s, n)) = &borrow {
+        todo.push((s, end, *n, 0, true));
+    }
+    for &(s, offset, expected, skip, take) in &todo {
         let c = &plan.contigs[s.contig];
         let (beg, end) = c.cuts[s.cut];
         let length = schema.contigs[c.rid as usize].length.unwrap_or(0).max(0) as u64;
         let stop = end.unwrap_or(length.max(beg + 1));
-        let k_pieces = if length > 0 {
+        let k_pieces = if length > 0 && !take {
             (PIECES_PER_READER as usize * w).max(1) as u64
         } else {
             1
@@ -925,6 +986,8 @@ fn run_locked(
             pieces: idx,
             offset,
             expected,
+            skip,
+            take,
         });
     }
     // Longest first when several run at once.
@@ -947,9 +1010,9 @@ fn run_locked(
     writer.set_parts_dir(own.join("parts"));
     std::fs::create_dir_all(&own).map_err(|e| Error::io(&own, e))?;
     let pool = crate::convert::encoder_pool(threads)?;
-    let pb = crate::convert::progress_bar(progress, Some(records));
+    let pb = crate::convert::progress_bar(progress, Some(hi - lo));
     let vc = g.variants_chunk as usize;
-    let mut stitcher = Stitcher::new(&set, n_samples, vc, first..end, plan.records);
+    let mut stitcher = Stitcher::new(&set, n_samples, vc, lo..hi, plan.records);
     let (tx, rx) = crossbeam_channel::bounded::<Result<Batch>>(0);
     let (recycle_tx, _) = crossbeam_channel::bounded::<Batch>(1);
     let paths: Vec<PathBuf> = cs.files.iter().map(|f| f.path.clone()).collect();
@@ -995,7 +1058,7 @@ fn run_locked(
                     Ok(())
                 },
             )?;
-            writer.finish_partition(|row| row * vs >= first && ((row + 1) * vs).min(total) <= end)
+            writer.finish_partition(|row| row * vs >= lo && ((row + 1) * vs).min(total) <= hi)
         })
     });
     pb.finish_and_clear();
@@ -1005,8 +1068,8 @@ fn run_locked(
     let record = PartitionRecord {
         plan: plan.id.clone(),
         partition: k,
-        first,
-        end,
+        first: lo,
+        end: hi,
         output,
         spills,
         files,
@@ -1020,7 +1083,7 @@ fn run_locked(
         &serde_json::to_vec(&record).expect("records serialise"),
     )?;
     Ok(PartitionSummary {
-        records,
+        records: hi - lo,
         seconds: t0.elapsed().as_secs_f64(),
         files: n_files,
         cc,

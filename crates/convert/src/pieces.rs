@@ -18,6 +18,7 @@ use rust_htslib::bcf::{self, header::HeaderView};
 use rust_htslib::htslib;
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// One position range of one contig.
@@ -364,10 +365,15 @@ pub struct ContigRun {
     pub rid: u32,
     /// Indexes into the pieces, in position order.
     pub pieces: Vec<usize>,
-    /// Where the run's first record sits on the global variants axis.
+    /// Where the run's first kept record sits on the global variants axis.
     pub offset: u64,
-    /// Records it must hold (the index's count for a whole contig).
+    /// Records it delivers (the index's count for a whole contig).
     pub expected: u64,
+    /// Records read and dropped first (a neighbouring partition converts them).
+    pub skip: u64,
+    /// Stop after `expected` records: the run borrows the start of a neighbour's
+    /// range (which may hold more).
+    pub take: bool,
 }
 
 /// One run per contig of `pieces` (in file order), each at the sum of the `counts`
@@ -385,6 +391,8 @@ pub fn contig_runs(pieces: &[Piece], counts: &[u64], order: Option<&[usize]>) ->
                     pieces: vec![i],
                     offset: at,
                     expected,
+                    skip: 0,
+                    take: false,
                 });
                 at += expected;
             }
@@ -452,6 +460,8 @@ pub fn read_in_pieces(
             .expect("receiver alive");
     }
     drop((job_tx, contig_tx));
+    // Set when the consumer hung up or a run failed: readers stop at their next send.
+    let stop = &std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
         for _ in 0..(cc * w).max(1) {
             let job_rx = job_rx.clone();
@@ -479,7 +489,9 @@ pub fn read_in_pieces(
                         Ok(_) => PieceMsg::Done,
                         Err(e) => PieceMsg::Failed(e),
                     };
-                    if tx.send(msg).is_err() {
+                    // A run that took what it needed hangs up on purpose; only a
+                    // stopped conversion ends the reader.
+                    if tx.send(msg).is_err() && stop.load(Ordering::Relaxed) {
                         return;
                     }
                 }
@@ -490,9 +502,17 @@ pub fn read_in_pieces(
             let contig_rx = contig_rx.clone();
             scope.spawn(move || {
                 for job in contig_rx.iter() {
-                    if let Err(e) = sequence_contig(schema, specs, job, rows, out) {
-                        let _ = out.send(Err(e));
-                        return;
+                    match sequence_contig(schema, specs, job, rows, out) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            stop.store(true, Ordering::Relaxed);
+                            return;
+                        }
+                        Err(e) => {
+                            stop.store(true, Ordering::Relaxed);
+                            let _ = out.send(Err(e));
+                            return;
+                        }
                     }
                 }
             });
@@ -500,15 +520,16 @@ pub fn read_in_pieces(
     });
 }
 
-/// Joins one contig's pieces in order and re-cuts them on the global grid.
-/// `Ok` also when the consumer hung up (it has an error of its own to report).
+/// Joins one contig run's pieces in order and re-cuts them on the global grid,
+/// dropping the first `skip` records and, for a `take` run, stopping after
+/// `expected`. `Ok(false)` when the consumer hung up (it has an error of its own).
 fn sequence_contig(
     schema: &Schema,
     specs: &[crate::arrays::ColumnSpec],
     job: ContigJob,
     rows: usize,
     out: &crossbeam_channel::Sender<Result<Batch>>,
-) -> Result<()> {
+) -> Result<bool> {
     let n_samples = schema.samples.len();
     let rows = rows as u64;
     let input = job.path.clone();
@@ -516,56 +537,64 @@ fn sequence_contig(
         rid,
         offset,
         expected,
+        skip,
+        take,
         ..
     } = job.run;
+    let holds = skip + expected;
     let stale = |read: u64, at: u64| Error::Record {
         path: input.clone(),
         record: at,
         locus: schema.contigs[rid as usize].name.clone(),
         msg: format!(
-            "the index lists {} records on this contig but {read}{} were read: \
-             the index is stale, re-index with `bcftools index -f {}`",
-            expected,
-            if read > expected { " or more" } else { "" },
+            "the index lists {holds} records here but {read}{} were read: the index is \
+             stale, re-index with `bcftools index -f {}`",
+            if read > holds { " or more" } else { "" },
             input.display()
         ),
     };
     let mut cur = Batch::new(specs, n_samples, offset);
     let mut read = 0u64;
-    for rx in job.pieces {
+    'pieces: for rx in job.pieces {
         for msg in rx.iter() {
             let b = match msg {
                 PieceMsg::Rows(b) => b,
                 PieceMsg::Done => break,
                 PieceMsg::Failed(e) => return Err(e),
             };
+            let before = read;
             read += b.len() as u64;
-            if read > expected {
+            if read > holds && !take {
                 return Err(stale(read, offset + read - 1));
             }
-            let mut r = 0;
-            while r < b.len() {
+            // This batch's records to keep: past the skipped ones, up to `holds`.
+            let mut r = skip.saturating_sub(before).min(b.len() as u64) as usize;
+            let stop = (holds - before.min(holds)).min(b.len() as u64) as usize;
+            while r < stop {
                 let end = cur.first + cur.len() as u64;
                 let boundary = (cur.first / rows + 1) * rows;
-                let take = ((boundary - end) as usize).min(b.len() - r);
-                cur.append_range(&b, r, r + take);
-                r += take;
+                let n = ((boundary - end) as usize).min(stop - r);
+                cur.append_range(&b, r, r + n);
+                r += n;
                 if cur.first + cur.len() as u64 == boundary {
                     let full = std::mem::replace(&mut cur, Batch::new(specs, n_samples, boundary));
                     if out.send(Ok(full)).is_err() {
-                        return Ok(());
+                        return Ok(false);
                     }
                 }
             }
+            if take && read >= holds {
+                break 'pieces; // the rest is the neighbour's
+            }
         }
     }
-    if read != expected {
-        return Err(stale(read, offset + read));
+    if read.min(holds) != holds || (read != holds && !take) {
+        return Err(stale(read, offset + read.saturating_sub(skip)));
     }
-    if !cur.is_empty() {
-        let _ = out.send(Ok(cur));
+    if !cur.is_empty() && out.send(Ok(cur)).is_err() {
+        return Ok(false);
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Re-joins the parts of inner chunks that straddle contigs converted separately.
