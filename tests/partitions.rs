@@ -96,6 +96,11 @@ fn assert_partitions_match(
         let p = plan(inputs, &out, n, layout, &plan_path);
         let parts = p["partitions"].as_array().expect("partitions");
         assert_eq!(parts.len(), n);
+        for q in parts {
+            for key in ["regions", "records", "shard_rows", "predicted_peak_rss"] {
+                assert!(q.get(key).is_some(), "plan --json lists {key}: {q}");
+            }
+        }
         cut += parts
             .iter()
             .filter(|q| q["exact"] == serde_json::Value::Bool(false))

@@ -89,6 +89,9 @@ pub struct PlannedPartition {
     /// Its place along the variants axis.
     pub axis: usize,
     pub spans: Vec<PlannedSpan>,
+    /// The spans as regions (`chr1`, `chr2:1-4980736`, `chr2:4980737-`; 1-based,
+    /// inclusive, as bcftools takes them).
+    pub regions: Vec<String>,
     pub records: u64,
     pub exact: bool,
     /// Shard rows it touches, first and last (estimated where a contig is cut).
@@ -390,10 +393,22 @@ pub fn plan(
             g,
             req,
         )?;
+        let regions = spans
+            .iter()
+            .map(|sp| {
+                let c = &contigs[sp.contig];
+                match c.cuts[sp.cut] {
+                    (0, None) => c.name.clone(),
+                    (beg, None) => format!("{}:{}-", c.name, beg + 1),
+                    (beg, Some(end)) => format!("{}:{}-{end}", c.name, beg + 1),
+                }
+            })
+            .collect();
         partitions.push(PlannedPartition {
             index,
             axis: cut.axis,
             spans,
+            regions,
             records,
             exact: cut.spans.iter().all(|s| s.exact),
             shard_rows,
@@ -522,18 +537,7 @@ impl PartitionPlan {
         );
         for p in &self.partitions {
             let rows = p.shard_rows.map_or("-".into(), |(a, b)| format!("{a}-{b}"));
-            let regions: Vec<String> = p
-                .spans
-                .iter()
-                .map(|sp| {
-                    let c = &self.contigs[sp.contig];
-                    match c.cuts[sp.cut] {
-                        (0, None) => c.name.clone(),
-                        (beg, None) => format!("{}:{}-", c.name, beg + 1),
-                        (beg, Some(end)) => format!("{}:{}-{end}", c.name, beg + 1),
-                    }
-                })
-                .collect();
+            let regions = &p.regions;
             let _ = writeln!(
                 s,
                 "{:>5} {:>11}{} {:>13} {:>9}  {}",
