@@ -5,14 +5,14 @@
 //! arrives, in whatever order rows complete. Memory holds the raw rows in flight, not
 //! shards: encoded chunks are on disk as soon as they exist.
 
-use crate::arrays::{ArraySet, Geometry, Stats};
+use crate::arrays::{ArraySet, Geometry};
 use crate::column::Batch;
 use crate::error::{Error, Result};
 use crate::inputs::{is_stdin, Input};
 use crate::planning::{make_plan, make_plan_inputs, PlanReport, PlanRequest};
 use crate::schema::Schema;
 use crate::source::{Stream, VcfReader};
-use crate::writer::Writer;
+use crate::writer::{Limits, Writer};
 use std::path::Path;
 use std::time::Instant;
 use svar2_planner::geometry::whole_chunks;
@@ -255,17 +255,13 @@ pub fn convert_inputs(
         "converting {}",
         input.display()
     );
-    let stats = Stats::for_store(&set, &schema);
     let mut w = Writer::new(
         input,
-        report.budget,
-        report.plan.predicted_peak_rss,
-        threads,
+        Limits::of(&report),
         schema.clone(),
         set.clone(),
         g,
         store,
-        stats,
     );
     let pool = encoder_pool(threads)?;
     let pb = progress_bar(opts.progress, report.plan.records);

@@ -29,8 +29,8 @@ use crate::index::{Index, IndexKind};
 use crate::pieces::{ContigRun, Piece, PieceReader, Stitcher};
 use crate::planning::{plan_partition, PlanRequest};
 use crate::schema::Schema;
-use crate::writer::Writer;
 pub use crate::writer::{Fragment, LayoutRecord, PartitionOutput, RowRecord, SlotRecord};
+use crate::writer::{Limits, Writer};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -998,18 +998,14 @@ fn run_locked(
     if cc > 1 {
         runs.sort_by(|a, b| b.expected.cmp(&a.expected).then(a.offset.cmp(&b.offset)));
     }
-    let stats = Stats::for_store(&set, schema);
     let threads = report.threads;
     let mut writer = Writer::new(
         &label,
-        report.budget,
-        report.plan.predicted_peak_rss,
-        threads,
+        Limits::of(&report),
         schema.clone(),
         set.clone(),
         g,
         store,
-        stats,
     );
     writer.set_parts_dir(own.join("parts"));
     std::fs::create_dir_all(&own).map_err(|e| Error::io(&own, e))?;
@@ -1234,18 +1230,12 @@ pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> 
         svar2_planner::host::resolve_budget(req.max_mem, host.memory_limit().as_ref())
             .map_err(Error::Usage)?;
     let threads = req.threads.unwrap_or(host.cores().usable).max(1);
-    let stats = Stats::for_store(&set, &schema);
-    let mut w = Writer::new(
-        plan_path,
+    let limits = Limits {
         budget,
-        0,
+        planned_peak: 0,
         threads,
-        schema,
-        set.clone(),
-        g,
-        store,
-        stats,
-    );
+    };
+    let mut w = Writer::new(plan_path, limits, schema, set.clone(), g, store);
     let own = work.join("finalize");
     remove_if_present(&own)?;
     w.set_parts_dir(own);

@@ -68,6 +68,26 @@ struct OpenRow {
     records: u64,
 }
 
+/// What a writer may use: `--max-mem`, the plan's predicted peak and the encoding
+/// threads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub budget: u64,
+    pub planned_peak: u64,
+    pub threads: usize,
+}
+
+impl Limits {
+    /// A plan's.
+    pub(crate) fn of(report: &crate::planning::PlanReport) -> Limits {
+        Limits {
+            budget: report.budget,
+            planned_peak: report.plan.predicted_peak_rss,
+            threads: report.threads,
+        }
+    }
+}
+
 pub(crate) struct Writer {
     input: PathBuf,
     /// `--max-mem`, the plan's predicted peak and the encoding threads: wide records
@@ -95,32 +115,28 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// A writer for `set`'s arrays into `store`, for a conversion planned to peak at
-    /// `planned_peak` bytes of a `budget` (wide records are checked against it).
-    #[allow(clippy::too_many_arguments)]
+    /// A writer for `set`'s arrays into `store` (empty stats: `Stats::for_store`),
+    /// within `limits` (wide records are checked against them).
     pub(crate) fn new(
         input: &Path,
-        budget: u64,
-        planned_peak: u64,
-        threads: usize,
+        limits: Limits,
         schema: Schema,
         set: ArraySet,
         g: Geometry,
         store: StoreDir,
-        stats: Stats,
     ) -> Writer {
         let n_arrays = set.arrays.len();
         Writer {
             input: input.into(),
-            budget,
-            planned_peak,
-            threads,
+            budget: limits.budget,
+            planned_peak: limits.planned_peak,
+            threads: limits.threads,
+            stats: Stats::for_store(&set, &schema),
             schema,
             set,
             g,
             parts: store.root.clone(),
             store,
-            stats,
             codecs: HashMap::new(),
             records: 0,
             open: Default::default(),
