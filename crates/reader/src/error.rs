@@ -4,9 +4,15 @@
 pub enum Error {
     #[error(transparent)]
     Store(#[from] svar2_store::Error),
-    /// A request that cannot be served (a patch outside the array, an unknown sample).
+    /// A request that cannot be served (an unknown sample, a string array).
     #[error("{0}")]
     Usage(String),
+    /// A patch (or region) outside the array, or empty: refused before any read.
+    #[error("{0}")]
+    OutOfRange(String),
+    /// The caller asked the read to stop (Ctrl-C in Python) before it finished.
+    #[error("the read was cancelled")]
+    Cancelled,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -19,7 +19,9 @@
 //! # Ok::<(), svar2_reader::Error>(())
 //! ```
 
+pub mod ahead;
 pub mod bench;
+pub mod columns;
 pub mod error;
 pub mod patch;
 pub mod planned;

@@ -80,6 +80,74 @@ pub fn draw(
         .collect()
 }
 
+/// `n` patches of `variants` × `samples` whose variants lie inside one of `windows`
+/// (row ranges: the regions a training set draws from), uniform over every start that
+/// fits, and whose samples start uniformly in `[0, n_samples − samples]` (indexes into
+/// a sample list when the caller chose one). With the one window `0..n_variants` it
+/// draws exactly what [`draw`] draws for the same seed, so Python's datasets and
+/// `bench-read` name the same patches.
+pub fn draw_in(
+    n: usize,
+    variants: u64,
+    samples: u64,
+    windows: &[std::ops::Range<u64>],
+    n_samples: u64,
+    seed: u64,
+) -> Result<Vec<Patch>> {
+    let fits =
+        |w: &std::ops::Range<u64>| (w.end.saturating_sub(w.start) + 1).saturating_sub(variants);
+    let starts: u64 = windows.iter().map(fits).sum();
+    if variants == 0 || samples == 0 || starts == 0 {
+        return Err(Error::OutOfRange(format!(
+            "no patch of {variants} variants fits in the regions given (the longest holds {})",
+            windows
+                .iter()
+                .map(|w| w.end.saturating_sub(w.start))
+                .max()
+                .unwrap_or(0)
+        )));
+    }
+    if samples > n_samples {
+        return Err(Error::OutOfRange(format!(
+            "a patch of {samples} samples does not fit in {n_samples} samples"
+        )));
+    }
+    let mut rng = XorShift64::new(seed);
+    Ok((0..n)
+        .map(|_| {
+            let mut r = rng.below(starts);
+            let mut variant_start = 0;
+            for w in windows {
+                let k = fits(w);
+                if r < k {
+                    variant_start = w.start + r;
+                    break;
+                }
+                r -= k;
+            }
+            Patch {
+                variant_start,
+                n_variants: variants,
+                sample_start: rng.below(n_samples - samples + 1),
+                n_samples: samples,
+            }
+        })
+        .collect())
+}
+
+/// The seed of `epoch` of a training run seeded `seed`: epoch 0 is the seed itself
+/// (so it names `bench-read --seed`'s list), later epochs are decorrelated by a
+/// splitmix64 step of the epoch number.
+pub fn epoch_seed(seed: u64, epoch: u64) -> u64 {
+    if epoch == 0 {
+        return seed;
+    }
+    let mut z = epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    seed ^ z ^ (z >> 31)
+}
+
 /// Parses a patch list.
 pub fn parse_list(path: &std::path::Path) -> Result<Vec<Patch>> {
     let text = std::fs::read(path).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
@@ -109,5 +177,28 @@ mod tests {
         assert!(json.starts_with("[["), "{json}");
         let back: Vec<Patch> = serde_json::from_str(&json).unwrap();
         assert_eq!(back, a[..2]);
+    }
+
+    #[test]
+    fn windows_hold_every_patch_and_one_window_is_the_plain_draw() {
+        let plain = draw(500, 100, 2, 10_000, 50, 3);
+        assert_eq!(plain, draw_in(500, 100, 2, &[0..10_000], 50, 3).unwrap());
+        let windows = [10..150, 2_000..2_100, 5_000..5_099, 9_000..10_000];
+        let got = draw_in(2000, 100, 1, &windows, 50, 3).unwrap();
+        let mut used = [0usize; 4];
+        for p in &got {
+            let w = windows
+                .iter()
+                .position(|w| p.variant_start >= w.start && p.variant_start + 100 <= w.end)
+                .expect("inside a window");
+            used[w] += 1;
+        }
+        // 41, 1, 0 and 901 starts fit: the 99-row window never, the others in proportion.
+        assert_eq!(used[2], 0);
+        assert!(used[0] > 40 && used[3] > 1700, "{used:?}");
+        assert!(draw_in(1, 1001, 1, &windows, 50, 3).is_err());
+        assert!(draw_in(1, 1000, 1, &windows, 50, 3).is_ok());
+        assert_ne!(epoch_seed(3, 1), epoch_seed(3, 2));
+        assert_eq!(epoch_seed(3, 0), 3);
     }
 }

@@ -71,7 +71,7 @@ impl Out {
     /// thread touches these bytes meanwhile.
     #[allow(clippy::mut_from_ref)]
     unsafe fn slice(&self, at: usize, len: usize) -> &mut [u8] {
-        debug_assert!(at + len <= self.1);
+        assert!(at + len <= self.1, "a patch run outside the output buffer");
         // SAFETY: the caller's contract.
         unsafe { std::slice::from_raw_parts_mut(self.0.add(at), len) }
     }
@@ -90,6 +90,14 @@ impl Reader {
             io_threads: io_threads.max(1),
             counters: Arc::new(Counters::default()),
         })
+    }
+
+    /// Runs `op` on the decode pool, so that any rayon work inside it (zarrs' parallel
+    /// subset reads: sample names, positions) runs on this reader's threads, never on
+    /// rayon's global pool — which a forked child (a DataLoader worker) holds only as a
+    /// copy whose threads do not exist.
+    pub fn install<R: Send>(&self, op: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(op)
     }
 
     pub fn threads(&self) -> usize {
@@ -128,7 +136,7 @@ impl Reader {
                 (lo[s], hi[s]) = (p.sample_start, p.sample_start.saturating_add(p.n_samples));
             }
             if (0..shape.len()).any(|d| hi[d] > shape[d] || hi[d] <= lo[d]) {
-                return Err(Error::Usage(format!(
+                return Err(Error::OutOfRange(format!(
                     "{}: patch {:?} is empty or outside the array ({:?})",
                     a.name,
                     <[u64; 4]>::from(*p),
@@ -157,6 +165,19 @@ impl Reader {
     /// Reads `patches` of array `a` into `out` (exactly [`batch_bytes`]
     /// (Self::batch_bytes) long). Chunks that are not stored read as the fill value.
     pub fn read_batch(&self, a: &Arc<AnyArray>, patches: &[Patch], out: &mut [u8]) -> Result<()> {
+        self.read_batch_cancellable(a, patches, out, &AtomicBool::new(false))
+    }
+
+    /// [`read_batch`](Self::read_batch) that stops early, with [`Error::Cancelled`],
+    /// once `cancel` is set (another thread sets it: Ctrl-C in Python). `out` is then
+    /// partly written.
+    pub fn read_batch_cancellable(
+        &self,
+        a: &Arc<AnyArray>,
+        patches: &[Patch],
+        out: &mut [u8],
+        cancel: &AtomicBool,
+    ) -> Result<()> {
         let (placements, total) = Self::place(a, patches)?;
         if out.len() != total {
             return Err(Error::Usage(format!(
@@ -206,7 +227,7 @@ impl Reader {
                 );
                 ts.spawn(move || {
                     for u in job_rx {
-                        if failed.load(Ordering::Relaxed) {
+                        if failed.load(Ordering::Relaxed) || cancel.load(Ordering::Relaxed) {
                             break;
                         }
                         counters
@@ -233,7 +254,7 @@ impl Reader {
                             continue;
                         }
                     };
-                    if failed.load(Ordering::Relaxed) {
+                    if failed.load(Ordering::Relaxed) || cancel.load(Ordering::Relaxed) {
                         continue;
                     }
                     let (jobs, placements, a, fail) = (&jobs, &placements, a, &fail);
@@ -280,6 +301,7 @@ impl Reader {
         });
         match first_err.into_inner().expect("error slot") {
             Some(e) => Err(e),
+            None if cancel.load(Ordering::Relaxed) => Err(Error::Cancelled),
             None => Ok(()),
         }
     }

@@ -7,6 +7,9 @@ use crate::patch::Patch;
 use crate::read::Reader;
 use crate::store::Store;
 use std::io::Write;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use svar2_store::any::AnyArray;
 use svar2_store::Dtype;
 
 /// Rows read at once (the region streams through in blocks of this many records).
@@ -69,6 +72,36 @@ fn value_text(dtype: Dtype, b: &[u8]) -> Option<String> {
             v => Some(v.to_string()),
         },
     }
+}
+
+/// Values of `a` at store `rows` (ascending) × sample `columns`, as one buffer of
+/// (rows, columns, trailing axes) in C order — (rows, trailing) for an array
+/// without a samples axis. Each run of consecutive rows is one patch over the columns.
+pub fn read_rows(
+    reader: &Reader,
+    a: &Arc<AnyArray>,
+    rows: &[u64],
+    columns: &[u64],
+    cancel: &AtomicBool,
+) -> Result<Vec<u8>> {
+    let mut patches = Vec::new();
+    for run in rows.chunk_by(|x, y| *y == x + 1) {
+        patches.push(Patch {
+            variant_start: run[0],
+            n_variants: run.len() as u64,
+            sample_start: 0,
+            n_samples: columns.len() as u64,
+        });
+    }
+    if patches.is_empty() {
+        return Ok(Vec::new());
+    }
+    if crate::columns::samples_axis(a).is_some() && columns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut out = vec![0u8; reader.batch_bytes_columns(a, &patches, columns)?];
+    reader.read_batch_columns(a, &patches, columns, &mut out, cancel)?;
+    Ok(out)
 }
 
 /// Prints the region.
@@ -145,47 +178,34 @@ pub fn write(
             .map_err(io)?;
         w.write_all(header.as_bytes()).map_err(io)?;
     }
-    let mut buf = Vec::new();
-    let mut pbuf = Vec::new();
+    let never = AtomicBool::new(false);
+    let ncols = columns.len();
+    let cell_bytes = cell as usize * e;
     for block in rows.chunk_by(|a, b| b / BLOCK_ROWS == a / BLOCK_ROWS) {
-        let (r0, r1) = (block[0], block[block.len() - 1] + 1);
-        let patches: Vec<Patch> = columns
-            .iter()
-            .map(|&s| Patch {
-                variant_start: r0,
-                n_variants: r1 - r0,
-                sample_start: s,
-                n_samples: 1,
-            })
-            .collect();
-        buf.resize(reader.batch_bytes(&a, &patches)?, 0);
-        reader.read_batch(&a, &patches, &mut buf)?;
-        if let Some(ph) = &phased {
-            pbuf.resize(reader.batch_bytes(ph, &patches)?, 0);
-            reader.read_batch(ph, &patches, &mut pbuf)?;
-        }
-        let per_patch = ((r1 - r0) * cell) as usize * e;
+        let buf = read_rows(reader, &a, block, &columns, &never)?;
+        let pbuf = match &phased {
+            Some(ph) => read_rows(reader, ph, block, &columns, &never)?,
+            None => Vec::new(),
+        };
         let positions = if format == "tsv" {
-            pos.read_rows_i64(r0, r1)?
+            let (r0, r1) = (block[0], block[block.len() - 1] + 1);
+            let all = pos.read_rows_i64(r0, r1)?;
+            block.iter().map(|r| all[(r - r0) as usize]).collect()
         } else {
             Vec::new()
         };
-        for &r in block {
-            let i = (r - r0) as usize;
-            let at = |k: usize| k * per_patch + i * cell as usize * e;
+        for i in 0..block.len() {
+            let at = |k: usize| (i * ncols + k) * cell_bytes;
             if format == "npy" {
-                for k in 0..columns.len() {
-                    w.write_all(&buf[at(k)..at(k) + cell as usize * e])
-                        .map_err(io)?;
-                }
+                w.write_all(&buf[at(0)..at(ncols)]).map_err(io)?;
                 continue;
             }
             let mut line = format!("{contig}\t{}", positions[i]);
-            for k in 0..columns.len() {
-                let vals = &buf[at(k)..at(k) + cell as usize * e];
+            for k in 0..ncols {
+                let vals = &buf[at(k)..at(k) + cell_bytes];
                 line.push('\t');
                 if genotypes {
-                    let sep = if phased.is_some() && pbuf[k * (r1 - r0) as usize + i] != 0 {
+                    let sep = if phased.is_some() && pbuf[i * ncols + k] != 0 {
                         '|'
                     } else {
                         '/'

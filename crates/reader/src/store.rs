@@ -58,6 +58,11 @@ impl Store {
         })
     }
 
+    /// The group underneath: every array's layout and the root attributes.
+    pub fn group(&self) -> &AnyGroup {
+        &self.group
+    }
+
     pub fn sample_names(&self) -> &[String] {
         &self.samples
     }

@@ -46,6 +46,10 @@ pub struct AnyArray {
     /// The chunks (inner chunks) are blosc-zstd frames of little-endian elements:
     /// [`blosc::Decoder`](crate::blosc::Decoder) decodes them without c-blosc.
     blosc_frames: bool,
+    /// The array's metadata file: a chunk file that is missing while this one is
+    /// there is a chunk never stored (all fill); with this one gone too, the store was
+    /// deleted or moved while open, and a read must fail rather than return fill.
+    meta_path: PathBuf,
 }
 
 /// Whether a codec chain (v3 JSON, inner chunks) is `bytes` (little endian) then blosc
@@ -307,7 +311,13 @@ impl AnyGroup {
                 .is_some_and(|m| blosc_frames(m, zarr_format, inner.is_some()))
                 && dtype.size().is_some()
                 && (inner.is_some() || layout.shard.is_none());
+            let meta_path = at.join(if zarr_format == 2 {
+                ".zarray"
+            } else {
+                "zarr.json"
+            });
             arrays.push(Arc::new(AnyArray {
+                meta_path,
                 name: layout.name.clone(),
                 dtype,
                 attributes: attrs,
@@ -366,12 +376,31 @@ impl AnyArray {
         if let Some(r) = &self.inner {
             return self.read_inner(r, idx);
         }
-        self.array
+        let got = self
+            .array
             .retrieve_encoded_chunk(idx)
             .map_err(|e| Error::Chunk {
                 key: self.key(idx),
                 msg: format!("cannot read ({e})"),
-            })
+            })?;
+        if got.is_none() {
+            self.check_still_there(idx)?;
+        }
+        Ok(got)
+    }
+
+    /// A missing chunk is all fill only while the array itself is still there.
+    fn check_still_there(&self, idx: &[u64]) -> Result<()> {
+        if self.meta_path.exists() {
+            return Ok(());
+        }
+        Err(Error::Chunk {
+            key: self.key(idx),
+            msg: format!(
+                "the store was deleted or moved while it was open ({} is gone)",
+                self.meta_path.display()
+            ),
+        })
     }
 
     fn read_inner(&self, r: &InnerReads, idx: &[u64]) -> Result<Option<Vec<u8>>> {
@@ -388,7 +417,10 @@ impl AnyArray {
             None => {
                 let n = r.per_shard.iter().product::<u64>() as usize;
                 let open = match std::fs::File::open(&path) {
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        self.check_still_there(idx)?;
+                        None
+                    }
                     Err(e) => return Err(io(e)),
                     Ok(file) => {
                         let len = file.metadata().map_err(io)?.len();
