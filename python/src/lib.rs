@@ -1,0 +1,47 @@
+//! `svar2._svar2`: the extension module of the `svar2` Python package — a thin PyO3
+//! layer over the reader, convert and rechunk crates (no logic of its own). Modules in
+//! dependency order: `errors`, `json`, `wait` (GIL released, Ctrl-C answered),
+//! `arrays` (numpy in and out), `batches` (read-ahead), `store`, `ops`.
+
+use pyo3::prelude::*;
+use std::path::PathBuf;
+
+mod arrays;
+mod batches;
+mod errors;
+mod json;
+mod ops;
+mod store;
+mod wait;
+
+/// Opens any VCF Zarr store for reading (svar2's, bio2zarr's v2 or v3, a
+/// zarr-python-written one). `threads`: decode threads (default every usable core);
+/// `io_threads`: threads that only wait on reads.
+#[pyfunction]
+#[pyo3(signature = (path, threads = None, io_threads = 4))]
+fn open(path: PathBuf, threads: Option<usize>, io_threads: usize) -> PyResult<store::Store> {
+    store::Store::open(path, threads, io_threads)
+}
+
+/// Cores this process may use (CPU affinity and the cgroup's CPU quota applied), as
+/// svar2 sizes its thread pools.
+#[pyfunction]
+fn usable_cores() -> usize {
+    svar2_planner::host::Host::system().cores().usable
+}
+
+#[pymodule]
+fn _svar2(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("Error", m.py().get_type::<errors::Error>())?;
+    m.add_class::<store::Store>()?;
+    m.add_class::<arrays::ArrayInfo>()?;
+    m.add_class::<batches::Batches>()?;
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(usable_cores, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::convert, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::rechunk, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::inspect, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::digest, m)?)?;
+    Ok(())
+}

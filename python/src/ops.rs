@@ -1,0 +1,191 @@
+//! `svar2.convert`, `svar2.rechunk`, `svar2.inspect`, `svar2.digest`: the CLI's library
+//! calls with the CLI's defaults and rules, keyword arguments for its flags.
+
+use crate::errors;
+use crate::json;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use svar2_planner::geometry::Patch;
+use svar2_planner::size::{parse_max_mem, MaxMem};
+use svar2_planner::Requested;
+
+fn patch_of(p: Option<&str>) -> PyResult<Option<Patch>> {
+    p.map(|s| s.parse::<Patch>().map_err(errors::value))
+        .transpose()
+}
+
+fn max_mem_of(s: &str) -> PyResult<MaxMem> {
+    parse_max_mem(s).map_err(|e| errors::value(format!("max_mem: {e}")))
+}
+
+fn level(zstd_level: i32) -> PyResult<i32> {
+    if !(1..=9).contains(&zstd_level) {
+        return Err(errors::value(format!(
+            "zstd_level: {zstd_level} is not in 1..=9"
+        )));
+    }
+    Ok(zstd_level)
+}
+
+/// Inputs: one path or a list of paths.
+fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
+    if let Ok(p) = inputs.extract::<PathBuf>() {
+        return Ok(vec![p]);
+    }
+    inputs
+        .extract::<Vec<PathBuf>>()
+        .map_err(|_| errors::value("inputs: a path or a list of paths"))
+}
+
+/// Converts VCF/BCF `inputs` (a path, or a list: one call set split into files) into
+/// a VCF Zarr store at `output`, exactly as `svar2 convert` does with the same flags.
+/// Returns a dict: records, seconds, store_bytes, files, rewritten_shards.
+/// `max_mem` budgets the conversion's own memory ("auto": 0.8 x the cgroup limit);
+/// the Python process's comes on top.
+#[pyfunction]
+#[pyo3(signature = (inputs, output, *, max_mem = "auto", threads = None, readers = None,
+    patch = None, max_amplification = 1.5, variants_chunk = None, samples_chunk = None,
+    variants_shard = None, samples_shard = None, zstd_level = 1, force = false,
+    progress = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn convert<'py>(
+    py: Python<'py>,
+    inputs: &Bound<'py, PyAny>,
+    output: PathBuf,
+    max_mem: &str,
+    threads: Option<usize>,
+    readers: Option<u32>,
+    patch: Option<&str>,
+    max_amplification: f64,
+    variants_chunk: Option<u64>,
+    samples_chunk: Option<u64>,
+    variants_shard: Option<u64>,
+    samples_shard: Option<u64>,
+    zstd_level: i32,
+    force: bool,
+    progress: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let inputs = inputs_of(inputs)?;
+    let opts = svar2_convert::Options {
+        request: svar2_convert::planning::PlanRequest {
+            max_mem: max_mem_of(max_mem)?,
+            threads,
+            patch: patch_of(patch)?,
+            max_amplification,
+            requested: Requested {
+                variants_chunk,
+                samples_chunk,
+                variants_shard,
+                samples_shard,
+            },
+            readers,
+            zstd_level: level(zstd_level)?,
+            probe: true,
+        },
+        force,
+        progress,
+        contig_order: Default::default(),
+    };
+    svar2_convert::source::quiet_htslib();
+    // A conversion cannot be cancelled half-way yet: it runs to its end (or error).
+    let never = AtomicBool::new(false);
+    let s = crate::wait::interruptible(py, &never, || {
+        svar2_convert::convert_inputs(&inputs, &output, &opts)
+    })?
+    .map_err(errors::convert)?;
+    let d = PyDict::new(py);
+    d.set_item("records", s.records)?;
+    d.set_item("seconds", s.seconds)?;
+    d.set_item("store_bytes", s.store_bytes)?;
+    d.set_item("files", s.files)?;
+    d.set_item("rewritten_shards", s.rewritten_shards)?;
+    Ok(d)
+}
+
+/// Rewrites any VCF Zarr store (v2 or v3) at `input` in svar2's layout for `patch`
+/// at `output`, as `svar2 rechunk` does. With `dry_run`, returns the plan (the dict
+/// `--dry-run --json` prints) and writes nothing; else a summary dict.
+#[pyfunction]
+#[pyo3(signature = (input, output, *, patch = None, max_amplification = 1.5,
+    variants_chunk = None, samples_chunk = None, variants_shard = None, samples_shard = None,
+    zstd_level = 1, max_mem = "auto", threads = None, io_threads = None, force = false,
+    dry_run = false, progress = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn rechunk<'py>(
+    py: Python<'py>,
+    input: PathBuf,
+    output: PathBuf,
+    patch: Option<&str>,
+    max_amplification: f64,
+    variants_chunk: Option<u64>,
+    samples_chunk: Option<u64>,
+    variants_shard: Option<u64>,
+    samples_shard: Option<u64>,
+    zstd_level: i32,
+    max_mem: &str,
+    threads: Option<usize>,
+    io_threads: Option<usize>,
+    force: bool,
+    dry_run: bool,
+    progress: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let opts = svar2_rechunk::Options {
+        patch: patch_of(patch)?,
+        max_amplification,
+        requested: Requested {
+            variants_chunk,
+            samples_chunk,
+            variants_shard,
+            samples_shard,
+        },
+        zstd_level: level(zstd_level)?,
+        max_mem: max_mem_of(max_mem)?,
+        threads,
+        io_threads,
+        force,
+        progress,
+    };
+    if dry_run {
+        let r = crate::wait::inline(py, || svar2_rechunk::dry_run(&input, &opts))?
+            .map_err(errors::rechunk)?;
+        return json::report(py, &r);
+    }
+    let never = AtomicBool::new(false);
+    let s = crate::wait::interruptible(py, &never, || {
+        svar2_rechunk::rechunk(&input, &output, &opts)
+    })?
+    .map_err(errors::rechunk)?;
+    let d = PyDict::new(py);
+    d.set_item("arrays", s.arrays)?;
+    d.set_item("decodes", s.decodes)?;
+    d.set_item("source_chunks", s.source_chunks)?;
+    d.set_item("store_bytes", s.store_bytes)?;
+    d.set_item("files", s.files)?;
+    d.set_item("seconds", s.seconds)?;
+    Ok(d.into_any())
+}
+
+/// Any Zarr v2/v3 store's layout as `svar2 inspect --json` reports it (a dict): per
+/// array its shape, type, chunk, shard, codecs, bytes, files, GPU decodability, and
+/// with `patch` ("4096x1") its decode amplification. Reads no array data.
+#[pyfunction]
+#[pyo3(signature = (store, patch = None))]
+pub fn inspect<'py>(
+    py: Python<'py>,
+    store: PathBuf,
+    patch: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let patch = patch_of(patch)?;
+    let r = crate::wait::inline(py, || svar2_rechunk::inspect::inspect(&store, patch))?
+        .map_err(errors::store)?;
+    json::report(py, &r)
+}
+
+/// One blake3 hash over every file of a store (relative path and bytes), as
+/// `svar2 digest` prints it: equal digests, identical stores.
+#[pyfunction]
+pub fn digest(py: Python<'_>, store: PathBuf) -> PyResult<String> {
+    crate::wait::inline(py, || svar2_store::dir::digest(&store))?.map_err(errors::store)
+}

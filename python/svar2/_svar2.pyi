@@ -1,0 +1,151 @@
+"""Type stubs of svar2's extension module (re-exported by ``svar2``)."""
+
+import os
+from typing import Any, Iterator, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+PathLike = Union[str, os.PathLike[str]]
+Samples = Sequence[Union[str, int]]
+
+class Error(Exception):
+    """Any failure svar2 reports (a damaged chunk, not a store, an input that does not
+    convert); the message is the CLI's one line."""
+
+class ArrayInfo:
+    """One array of a store, as ``Store.arrays`` lists it."""
+
+    name: str
+    shape: list[int]
+    dtype: str
+    dims: list[str]
+    chunks: list[int]
+    shards: Optional[list[int]]
+    codecs: str
+    zarr_format: int
+
+class Batches(Iterator[np.ndarray]):
+    """Batches read ahead on a background thread (``Store.read_ahead``)."""
+
+    def __iter__(self) -> "Batches": ...
+    def __next__(self) -> np.ndarray: ...
+    def __len__(self) -> int: ...
+    def close(self) -> None:
+        """Stops reading ahead and frees the queue."""
+
+class Store:
+    """An open VCF Zarr store; safe to share between threads, reopened after a fork."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def samples(self) -> Tuple[str, ...]:
+        """Sample names in store order."""
+    @property
+    def contigs(self) -> Tuple[str, ...]: ...
+    @property
+    def num_samples(self) -> int: ...
+    @property
+    def num_variants(self) -> int: ...
+    @property
+    def arrays(self) -> dict[str, ArrayInfo]: ...
+    @property
+    def attrs(self) -> dict[str, Any]: ...
+    @property
+    def closed(self) -> bool: ...
+    def read(
+        self,
+        array: str,
+        patches: npt.ArrayLike,
+        out: Optional[np.ndarray] = None,
+        samples: Optional[Samples] = None,
+    ) -> np.ndarray:
+        """Patches (N, 4: variant start, count, sample start, count; 0-based, one
+        shape) -> (N, variants, samples, *trailing); into ``out`` when given."""
+    def region(
+        self,
+        contig: str,
+        start: int = 0,
+        end: Optional[int] = None,
+        samples: Optional[Samples] = None,
+        array: str = "call_genotype",
+    ) -> Tuple[np.ndarray, npt.NDArray[np.int64]]:
+        """(values (variants, samples, *trailing), 0-based positions) of the records
+        overlapping [start, end) (0-based, half-open)."""
+    def variant_rows(
+        self, contig: str, start: int = 0, end: Optional[int] = None
+    ) -> npt.NDArray[np.int64]: ...
+    def random_patches(
+        self,
+        n: int,
+        shape: Tuple[int, int] = (4096, 1),
+        seed: int = 7,
+        epoch: int = 0,
+        regions: Optional[Sequence[Tuple[str, int, Optional[int]]]] = None,
+        num_samples: Optional[int] = None,
+    ) -> npt.NDArray[np.int64]: ...
+    def read_ahead(
+        self,
+        array: str,
+        patches: npt.ArrayLike,
+        batch_size: int = 256,
+        samples: Optional[Samples] = None,
+        depth: int = 4,
+    ) -> Batches: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "Store": ...
+    def __exit__(self, *args: object) -> bool: ...
+
+def open(path: PathLike, threads: Optional[int] = None, io_threads: int = 4) -> Store:
+    """Opens any VCF Zarr store for reading."""
+
+def usable_cores() -> int:
+    """Cores this process may use (affinity and cgroup CPU quota applied)."""
+
+def convert(
+    inputs: Union[PathLike, Sequence[PathLike]],
+    output: PathLike,
+    *,
+    max_mem: str = "auto",
+    threads: Optional[int] = None,
+    readers: Optional[int] = None,
+    patch: Optional[str] = None,
+    max_amplification: float = 1.5,
+    variants_chunk: Optional[int] = None,
+    samples_chunk: Optional[int] = None,
+    variants_shard: Optional[int] = None,
+    samples_shard: Optional[int] = None,
+    zstd_level: int = 1,
+    force: bool = False,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """VCF/BCF -> VCF Zarr, as ``svar2 convert``."""
+
+def rechunk(
+    input: PathLike,
+    output: PathLike,
+    *,
+    patch: Optional[str] = None,
+    max_amplification: float = 1.5,
+    variants_chunk: Optional[int] = None,
+    samples_chunk: Optional[int] = None,
+    variants_shard: Optional[int] = None,
+    samples_shard: Optional[int] = None,
+    zstd_level: int = 1,
+    max_mem: str = "auto",
+    threads: Optional[int] = None,
+    io_threads: Optional[int] = None,
+    force: bool = False,
+    dry_run: bool = False,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Any VCF Zarr store -> svar2's layout for a patch, as ``svar2 rechunk``."""
+
+def inspect(store: PathLike, patch: Optional[str] = None) -> dict[str, Any]:
+    """A store's layout, as ``svar2 inspect --json``."""
+
+def digest(store: PathLike) -> str:
+    """blake3 over every file of a store, as ``svar2 digest``."""

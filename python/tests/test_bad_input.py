@@ -1,0 +1,125 @@
+"""Every failure is a Python exception with the CLI's one-line message, refused
+before any read where it can be: never an abort, never fill values passed off as
+data."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import svar2
+
+
+def test_missing_path():
+    with pytest.raises(FileNotFoundError, match="no-such.zarr"):
+        svar2.open("/no/such/dir/no-such.zarr")
+
+
+def test_not_a_store(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(svar2.Error):
+        svar2.open(tmp_path)
+    with pytest.raises(svar2.Error):
+        svar2.open(tmp_path / "notes.txt")
+
+
+def test_unknown_array_and_sample(svar2_store):
+    store = svar2.open(svar2_store)
+    with pytest.raises(svar2.Error, match="no array call_XX.*call_genotype"):
+        store.read("call_XX", [[0, 1, 0, 1]])
+    with pytest.raises(svar2.Error, match="no sample nobody"):
+        store.region("c1", samples=["s0", "nobody"])
+    with pytest.raises(svar2.Error, match="no contig chrZ"):
+        store.region("chrZ")
+    with pytest.raises(IndexError):
+        store.region("c1", samples=[37])
+    with pytest.raises(ValueError, match="string array"):
+        store.read("variant_allele", [[0, 1, 0, 1]])
+
+
+def test_patches_out_of_range_and_negative(svar2_store):
+    store = svar2.open(svar2_store)
+    nv, ns = store.num_variants, store.num_samples
+    for bad in ([[nv - 5, 10, 0, 1]], [[0, 10, ns, 1]], [[2**40, 1, 0, 1]]):
+        with pytest.raises(IndexError, match="outside the array"):
+            store.read("call_genotype", np.array(bad, dtype=np.int64))
+    with pytest.raises(IndexError, match="negative"):
+        store.read("call_genotype", np.array([[-1, 10, 0, 1]]))
+    with pytest.raises(ValueError, match="a count of 0"):
+        store.read("call_genotype", np.array([[0, 0, 0, 1]]))
+    with pytest.raises(IndexError):
+        store.read("call_genotype", [[0, 4, 2, 2]], samples=["s1", "s2"])
+
+
+def test_patches_of_the_wrong_dtype_or_shape(svar2_store):
+    store = svar2.open(svar2_store)
+    for bad in (np.zeros((3, 4), np.float64), np.zeros((3, 3), np.int64), np.zeros(4, np.int64),
+                [["a", "b", "c", "d"]], np.zeros((2, 4, 1), np.int64)):
+        with pytest.raises(ValueError, match=r"\(N, 4\) integer array"):
+            store.read("call_genotype", bad)
+    with pytest.raises(ValueError, match="one shape per call"):
+        store.read("call_genotype", [[0, 10, 0, 1], [0, 11, 0, 1]])
+    # Any integer dtype and plain lists are fine.
+    a = store.read("call_genotype", np.array([[0, 10, 0, 1]], dtype=np.uint16))
+    assert (a == store.read("call_genotype", [[0, 10, 0, 1]])).all()
+
+
+def test_out_of_the_wrong_kind(svar2_store):
+    store = svar2.open(svar2_store)
+    p = np.array([[0, 10, 0, 2]] * 3)
+    for bad in (np.zeros((3, 10, 2, 2), np.int16), np.zeros((3, 10, 2, 3), np.int8),
+                np.zeros((3, 10, 2, 2, 2), np.int8)[..., 0], [1, 2, 3]):
+        with pytest.raises(ValueError, match="out: expected"):
+            store.read("call_genotype", p, out=bad)
+    ro = np.zeros((3, 10, 2, 2), np.int8)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="out: expected"):
+        store.read("call_genotype", p, out=ro)
+
+
+def damage(path, offset=2, length=8):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(b"\xa5" * length)
+
+
+def test_a_damaged_shard_names_its_chunk(tmp_path, svar2_store):
+    store_dir = tmp_path / "damaged.zarr"
+    shutil.copytree(svar2_store, store_dir)
+    shard = store_dir / "call_genotype" / "c" / "0" / "0" / "0"
+    assert shard.exists()
+    # The first inner chunk's blosc header: the frame no longer parses.
+    damage(shard)
+    store = svar2.open(store_dir)
+    with pytest.raises(svar2.Error, match=r"call_genotype/c/0/0/0 \(inner chunk \[0, 0, 0\]\)"):
+        store.read("call_genotype", [[0, 100, 0, 5]])
+    # The rest still reads.
+    store.read("call_genotype", [[600, 100, 20, 5]])
+    # A shard cut short: its index no longer checks.
+    with open(shard, "r+b") as f:
+        f.truncate(os.path.getsize(shard) - 7)
+    with pytest.raises(svar2.Error, match="call_genotype/c/0/0/0"):
+        svar2.open(store_dir).read("call_genotype", [[0, 100, 0, 5]])
+
+
+def test_closed_store(svar2_store):
+    with svar2.open(svar2_store) as store:
+        store.read("call_genotype", [[0, 10, 0, 1]])
+    assert store.closed
+    with pytest.raises(svar2.Error, match="closed"):
+        store.read("call_genotype", [[0, 10, 0, 1]])
+    with pytest.raises(svar2.Error, match="closed"):
+        store.samples
+
+
+def test_store_deleted_under_a_reader(tmp_path, svar2_store):
+    store_dir = tmp_path / "deleted.zarr"
+    shutil.copytree(svar2_store, store_dir)
+    store = svar2.open(store_dir)
+    first = store.read("call_genotype", [[0, 100, 0, 5]])
+    shutil.rmtree(store_dir)
+    # What was read before stays right; a chunk never read is an error, not fill.
+    assert (store.read("call_genotype", [[0, 100, 0, 5]]) == first).all()
+    with pytest.raises(svar2.Error, match="deleted or moved"):
+        store.read("call_genotype", [[2000, 100, 30, 5]])
