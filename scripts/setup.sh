@@ -45,6 +45,10 @@ if (( want_test )); then
   python3 -c 'import xarray' 2>/dev/null || missing_py+=(xarray)
   python3 -c 'import tensorstore' 2>/dev/null || missing_py+=(tensorstore)
   python3 -c 'import genoray' 2>/dev/null || missing_py+=(genoray)
+  # The Python package's suite: pytest, and a real PyTorch DataLoader (PyPI's Linux
+  # wheel brings its CUDA libraries: ~5 GB, ~75 s to install here).
+  python3 -c 'import pytest' 2>/dev/null || missing_py+=(pytest)
+  python3 -c 'import torch' 2>/dev/null || missing_py+=(torch)
   # The GPU path's libraries: NVRTC compiles the kernels and nvCOMP's binding loads
   # without a GPU, so the tests check both everywhere (~130 MB of wheels).
   python3 -c 'import nvidia.cuda_nvrtc' 2>/dev/null || missing_py+=(nvidia-cuda-nvrtc-cu12)

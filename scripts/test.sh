@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: set up (build deps, bcftools, Python oracles), then lint and
-# run every test. Tests that need a missing oracle say SKIP and why; with
+# run every test: cargo's, then the Python package's (pytest). Tests that need a missing oracle say SKIP and why; with
 # SVAR2_REQUIRE_TOOLS=1 (CI) a missing oracle fails instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,3 +8,9 @@ scripts/setup.sh --test
 cargo fmt --all -- --check
 cargo clippy --release --all-targets --quiet -- -D warnings
 cargo test --release --workspace
+# The Python package, built as README's `pip install ./python` builds it, into a
+# folder of the build tree (the user's site-packages are left alone), then its suite.
+rm -rf target/python
+python3 -m pip install -q --disable-pip-version-check --no-deps --target target/python ./python \
+  >target/python-build.log 2>&1 || { cat target/python-build.log >&2; exit 1; }
+PYTHONPATH=$PWD/target/python python3 -m pytest -q -rs -p no:cacheprovider python/tests
