@@ -314,9 +314,13 @@ impl ArrayInfo {
 #[pymethods]
 impl ArrayInfo {
     fn __repr__(&self) -> String {
+        let shards = match &self.shards {
+            Some(s) => format!("{s:?}"),
+            None => "None".into(),
+        };
         format!(
-            "ArrayInfo(name={:?}, shape={:?}, dtype={:?}, dims={:?}, chunks={:?}, shards={:?})",
-            self.name, self.shape, self.dtype, self.dims, self.chunks, self.shards
+            "ArrayInfo(name={:?}, shape={:?}, dtype={:?}, dims={:?}, chunks={:?}, shards={shards})",
+            self.name, self.shape, self.dtype, self.dims, self.chunks
         )
     }
 }
