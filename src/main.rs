@@ -704,7 +704,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet);
     if cli.verbose == 0 {
-        svar2_convert::source::quiet_htslib();
+        svar2_vcf::source::quiet_htslib();
     }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

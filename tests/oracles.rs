@@ -76,7 +76,7 @@ fn round_trip_format_heavy_mixed_file() {
     }
     let dir = test_dir();
     let src = dir.path().join("mixed_src.vcf");
-    std::fs::write(&src, svar2_convert::testing::mixed_vcf(6, 240, 7, false)).unwrap();
+    std::fs::write(&src, svar2_vcf::testing::mixed_vcf(6, 240, 7, false)).unwrap();
     round_trip(&src, "mixed", TINY, &["c1:100-400", "c2"]);
     let [_, gz, bcf] = forms(&src, dir.path(), "mixed2");
     assert_same_as_bio2zarr(&gz, TINY);

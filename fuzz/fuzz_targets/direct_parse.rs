@@ -41,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
     f.write_all(HEADER.as_bytes()).expect("write");
     f.write_all(data).expect("write");
     drop(f);
-    if let Err(e) = svar2_convert::testing::both_paths(&path) {
+    if let Err(e) = svar2_vcf::testing::both_paths(&path) {
         if e != "not VCF text" {
             panic!("{e}");
         }

@@ -88,7 +88,7 @@ pub fn convert<'py>(
         progress,
         contig_order: Default::default(),
     };
-    svar2_convert::source::quiet_htslib();
+    svar2_vcf::source::quiet_htslib();
     // A conversion cannot be cancelled half-way yet: it runs to its end (or error).
     let never = AtomicBool::new(false);
     let s = crate::wait::interruptible(py, &never, || {

@@ -9,21 +9,10 @@
 //! (see `convert::finish`). Encoding is a pure function of content and layout, so the
 //! result is byte-identical to a store written with the final layout from the start.
 
-use crate::schema::{Category, FieldDef, Schema, VcfNumber, VcfType};
 use svar2_store::metadata::ArrayMeta;
 use svar2_store::Dtype;
-
-/// What kind of values an array holds before it is narrowed to its [`Dtype`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Base {
-    /// Canonical i32 with −1 missing and −2 fill.
-    Int,
-    /// f32 bit patterns with the VCF Zarr NaN payloads for missing/fill.
-    Float,
-    Bool,
-    Str,
-    Char,
-}
+use svar2_vcf::columns::{Base, ColumnStats, RecordColumns, Source};
+use svar2_vcf::schema::{Category, FieldDef, Schema, VcfNumber, VcfType};
 
 /// Where the size of an array's trailing dimension comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,23 +33,6 @@ pub enum Width {
     /// the array has it only when that exceeds 1, or `always` (bio2zarr's rule, which
     /// always gives FORMAT/LAA one).
     Own { declared: u32, always: bool },
-}
-
-/// The source of an array's values in a record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    Contig,
-    Position,
-    Length,
-    Id,
-    IdMask,
-    Allele,
-    Quality,
-    Filter,
-    Field(usize),
-    Genotype,
-    GenotypeMask,
-    GenotypePhased,
 }
 
 /// One variant-axis array of the store.
@@ -101,22 +73,13 @@ impl ArraySpec {
     }
 }
 
-/// A column is the raw per-record data an [`ArraySpec`] reads from; masks share the
-/// column of the array they mask.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ColumnSpec {
-    pub base: Base,
-    pub per_sample: bool,
-    /// Genotype calls: held as i8 (three times less memory than i32 for the
-    /// biggest column) unless an allele index exceeds 127.
-    pub genotype: bool,
-}
-
-/// The arrays (and the columns feeding them) that a schema produces, in store order.
+/// The arrays (and the record columns feeding them) that a schema produces, in store
+/// order.
 #[derive(Debug, Clone)]
 pub struct ArraySet {
     pub arrays: Vec<ArraySpec>,
-    pub columns: Vec<ColumnSpec>,
+    /// The columns the VCF side fills; each array reads one of them.
+    pub record: RecordColumns,
 }
 
 fn field_width(f: &FieldDef) -> (Width, String) {
@@ -150,7 +113,7 @@ impl ArraySet {
     pub fn new(schema: &Schema) -> ArraySet {
         let mut set = ArraySet {
             arrays: Vec::new(),
-            columns: Vec::new(),
+            record: RecordColumns::new(schema),
         };
         let add = |set: &mut ArraySet,
                    name: &str,
@@ -159,16 +122,8 @@ impl ArraySet {
                    per_sample: bool,
                    width: Width,
                    dim: &str,
-                   description: &str,
-                   column: Option<usize>| {
-            let column = column.unwrap_or_else(|| {
-                set.columns.push(ColumnSpec {
-                    base,
-                    per_sample,
-                    genotype: source == Source::Genotype,
-                });
-                set.columns.len() - 1
-            });
+                   description: &str| {
+            let column = set.record.of(source);
             let bitshuffle =
                 svar2_store::codecs::bitshuffle(base == Base::Bool, source == Source::Genotype);
             set.arrays.push(ArraySpec {
@@ -182,10 +137,9 @@ impl ArraySet {
                 column,
                 bitshuffle,
             });
-            column
         };
         add(&mut set, "variant_contig", Source::Contig, Base::Int, false, Width::Scalar, "",
-            "An identifier from the reference genome or an angle-bracketed ID string pointing to a contig in the assembly file", None);
+            "An identifier from the reference genome or an angle-bracketed ID string pointing to a contig in the assembly file");
         add(
             &mut set,
             "variant_position",
@@ -195,7 +149,6 @@ impl ArraySet {
             Width::Scalar,
             "",
             "The reference position",
-            None,
         );
         add(
             &mut set,
@@ -206,9 +159,8 @@ impl ArraySet {
             Width::Scalar,
             "",
             "The length of the variant measured in bases",
-            None,
         );
-        let id = add(
+        add(
             &mut set,
             "variant_id",
             Source::Id,
@@ -217,7 +169,6 @@ impl ArraySet {
             Width::Scalar,
             "",
             "List of unique identifiers where applicable",
-            None,
         );
         add(
             &mut set,
@@ -228,7 +179,6 @@ impl ArraySet {
             Width::Scalar,
             "",
             "",
-            Some(id),
         );
         add(
             &mut set,
@@ -239,7 +189,6 @@ impl ArraySet {
             Width::Alleles,
             "alleles",
             "List of the reference and alternate alleles",
-            None,
         );
         add(
             &mut set,
@@ -250,7 +199,6 @@ impl ArraySet {
             Width::Scalar,
             "",
             "Phred-scaled quality score",
-            None,
         );
         add(
             &mut set,
@@ -261,7 +209,6 @@ impl ArraySet {
             Width::Fixed(schema.filters.len() as u32),
             "filters",
             "Filter status of the variant",
-            None,
         );
         for (i, f) in schema.fields.iter().enumerate() {
             let base = match f.ty {
@@ -281,11 +228,10 @@ impl ArraySet {
                 width,
                 &dim,
                 &f.description,
-                None,
             );
         }
         if schema.has_gt {
-            let gt = add(
+            add(
                 &mut set,
                 "call_genotype",
                 Source::Genotype,
@@ -294,7 +240,6 @@ impl ArraySet {
                 Width::Ploidy,
                 "ploidy",
                 "",
-                None,
             );
             add(
                 &mut set,
@@ -305,7 +250,6 @@ impl ArraySet {
                 Width::Ploidy,
                 "ploidy",
                 "",
-                Some(gt),
             );
             add(
                 &mut set,
@@ -316,7 +260,6 @@ impl ArraySet {
                 Width::Scalar,
                 "",
                 "",
-                None,
             );
         }
         set
@@ -330,7 +273,7 @@ impl ArraySet {
     /// `format_row_bytes` of the planner's peak-RSS law.
     pub fn row_bytes_estimate(&self, n_samples: u64) -> (u64, u64) {
         let (mut total, mut format) = (0u64, 0u64);
-        for (c, col) in self.columns.iter().enumerate() {
+        for (c, col) in self.record.specs.iter().enumerate() {
             let spec = self
                 .arrays
                 .iter()
@@ -364,7 +307,7 @@ impl ArraySet {
             .iter()
             .filter(|a| a.per_sample)
             .map(|a| {
-                let col = &self.columns[a.column];
+                let col = &self.record.specs[a.column];
                 let value = match col.base {
                     Base::Int if col.genotype => 1,
                     Base::Int | Base::Float => 4,
@@ -379,7 +322,7 @@ impl ArraySet {
 
     /// The planned trailing width of each column (that of the first array reading it).
     pub fn planned_column_widths(&self) -> Vec<u64> {
-        (0..self.columns.len())
+        (0..self.record.specs.len())
             .map(|c| {
                 self.arrays
                     .iter()
@@ -393,35 +336,6 @@ impl ArraySet {
     pub fn counts(&self) -> (u64, u64) {
         let call = self.arrays.iter().filter(|a| a.per_sample).count() as u64;
         (call, self.arrays.len() as u64 - call)
-    }
-}
-
-/// What has been seen of one column so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ColumnStats {
-    /// Most values any record (or sample) carried.
-    pub max_width: u32,
-    /// Range of canonical integer values seen (−1/−2 included, as bio2zarr counts them).
-    pub min: i64,
-    pub max: i64,
-}
-
-impl Default for ColumnStats {
-    fn default() -> Self {
-        ColumnStats {
-            max_width: 0,
-            min: i64::MAX,
-            max: i64::MIN,
-        }
-    }
-}
-
-impl ColumnStats {
-    /// Folds another column's stats into these.
-    pub fn merge(&mut self, o: &ColumnStats) {
-        self.max_width = self.max_width.max(o.max_width);
-        self.min = self.min.min(o.min);
-        self.max = self.max.max(o.max);
     }
 }
 
@@ -439,7 +353,7 @@ impl Stats {
     /// Empty stats for a set of columns.
     pub fn new(set: &ArraySet) -> Stats {
         Stats {
-            columns: vec![ColumnStats::default(); set.columns.len()],
+            columns: vec![ColumnStats::default(); set.record.specs.len()],
             max_alleles: 0,
             max_ploidy: 0,
         }

@@ -1,13 +1,14 @@
 //! Laying out ragged [`Column`] values as one inner chunk of an array, and re-laying a
 //! decoded chunk under a wider layout (see `arrays` for why that happens).
 
-use crate::arrays::{ArraySet, ArraySpec, Base, Geometry, Layout, Source};
-use crate::column::Batch;
-use crate::column::{Column, Values, FLOAT32_FILL, FLOAT32_MISSING};
+use crate::arrays::{ArraySet, ArraySpec, Geometry, Layout};
 use crate::error::{Error, Result};
 use svar2_store::codec::InnerCodec;
 use svar2_store::codec::Raw;
 use svar2_store::Dtype;
+use svar2_vcf::column::Batch;
+use svar2_vcf::column::{Column, Values, FLOAT32_FILL, FLOAT32_MISSING};
+use svar2_vcf::columns::{Base, Source};
 
 /// Which part of a column one inner chunk covers.
 #[derive(Debug, Clone, Copy)]
@@ -406,7 +407,7 @@ mod tests {
     /// Three records × 2 samples: widths 1, absent, 2.
     fn column() -> Column {
         let mut c = Column::new(
-            &crate::arrays::ColumnSpec {
+            &svar2_vcf::columns::ColumnSpec {
                 base: Base::Int,
                 per_sample: true,
                 genotype: false,

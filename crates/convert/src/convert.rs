@@ -6,18 +6,18 @@
 //! shards: encoded chunks are on disk as soon as they exist.
 
 use crate::arrays::{ArraySet, Geometry};
-use crate::column::Batch;
 use crate::error::{Error, Result};
-use crate::inputs::{is_stdin, Input};
 use crate::planning::{make_plan, make_plan_inputs, PlanReport, PlanRequest};
-use crate::schema::Schema;
-use crate::source::{Stream, VcfReader};
 use crate::writer::{Limits, Writer};
 use std::path::Path;
 use std::time::Instant;
 use svar2_planner::geometry::whole_chunks;
 use svar2_planner::PIECES_PER_READER;
 use svar2_store::dir::{disk_usage, StoreDir};
+use svar2_vcf::column::Batch;
+use svar2_vcf::inputs::{is_stdin, Input};
+use svar2_vcf::schema::Schema;
+use svar2_vcf::source::{Stream, VcfReader};
 
 /// What the user asked for.
 #[derive(Debug, Clone)]
@@ -108,14 +108,14 @@ fn first_contig(r: &VcfReader) -> Option<String> {
     if let Some(c) = r.first_text_contig() {
         return Some(c);
     }
-    if let Ok(ic) = crate::index::contig_counts(&r.path, &r.schema.contigs) {
+    if let Ok(ic) = svar2_vcf::index::contig_counts(&r.path, &r.schema.contigs) {
         let named = r.schema.contigs.iter().map(|c| &c.name).zip(&ic.counts);
         return named.filter(|(_, &n)| n > 0).map(|(c, _)| c.clone()).next();
     }
     let mut fresh = VcfReader::open(&r.path, 1).ok()?;
     let set = ArraySet::new(&fresh.schema);
-    let mut ex = fresh.extractor(&set);
-    let mut b = Batch::new(&set.columns, fresh.schema.samples.len(), 0);
+    let mut ex = fresh.extractor(&set.record);
+    let mut b = Batch::new(&set.record.specs, fresh.schema.samples.len(), 0);
     fresh.read_into(&mut ex, &mut b, 0).ok()?.then_some(())?;
     let rid = b.loci.first()?.0;
     Some(fresh.schema.contig_label(rid as i64).to_string())
@@ -148,7 +148,7 @@ pub(crate) fn open_call_set(
     let opened = inputs
         .iter()
         .map(|p| VcfReader::open(p, threads))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<svar2_vcf::Result<Vec<_>>>()?;
     let ins: Vec<Input> = opened
         .iter()
         .map(|r| Input {
@@ -158,11 +158,11 @@ pub(crate) fn open_call_set(
         .collect();
     let merged = match ins.len() {
         1 => ins[0].schema.clone(),
-        _ => crate::inputs::merge(&ins)?,
+        _ => svar2_vcf::inputs::merge(&ins)?,
     };
     let report = make_plan_inputs(&ins, &merged, req)?;
     let firsts: Vec<Option<String>> = opened.iter().map(first_contig).collect();
-    let order = crate::inputs::read_order(&ins, &firsts, &merged);
+    let order = svar2_vcf::inputs::read_order(&ins, &firsts, &merged);
     let mut slots: Vec<Option<VcfReader>> = opened.into_iter().map(Some).collect();
     let files = order
         .iter()
@@ -176,8 +176,8 @@ pub(crate) fn open_call_set(
 /// partition shares with another — to `shared`. Ends with the writer holding every
 /// record, or the first error.
 pub(crate) fn drain(
-    rx: crossbeam_channel::Receiver<Result<Batch>>,
-    mut stitcher: Option<&mut crate::pieces::Stitcher>,
+    rx: crossbeam_channel::Receiver<svar2_vcf::Result<Batch>>,
+    mut stitcher: Option<&mut svar2_vcf::pieces::Stitcher>,
     w: &mut Writer,
     recycle: &crossbeam_channel::Sender<Batch>,
     pb: &indicatif::ProgressBar,
@@ -265,7 +265,7 @@ pub fn convert_inputs(
     );
     let pool = encoder_pool(threads)?;
     let pb = progress_bar(opts.progress, report.plan.records);
-    let (tx, rx) = crossbeam_channel::bounded::<Result<Batch>>(0);
+    let (tx, rx) = crossbeam_channel::bounded::<svar2_vcf::Result<Batch>>(0);
     // Encoded batches come back to the reader to be refilled: two batches exist in all.
     let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Batch>(2);
     let vc = g.variants_chunk as usize;
@@ -278,13 +278,13 @@ pub fn convert_inputs(
     let pieces = (parallel && report.index.is_some())
         .then(|| {
             if single {
-                crate::pieces::plan_pieces(input, &schema, &counts, per_contig)
+                svar2_vcf::pieces::plan_pieces(input, &schema, &counts, per_contig)
             } else {
-                let own: Vec<(&Path, &crate::schema::Schema)> = files
+                let own: Vec<(&Path, &svar2_vcf::schema::Schema)> = files
                     .iter()
                     .map(|r| (r.path.as_path(), &r.schema))
                     .collect();
-                crate::pieces::plan_pieces_inputs(&own, &schema, per_contig)
+                svar2_vcf::pieces::plan_pieces_inputs(&own, &schema, per_contig)
             }
         })
         .flatten();
@@ -314,12 +314,12 @@ pub fn convert_inputs(
     });
     let mut stitcher = pieces.as_ref().map(|_| {
         let total = counts.iter().sum();
-        crate::pieces::Stitcher::new(&set, n_samples, vc, 0..total, total)
+        svar2_vcf::pieces::Stitcher::new(&set.record, n_samples, vc, 0..total, total)
     });
     let result = std::thread::scope(|scope| {
         let set_ref = &set;
         if let Some(pieces) = &pieces {
-            let runs = crate::pieces::contig_runs(pieces, &counts, order.as_deref());
+            let runs = svar2_vcf::pieces::contig_runs(pieces, &counts, order.as_deref());
             let schema_ref = &schema;
             tracing::info!(
                 cc,
@@ -330,10 +330,10 @@ pub fn convert_inputs(
             );
             let paths = &paths;
             scope.spawn(move || {
-                crate::pieces::read_in_pieces(
+                svar2_vcf::pieces::read_in_pieces(
                     paths,
                     schema_ref,
-                    set_ref,
+                    &set_ref.record,
                     pieces,
                     &runs,
                     (cc, readers),
@@ -348,9 +348,9 @@ pub fn convert_inputs(
             scope.spawn(move || {
                 // Built here: extractors hold htslib buffers and stay on this thread.
                 let mut stream = if single {
-                    Stream::single(files.pop().expect("one reader"), set_ref)
+                    Stream::single(files.pop().expect("one reader"), &set_ref.record)
                 } else {
-                    Stream::many(files, schema_ref, set_ref)
+                    Stream::many(files, schema_ref, &set_ref.record)
                 };
                 let mut n: u64 = 0;
                 loop {
@@ -360,7 +360,7 @@ pub fn convert_inputs(
                             b
                         }
                         Err(_) => {
-                            let mut b = Batch::new(&set_ref.columns, n_samples, n);
+                            let mut b = Batch::new(&set_ref.record.specs, n_samples, n);
                             b.reserve(vc, &widths);
                             b
                         }

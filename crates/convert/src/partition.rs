@@ -22,13 +22,9 @@
 //! reads the bytes without parsing records.
 
 use crate::arrays::{ArraySet, Geometry, Stats};
-use crate::column::Batch;
 use crate::convert::{drain, normalise, open_call_set};
 use crate::error::{Error, Result};
-use crate::index::{Index, IndexKind};
-use crate::pieces::{ContigRun, Piece, PieceReader, Stitcher};
 use crate::planning::{plan_partition, PlanRequest};
-use crate::schema::Schema;
 pub use crate::writer::{Fragment, LayoutRecord, PartitionOutput, RowRecord, SlotRecord};
 use crate::writer::{Limits, Writer};
 use serde::{Deserialize, Serialize};
@@ -39,6 +35,10 @@ use svar2_planner::partition::Unit;
 use svar2_planner::size::human;
 use svar2_planner::PIECES_PER_READER;
 use svar2_store::dir::StoreDir;
+use svar2_vcf::column::Batch;
+use svar2_vcf::index::{Index, IndexKind};
+use svar2_vcf::pieces::{ContigRun, Piece, PieceReader, Stitcher};
+use svar2_vcf::schema::Schema;
 
 /// The directory in the output where partitions leave their work for `finalize`
 /// (removed once the store is complete).
@@ -222,25 +222,25 @@ fn plan_error(plan: &Path, msg: impl std::fmt::Display) -> Error {
 /// The whole contigs of a call set with records, in variants-axis order (the
 /// pieces a one-reader conversion reads).
 fn whole_contigs(
-    files: &[crate::source::VcfReader],
+    files: &[svar2_vcf::source::VcfReader],
     schema: &Schema,
     counts: &[u64],
 ) -> Option<Vec<Piece>> {
     if files.len() == 1 {
-        crate::pieces::plan_pieces(&files[0].path, schema, counts, 1)
+        svar2_vcf::pieces::plan_pieces(&files[0].path, schema, counts, 1)
     } else {
         let own: Vec<(&Path, &Schema)> = files
             .iter()
             .map(|r| (r.path.as_path(), &r.schema))
             .collect();
-        crate::pieces::plan_pieces_inputs(&own, schema, 1)
+        svar2_vcf::pieces::plan_pieces_inputs(&own, schema, 1)
     }
 }
 
 /// A call set opened for a partitioned conversion: its readers in reading order,
 /// its schema (undeclared contigs added), the index kind, and the whole contigs.
 struct CallSet {
-    files: Vec<crate::source::VcfReader>,
+    files: Vec<svar2_vcf::source::VcfReader>,
     schema: Schema,
     kind: IndexKind,
     counts: Vec<u64>,
@@ -249,7 +249,7 @@ struct CallSet {
 }
 
 fn open_indexed(inputs: &[PathBuf], req: &PlanRequest) -> Result<CallSet> {
-    if inputs.iter().any(|p| crate::inputs::is_stdin(p)) {
+    if inputs.iter().any(|p| svar2_vcf::inputs::is_stdin(p)) {
         return Err(Error::Usage(
             "partitions read their inputs through the index; standard input cannot be \
              partitioned"
@@ -317,7 +317,7 @@ pub fn plan(
     let indexes: Vec<Option<Index>> = cs
         .files
         .iter()
-        .map(|f| Index::load(&f.path, crate::pieces::is_text(&f.path)))
+        .map(|f| Index::load(&f.path, svar2_vcf::pieces::is_text(&f.path)))
         .collect();
     let units: Vec<Unit> = contigs
         .iter()
@@ -744,7 +744,7 @@ impl CutCounts<'_> {
         let f = c.file as usize;
         if self.reader.as_ref().is_none_or(|(g, _)| *g != f) {
             self.reader = None;
-            let r = PieceReader::open(&self.cs.files[f].path, &self.cs.schema, self.set)?;
+            let r = PieceReader::open(&self.cs.files[f].path, &self.cs.schema, &self.set.record)?;
             self.reader = Some((f, r));
         }
         let t = Instant::now();
@@ -1012,8 +1012,8 @@ fn run_locked(
     let pool = crate::convert::encoder_pool(threads)?;
     let pb = crate::convert::progress_bar(progress, Some(hi - lo));
     let vc = g.variants_chunk as usize;
-    let mut stitcher = Stitcher::new(&set, n_samples, vc, lo..hi, plan.records);
-    let (tx, rx) = crossbeam_channel::bounded::<Result<Batch>>(0);
+    let mut stitcher = Stitcher::new(&set.record, n_samples, vc, lo..hi, plan.records);
+    let (tx, rx) = crossbeam_channel::bounded::<svar2_vcf::Result<Batch>>(0);
     let (recycle_tx, _) = crossbeam_channel::bounded::<Batch>(1);
     let paths: Vec<PathBuf> = cs.files.iter().map(|f| f.path.clone()).collect();
     let mut spills = Vec::new();
@@ -1022,10 +1022,10 @@ fn run_locked(
     let output = std::thread::scope(|scope| {
         let (set_ref, pieces_ref, runs_ref, paths_ref) = (&set, &pieces, &runs, &paths);
         scope.spawn(move || {
-            crate::pieces::read_in_pieces(
+            svar2_vcf::pieces::read_in_pieces(
                 paths_ref,
                 schema,
-                set_ref,
+                &set_ref.record,
                 pieces_ref,
                 runs_ref,
                 (cc, w),
@@ -1280,11 +1280,16 @@ pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> 
             match piece {
                 Shared::Fragment(f, dir) => w.add_fragment(f, dir)?,
                 Shared::Chunk(chunk) => {
-                    let mut stitcher =
-                        Stitcher::new(&set, n_samples, vc as usize, 0..plan.records, plan.records);
+                    let mut stitcher = Stitcher::new(
+                        &set.record,
+                        n_samples,
+                        vc as usize,
+                        0..plan.records,
+                        plan.records,
+                    );
                     let mut whole = None;
                     for path in &chunk_parts[chunk] {
-                        whole = stitcher.push(crate::spill::read(path, &set.columns)?);
+                        whole = stitcher.push(crate::spill::read(path, &set.record.specs)?);
                     }
                     match whole {
                         Some(b) => {

@@ -4,8 +4,6 @@
 
 use crate::arrays::{ArraySet, Geometry};
 use crate::error::{Error, Result};
-use crate::index::{contig_counts, IndexKind};
-use crate::source::VcfReader;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use svar2_planner::geometry::Patch;
@@ -14,6 +12,8 @@ use svar2_planner::memory::MEASURED;
 use svar2_planner::order::{ContigCost, CostTier};
 use svar2_planner::size::{human, MaxMem};
 use svar2_planner::{plan, Plan, PlanInput, Requested};
+use svar2_vcf::index::{contig_counts, IndexKind};
+use svar2_vcf::source::VcfReader;
 
 /// What the user asked the planner for.
 #[derive(Debug, Clone)]
@@ -73,20 +73,20 @@ pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
 pub fn plan_inputs(inputs: &[PathBuf], req: &PlanRequest) -> Result<PlanReport> {
     match inputs {
         [] => Err(Error::Usage("no input files".into())),
-        [one] if !crate::inputs::is_stdin(one) => make_plan(one, req),
+        [one] if !svar2_vcf::inputs::is_stdin(one) => make_plan(one, req),
         _ => {
             let ins = inputs
                 .iter()
                 .map(|p| {
-                    VcfReader::open(p, 1).map(|r| crate::inputs::Input {
+                    VcfReader::open(p, 1).map(|r| svar2_vcf::inputs::Input {
                         path: r.path.clone(),
                         schema: r.schema,
                     })
                 })
-                .collect::<Result<Vec<_>>>()?;
+                .collect::<svar2_vcf::Result<Vec<_>>>()?;
             let merged = match ins.len() {
                 1 => ins[0].schema.clone(),
-                _ => crate::inputs::merge(&ins)?,
+                _ => svar2_vcf::inputs::merge(&ins)?,
             };
             make_plan_inputs(&ins, &merged, req)
         }
@@ -98,8 +98,8 @@ pub fn plan_inputs(inputs: &[PathBuf], req: &PlanRequest) -> Result<PlanReport> 
 /// come from every input's index when each has one; a contig with records in two
 /// inputs is refused here, before anything is written.
 pub fn make_plan_inputs(
-    inputs: &[crate::inputs::Input],
-    merged: &crate::schema::Schema,
+    inputs: &[svar2_vcf::inputs::Input],
+    merged: &svar2_vcf::schema::Schema,
     req: &PlanRequest,
 ) -> Result<PlanReport> {
     let mut counts = vec![0u64; merged.contigs.len()];
@@ -141,13 +141,13 @@ pub fn make_plan_inputs(
         }
     }
     let counted = match (missing, kind) {
-        (None, Some(kind)) => Ok(crate::index::IndexCounts {
+        (None, Some(kind)) => Ok(svar2_vcf::index::IndexCounts {
             kind,
             path: PathBuf::from(format!("beside each of the {} inputs", inputs.len())),
             counts,
             undeclared: Vec::new(),
         }),
-        (why, _) => Err(crate::index::NoCounts {
+        (why, _) => Err(svar2_vcf::index::NoCounts {
             reason: why.unwrap_or_else(|| "no index".into()),
         }),
     };
@@ -165,7 +165,7 @@ pub fn make_plan_inputs(
 /// writes the same grid. A geometry this machine's budget cannot hold is an error.
 pub fn plan_partition(
     label: &Path,
-    schema: crate::schema::Schema,
+    schema: svar2_vcf::schema::Schema,
     kind: IndexKind,
     counts: Vec<u64>,
     streams: usize,
@@ -181,7 +181,7 @@ pub fn plan_partition(
         variants_shard: Some(g.variants_shard),
         samples_shard: Some(g.samples_shard),
     };
-    let counted = Ok(crate::index::IndexCounts {
+    let counted = Ok(svar2_vcf::index::IndexCounts {
         kind,
         path: label.into(),
         counts,
@@ -194,13 +194,13 @@ pub fn plan_partition(
 /// means one streaming reader over inputs read one after another.
 fn plan_schema(
     input: &Path,
-    mut schema: crate::schema::Schema,
-    counted: std::result::Result<crate::index::IndexCounts, crate::index::NoCounts>,
+    mut schema: svar2_vcf::schema::Schema,
+    counted: std::result::Result<svar2_vcf::index::IndexCounts, svar2_vcf::index::NoCounts>,
     streams: usize,
     req: &PlanRequest,
 ) -> Result<PlanReport> {
     // One streaming reader for standard input, or inputs without index counts.
-    let one_stream = crate::inputs::is_stdin(input) || (streams > 1 && counted.is_err());
+    let one_stream = svar2_vcf::inputs::is_stdin(input) || (streams > 1 && counted.is_err());
     let set = ArraySet::new(&schema);
     // Contigs the index lists that the header does not declare join the store's list
     // (in the index's order, which is the file's), as a streaming read would add them.
@@ -287,15 +287,15 @@ fn plan_schema(
     // A header Number so large that one record cannot fit is the header's fault, not
     // the budget's: say so before the planner says the budget is too small.
     for f in &schema.fields {
-        if let crate::schema::VcfNumber::Fixed(n) = f.number {
-            let cells = if f.category == crate::schema::Category::Format {
+        if let svar2_vcf::schema::VcfNumber::Fixed(n) = f.number {
+            let cells = if f.category == svar2_vcf::schema::Category::Format {
                 samples.max(1)
             } else {
                 1
             };
             let bytes = cells.saturating_mul(n as u64).saturating_mul(4);
             if bytes > budget / 4 {
-                return Err(Error::Header {
+                return Err(svar2_vcf::Error::Header {
                     path: input.into(),
                     msg: format!(
                         "{:?}/{} declares Number={n}: one record of it takes {}, over a quarter \
@@ -308,7 +308,8 @@ fn plan_schema(
                     )
                     .replacen("Info/", "INFO/", 1)
                     .replacen("Format/", "FORMAT/", 1),
-                });
+                }
+                .into());
             }
         }
     }
@@ -328,7 +329,7 @@ fn plan_schema(
         let counts: Vec<u64> = contigs.iter().map(|c| c.cost).collect();
         let largest = plan.order.first().copied();
         let piece = largest.and_then(|rid| {
-            crate::pieces::plan_pieces(input, schema, &counts, 1)?
+            svar2_vcf::pieces::plan_pieces(input, schema, &counts, 1)?
                 .into_iter()
                 .find(|p| p.rid as usize == rid)
         });
@@ -365,7 +366,7 @@ fn plan_schema(
         plan,
         zstd_level: req.zstd_level,
         probe,
-        streams: if crate::inputs::is_stdin(input) {
+        streams: if svar2_vcf::inputs::is_stdin(input) {
             0
         } else {
             streams

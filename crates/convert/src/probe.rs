@@ -5,14 +5,14 @@
 
 use crate::arrays::{ArraySet, Dims, Geometry, Stats};
 use crate::chunk::{chunk_tasks, encode_chunk};
-use crate::column::Batch;
 use crate::error::Result;
-use crate::pieces::{Piece, PieceReader};
-use crate::schema::Schema;
 use rayon::prelude::*;
 use std::path::Path;
 use std::time::Instant;
 use svar2_store::codec::InnerCodec;
+use svar2_vcf::column::Batch;
+use svar2_vcf::pieces::{Piece, PieceReader};
+use svar2_vcf::schema::Schema;
 
 /// What the probe measured.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -37,10 +37,10 @@ pub fn run(
 ) -> Result<Probe> {
     let n_samples = schema.samples.len();
     let rows = g.variants_chunk.clamp(1, 2048) as usize;
-    let mut reader = PieceReader::open(input, schema, set)?;
+    let mut reader = PieceReader::open(input, schema, &set.record)?;
     let mut got: Option<Batch> = None;
     let t0 = Instant::now();
-    reader.read(piece, rows, &set.columns, n_samples, |b| {
+    reader.read(piece, rows, &set.record.specs, n_samples, |b| {
         got = Some(b);
         false
     })?;

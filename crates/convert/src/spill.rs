@@ -5,10 +5,10 @@
 //! Little-endian, in field order; every length read back is checked against the
 //! bytes left, so a damaged file is an error, never an allocation it asks for.
 
-use crate::arrays::{ColumnSpec, ColumnStats};
-use crate::column::{Batch, Column, Values};
 use crate::error::{Error, Result};
 use std::path::Path;
+use svar2_vcf::column::{Batch, Column, Values};
+use svar2_vcf::columns::{ColumnSpec, ColumnStats};
 
 const MAGIC: &[u8; 8] = b"svar2bt2";
 
@@ -226,16 +226,18 @@ pub fn read(path: &Path, specs: &[ColumnSpec]) -> Result<Batch> {
         }
         bytes
     };
-    decode_inner(&bytes, specs).ok_or_else(|| Error::Open {
-        path: path.into(),
-        msg: "not a batch this svar2 wrote, or damaged: run its partition again".into(),
+    decode_inner(&bytes, specs).ok_or_else(|| {
+        Error::Usage(format!(
+            "{}: not a batch this svar2 wrote, or damaged: run its partition again",
+            path.display()
+        ))
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arrays::Base;
+    use svar2_vcf::columns::Base;
 
     #[test]
     fn a_batch_round_trips_and_damage_is_refused() {

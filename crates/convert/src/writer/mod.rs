@@ -14,9 +14,7 @@ pub use partition::{Fragment, LayoutRecord, PartitionOutput, RowRecord, SlotReco
 
 use crate::arrays::{ArraySet, ArraySpec, Dims, Geometry, Layout, Stats};
 use crate::chunk::{chunk_tasks, column_from_raw, encode_chunk, materialize, ChunkView};
-use crate::column::Batch;
 use crate::error::{Error, Result};
-use crate::schema::Schema;
 use rayon::prelude::*;
 use serde_json::json;
 use std::collections::HashMap;
@@ -26,6 +24,8 @@ use svar2_store::codec::{InnerCodec, Raw};
 use svar2_store::dir::StoreDir;
 use svar2_store::metadata::ArrayMeta;
 use svar2_store::{shard, Dtype};
+use svar2_vcf::column::Batch;
+use svar2_vcf::schema::Schema;
 
 /// One encoded inner chunk of the current shard row: where it sits in the shard's
 /// partial file (`None`: all fill, not stored) and the layout it was encoded under.
@@ -343,7 +343,7 @@ impl Writer {
                 .and_then(|r| batch.loci.get(r))
                 .map(|&(rid, pos, _)| format!("{}:{pos}", self.schema.contig_label(rid as i64)))
                 .unwrap_or_else(|| "header".into());
-            return Err(Error::Record {
+            return Err(svar2_vcf::Error::Record {
                 path: self.input.clone(),
                 record: batch.first + widest.unwrap_or(0) as u64 + 1,
                 locus,
@@ -362,7 +362,8 @@ impl Writer {
                     svar2_planner::size::human(self.budget),
                     svar2_planner::size::human(need.saturating_mul(5) / 4)
                 ),
-            });
+            }
+            .into());
         }
         Ok(())
     }

@@ -1,11 +1,10 @@
-//! VCF text read line by line: each line goes first to the direct parse
-//! ([`crate::direct`]: text straight to columns); a line it does not take (anything
+//! VCF text read line by line: each line goes first to the direct parse (text
+//! straight to columns, `direct`); a line it does not take (anything
 //! unusual in it) is checked here ([`Lookups::check_line`]: what htslib would drop or
 //! turn into missing values quietly) and handed to htslib's `vcf_parse` unchanged, so
 //! the values stored are exactly those of the htslib path; the tests hold both.
 
 use crate::error::{Error, Result};
-use crate::extract::LineFix;
 use crate::hts::{HtsFile, KString};
 use crate::schema::{Category, Schema, VcfType};
 use rust_htslib::bcf::{self, header::HeaderView};
@@ -13,6 +12,17 @@ use rust_htslib::htslib;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+
+/// What the line checks found that htslib's parse alone would lose.
+#[derive(Debug, Default)]
+pub struct LineFix {
+    /// Some value is empty (`0/1::3`, `DP=`): it is rewritten as `.` (missing) first,
+    /// since htslib reads an empty Float as 0.
+    pub empty_values: bool,
+    /// INFO integers past 32 bits (htslib keeps 32 and turns these into missing):
+    /// (key, values, `.` as −1).
+    pub long_info: Vec<(Vec<u8>, Vec<i64>)>,
+}
 
 /// Name lookups the direct parse and the line checks need.
 #[derive(Default)]
@@ -148,7 +158,7 @@ impl TextReader {
         &self.header
     }
 
-    /// Lookups for [`crate::extract::Extractor::extract_direct_line`].
+    /// Lookups for the direct parse.
     pub fn lookups(&self) -> &Lookups {
         &self.lookups
     }
@@ -189,7 +199,7 @@ impl TextReader {
     }
 
     /// Parses the current line with htslib (the general path); the [`LineFix`] carries
-    /// what htslib could not hold, for [`Extractor::apply_line_fix`].
+    /// what htslib could not hold, for the extractor.
     pub fn parse_line(&mut self, path: &Path, record_no: u64) -> Result<(&bcf::Record, LineFix)> {
         let fix = parse_general(&self.lookups, &mut self.ks, &self.header, &mut self.rec).map_err(
             |msg| {

@@ -2,26 +2,16 @@
 //! record's fixed columns (however they were parsed), INFO and FORMAT values through
 //! htslib's typed accessors (into buffers reused across records), and genotypes.
 
-use crate::arrays::{ArraySet, Source};
 use crate::column::Batch;
+use crate::columns::{RecordColumns, Source};
 use crate::error::{Error, Result};
+use crate::fastvcf::LineFix;
 use crate::genotype;
 use crate::schema::{contig_name, Category, Schema, VcfNumber, VcfType};
 use rust_htslib::bcf;
 use rust_htslib::htslib;
 use std::ffi::{c_int, c_void, CString};
 use std::path::Path;
-
-/// What the line checks found that htslib's parse alone would lose.
-#[derive(Debug, Default)]
-pub struct LineFix {
-    /// Some value is empty (`0/1::3`, `DP=`): it is rewritten as `.` (missing) first,
-    /// since htslib reads an empty Float as 0.
-    pub empty_values: bool,
-    /// INFO integers past 32 bits (htslib keeps 32 and turns these into missing):
-    /// (key, values, `.` as −1).
-    pub long_info: Vec<(Vec<u8>, Vec<i64>)>,
-}
 
 /// An htslib-managed value buffer, reused across records.
 struct HtsBuf {
@@ -124,19 +114,9 @@ pub struct Extractor {
     /// Per-sample ploidy of the current record (direct text parse).
     pub(crate) ploidies: Vec<u8>,
     pub(crate) flags: Vec<u8>,
-    /// The direct text parse's lookups and buffers.
-    pub(crate) direct: crate::direct::Direct,
     /// BCF FORMAT numbers decoded in bulk (canonical integers, float bits).
     bulk_ints: Vec<i32>,
     bulk_floats: Vec<u32>,
-}
-
-fn column_of(set: &ArraySet, source: Source) -> usize {
-    set.arrays
-        .iter()
-        .find(|a| a.source == source)
-        .map(|a| a.column)
-        .expect("array present")
 }
 
 impl Extractor {
@@ -144,7 +124,7 @@ impl Extractor {
     pub fn for_header(
         header: &bcf::header::HeaderView,
         schema: &Schema,
-        set: &ArraySet,
+        columns: &RecordColumns,
     ) -> Extractor {
         let fields = schema
             .fields
@@ -155,15 +135,15 @@ impl Extractor {
                 category: f.category,
                 ty: f.ty,
                 number: f.number,
-                column: column_of(set, Source::Field(i)),
+                column: columns.of(Source::Field(i)),
                 name: f.name.clone(),
             })
             .collect();
         let gt = schema.has_gt.then(|| {
             (
                 CString::new("GT").expect("static"),
-                column_of(set, Source::Genotype),
-                column_of(set, Source::GenotypePhased),
+                columns.of(Source::Genotype),
+                columns.of(Source::GenotypePhased),
             )
         });
         let mut filter_index = Vec::new();
@@ -179,13 +159,13 @@ impl Extractor {
         Extractor {
             fields,
             gt,
-            col_contig: column_of(set, Source::Contig),
-            col_pos: column_of(set, Source::Position),
-            col_len: column_of(set, Source::Length),
-            col_id: column_of(set, Source::Id),
-            col_allele: column_of(set, Source::Allele),
-            col_qual: column_of(set, Source::Quality),
-            col_filter: column_of(set, Source::Filter),
+            col_contig: columns.of(Source::Contig),
+            col_pos: columns.of(Source::Position),
+            col_len: columns.of(Source::Length),
+            col_id: columns.of(Source::Id),
+            col_allele: columns.of(Source::Allele),
+            col_qual: columns.of(Source::Quality),
+            col_filter: columns.of(Source::Filter),
             filter_index,
             n_filters: schema.filters.len(),
             n_samples: schema.samples.len(),
@@ -206,9 +186,6 @@ impl Extractor {
             flags: Vec::new(),
             bulk_ints: Vec::new(),
             bulk_floats: Vec::new(),
-            direct: crate::direct::Direct::new(
-                schema.fields.iter().map(|f| (f.name.as_str(), f.category)),
-            ),
         }
     }
 

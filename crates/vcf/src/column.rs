@@ -2,7 +2,7 @@
 //! as chunks. Records may carry different numbers of values; a [`Column`] keeps them
 //! ragged so nothing is padded until the final width is known.
 
-use crate::arrays::{Base, ColumnSpec, ColumnStats};
+use crate::columns::{Base, ColumnSpec, ColumnStats};
 
 /// htslib's integer sentinels.
 pub const BCF_INT32_MISSING: i32 = i32::MIN;
@@ -33,7 +33,7 @@ pub enum Values {
 
 impl Values {
     /// Values held (strings, for `Str`).
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         match self {
             Values::Int(v) => v.len(),
             Values::Long(v) => v.len(),
@@ -42,6 +42,11 @@ impl Values {
             Values::Bool(v) => v.len(),
             Values::Str { ends, .. } => ends.len(),
         }
+    }
+
+    /// Whether no value is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// String `i` (for `Str` values).

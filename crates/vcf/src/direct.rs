@@ -21,7 +21,7 @@ use crate::column::{
 use crate::error::{Error, Result};
 use crate::extract::{Extractor, Site};
 use crate::fastvcf::{value_end, Lookups};
-use crate::schema::{Category, VcfNumber, VcfType};
+use crate::schema::{Category, Schema, VcfNumber, VcfType};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -57,7 +57,7 @@ struct FormatValues {
 
 /// The direct parse's lookups and reused buffers (one per [`Extractor`]).
 #[derive(Default)]
-pub(crate) struct Direct {
+pub struct Direct {
     info_slots: HashMap<Vec<u8>, usize>,
     format_slots: HashMap<Vec<u8>, usize>,
     /// The last FORMAT column seen and its keys' slots (`usize::MAX` for GT).
@@ -84,10 +84,15 @@ enum Kind {
 }
 
 impl Direct {
-    /// Lookups for the schema's fields (`(name, category)` in slot order).
-    pub(crate) fn new<'a>(fields: impl Iterator<Item = (&'a str, Category)>) -> Direct {
+    /// Lookups for the schema's fields (slot order: the schema's).
+    pub fn for_schema(schema: &Schema) -> Direct {
         let mut d = Direct::default();
-        for (i, (name, cat)) in fields.enumerate() {
+        for (i, (name, cat)) in schema
+            .fields
+            .iter()
+            .map(|f| (f.name.as_str(), f.category))
+            .enumerate()
+        {
             let map = match cat {
                 Category::Info => &mut d.info_slots,
                 Category::Format => &mut d.format_slots,
@@ -274,10 +279,12 @@ fn most_values(number: VcfNumber, n_alleles: usize) -> Option<usize> {
 }
 
 impl Extractor {
-    /// Appends the current line through the direct parse; `Ok(false)` leaves the
-    /// batch untouched and the line to htslib.
+    /// Appends the current line through the direct parse (`direct`: its lookups and
+    /// buffers, one per extractor); `Ok(false)` leaves the batch untouched and the
+    /// line to htslib.
     pub fn extract_direct_line(
         &mut self,
+        direct: &mut Direct,
         path: &Path,
         record_no: u64,
         line: &[u8],
@@ -349,7 +356,7 @@ impl Extractor {
                 alleles.push(a);
             }
         }
-        let d = &mut self.direct;
+        let d = &mut *direct;
         d.from.clear();
         d.from.resize(self.fields.len(), ValueAt::Absent);
         if !parse_info(d, &self.fields, info, alleles.len()) {
@@ -494,7 +501,7 @@ impl Extractor {
             locus: locus(),
             msg,
         })?;
-        let d = &mut self.direct;
+        let d = &mut *direct;
         for (slot, from) in self.fields.iter().zip(&d.from) {
             let col = &mut batch.columns[slot.column];
             match *from {
@@ -998,22 +1005,23 @@ mod tests {
 /// loci and maxima; returns (lines taken directly, lines), or what differs first.
 /// For the tests and the differential fuzz target (`fuzz/fuzz_targets/direct_parse.rs`).
 pub fn both_paths(path: &Path) -> std::result::Result<(usize, usize), String> {
-    use crate::arrays::ArraySet;
+    use crate::columns::RecordColumns;
     use crate::fastvcf::TextReader;
     use crate::source::VcfReader;
     let schema = VcfReader::open(path, 1).map_err(|e| e.to_string())?.schema;
-    let set = ArraySet::new(&schema);
+    let columns = RecordColumns::new(&schema);
+    let mut parse = Direct::for_schema(&schema);
     let mut t = match TextReader::open(path) {
         Ok(Some(t)) => t,
         _ => return Err("not VCF text".into()),
     };
     t.set_schema(&schema);
     let n = schema.samples.len();
-    let mut ex_d = Extractor::for_header(t.header(), &schema, &set);
-    let mut ex_h = Extractor::for_header(t.header(), &schema, &set);
+    let mut ex_d = Extractor::for_header(t.header(), &schema, &columns);
+    let mut ex_h = Extractor::for_header(t.header(), &schema, &columns);
     let (mut d, mut h) = (
-        Batch::new(&set.columns, n, 0),
-        Batch::new(&set.columns, n, 0),
+        Batch::new(&columns.specs, n, 0),
+        Batch::new(&columns.specs, n, 0),
     );
     let (mut direct, mut lines) = (0, 0);
     while t.next_line(path, lines as u64).unwrap_or(false) {
@@ -1021,7 +1029,7 @@ pub fn both_paths(path: &Path) -> std::result::Result<(usize, usize), String> {
         let r = lines as u64;
         lines += 1;
         let shown = || String::from_utf8_lossy(&line[..line.len().min(300)]).into_owned();
-        match ex_d.extract_direct_line(path, r, &line, t.lookups(), &mut d) {
+        match ex_d.extract_direct_line(&mut parse, path, r, &line, t.lookups(), &mut d) {
             Ok(true) => {}
             // Not taken (or refused as htslib's path would refuse it): the batch is
             // left as it was only when not taken; start both afresh.
@@ -1047,13 +1055,9 @@ pub fn both_paths(path: &Path) -> std::result::Result<(usize, usize), String> {
         ex_h.apply_line_fix(&fix, &mut h);
         for (c, (a, b)) in d.columns.iter().zip(&h.columns).enumerate() {
             if format!("{a:?}") != format!("{b:?}") {
-                let name = set
-                    .arrays
-                    .iter()
-                    .find(|x| x.column == c)
-                    .map_or("?", |x| &x.name);
+                let name = columns.source_of(c);
                 return Err(format!(
-                    "line {lines}, column {name}: direct {a:?}\nhtslib {b:?}\n{}",
+                    "line {lines}, column {c} ({name:?}): direct {a:?}\nhtslib {b:?}\n{}",
                     shown()
                 ));
             }

@@ -3,6 +3,8 @@
 //! with the checks only a sequential reader can make (sortedness, truncation).
 
 use crate::column::Batch;
+use crate::columns::RecordColumns;
+use crate::direct::Direct;
 use crate::error::{Error, Result};
 use crate::extract::Extractor;
 use crate::fastvcf::TextReader;
@@ -35,7 +37,8 @@ pub struct VcfReader {
 /// records can skip htslib's full parse (see `fastvcf`).
 enum Inner {
     Hts(bcf::Reader, bcf::Record),
-    Text(Box<TextReader>),
+    /// The text, and the direct parse's lookups for the reader's schema.
+    Text(Box<TextReader>, Box<Direct>),
 }
 
 fn raw_header(header: &bcf::header::HeaderView) -> String {
@@ -55,7 +58,7 @@ impl VcfReader {
             // Standard input is read once: VCF text (plain or bgzipped) only, since
             // telling BCF apart would consume what its reader needs.
             return match TextReader::open(path)? {
-                Some(t) => Self::finish_open(path, Inner::Text(Box::new(t))),
+                Some(t) => Self::finish_open(path, Inner::Text(Box::new(t), Box::default())),
                 None => Err(Error::Open {
                     path: path.into(),
                     msg: "standard input is not VCF text: pipe VCF (`bcftools view -Ov`, \
@@ -71,7 +74,7 @@ impl VcfReader {
             });
         }
         let inner = match TextReader::open(path)? {
-            Some(t) => Inner::Text(Box::new(t)),
+            Some(t) => Inner::Text(Box::new(t), Box::default()),
             None => {
                 let mut reader = bcf::Reader::from_path(path).map_err(|e| Error::Open {
                     path: path.into(),
@@ -97,13 +100,14 @@ impl VcfReader {
     fn finish_open(path: &Path, inner: Inner) -> Result<VcfReader> {
         let header = match &inner {
             Inner::Hts(r, _) => r.header(),
-            Inner::Text(t) => t.header(),
+            Inner::Text(t, _) => t.header(),
         };
         let raw = raw_header(header);
         let schema = Schema::from_header(path, header, &raw)?;
         let mut inner = inner;
-        if let Inner::Text(t) = &mut inner {
+        if let Inner::Text(t, direct) = &mut inner {
             t.set_schema(&schema);
+            **direct = Direct::for_schema(&schema);
         }
         Ok(VcfReader {
             path: path.into(),
@@ -118,21 +122,31 @@ impl VcfReader {
     /// BCF or an empty file.
     pub fn first_text_contig(&self) -> Option<String> {
         match &self.inner {
-            Inner::Text(t) => t.pending_contig(),
+            Inner::Text(t, _) => t.pending_contig(),
             Inner::Hts(..) => None,
         }
     }
 
-    /// An extractor for this file's records into `set`'s columns.
-    pub fn extractor(&self, set: &crate::arrays::ArraySet) -> Extractor {
-        Extractor::for_header(self.header(), &self.schema, set)
+    /// An extractor for this file's records into `columns`, by the reader's schema.
+    pub fn extractor(&self, columns: &RecordColumns) -> Extractor {
+        Extractor::for_header(self.header(), &self.schema, columns)
+    }
+
+    /// Reads records into another schema's columns (the merged schema of a call set
+    /// split into files): messages then name its contigs, and the direct parse fills
+    /// its fields' slots. The line checks keep this file's own header's keys.
+    pub fn use_schema(&mut self, schema: &Schema) {
+        self.schema = schema.clone();
+        if let Inner::Text(_, direct) = &mut self.inner {
+            **direct = Direct::for_schema(schema);
+        }
     }
 
     /// The file's header.
     pub fn header(&self) -> &bcf::header::HeaderView {
         match &self.inner {
             Inner::Hts(r, _) => r.header(),
-            Inner::Text(t) => t.header(),
+            Inner::Text(t, _) => t.header(),
         }
     }
 
@@ -239,11 +253,18 @@ impl VcfReader {
                     }
                 }
             }
-            Inner::Text(t) => {
+            Inner::Text(t, direct) => {
                 if !t.next_line(&self.path, record_no)? {
                     return Ok(false);
                 }
-                if ex.extract_direct_line(&self.path, record_no, t.line(), t.lookups(), batch)? {
+                if ex.extract_direct_line(
+                    direct,
+                    &self.path,
+                    record_no,
+                    t.line(),
+                    t.lookups(),
+                    batch,
+                )? {
                     return Ok(true);
                 }
                 let (rec, fix) = t.parse_line(&self.path, record_no)?;
@@ -266,8 +287,8 @@ pub struct Stream {
 
 impl Stream {
     /// One input, read with its own schema.
-    pub fn single(reader: VcfReader, set: &crate::arrays::ArraySet) -> Stream {
-        let ex = reader.extractor(set);
+    pub fn single(reader: VcfReader, columns: &RecordColumns) -> Stream {
+        let ex = reader.extractor(columns);
         Stream {
             files: vec![(reader, ex)],
             at: 0,
@@ -276,12 +297,12 @@ impl Stream {
     }
 
     /// The inputs, in reading order, and the merged schema they convert into.
-    pub fn many(readers: Vec<VcfReader>, schema: &Schema, set: &crate::arrays::ArraySet) -> Stream {
+    pub fn many(readers: Vec<VcfReader>, schema: &Schema, columns: &RecordColumns) -> Stream {
         let files = readers
             .into_iter()
             .map(|mut r| {
-                let ex = Extractor::for_header(r.header(), schema, set);
-                r.schema = schema.clone(); // messages name store contigs
+                r.use_schema(schema);
+                let ex = r.extractor(columns);
                 (r, ex)
             })
             .collect();

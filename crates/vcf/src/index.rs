@@ -157,7 +157,7 @@ impl Index {
 }
 
 /// An open index: tabix (VCF text) or CSI (BCF).
-pub(crate) struct Index {
+pub struct Index {
     tbx: *mut htslib::tbx_t,
     idx: *mut htslib::hts_idx_t,
 }
@@ -165,7 +165,7 @@ pub(crate) struct Index {
 impl Index {
     /// The first of `<input>.csi`, `<input>.tbi` that loads: as a tabix index for VCF
     /// text (contigs named in the index), as a plain CSI for BCF (header ids).
-    pub(crate) fn load(input: &Path, text: bool) -> Option<Index> {
+    pub fn load(input: &Path, text: bool) -> Option<Index> {
         index_paths(input)
             .into_iter()
             .find_map(|(p, _)| Index::open(input, &p, text))
@@ -226,7 +226,7 @@ impl Index {
     /// The virtual file offsets (first, end) of the data of contig `tid`'s records
     /// at or after `pos` (`None`: none there). They grow with `pos`, so a contig can
     /// be cut where a share of its bytes lies (at BGZF-block resolution).
-    pub(crate) fn data_from(&self, tid: i32, pos: i64) -> Option<(u64, u64)> {
+    pub fn data_from(&self, tid: i32, pos: i64) -> Option<(u64, u64)> {
         let itr = self.query(tid, pos, i64::MAX >> 2);
         if itr.is_null() {
             return None;

@@ -6,8 +6,9 @@
 //! straddling two contigs are re-joined by the [`Stitcher`]. The store is byte-identical
 //! to a single streaming reader's whatever the readers, contigs at once or order.
 
-use crate::arrays::ArraySet;
 use crate::column::Batch;
+use crate::columns::RecordColumns;
+use crate::direct::Direct;
 use crate::error::{Error, Result};
 use crate::extract::Extractor;
 use crate::fastvcf::{Lookups, TextReader};
@@ -37,7 +38,7 @@ pub struct Piece {
     pub file: u32,
 }
 
-pub(crate) fn is_text(input: &Path) -> bool {
+pub fn is_text(input: &Path) -> bool {
     matches!(TextReader::open(input), Ok(Some(_)))
 }
 
@@ -127,6 +128,8 @@ pub struct PieceReader {
     /// Name lookups for the direct text parse; `None` for BCF.
     lookups: Option<Lookups>,
     ex: Extractor,
+    /// The direct text parse's lookups and buffers.
+    direct: Direct,
     /// The schema (contig names for messages).
     schema: Schema,
 }
@@ -137,7 +140,7 @@ unsafe impl Send for PieceReader {}
 
 impl PieceReader {
     /// Opens `input` for piece reading.
-    pub fn open(input: &Path, schema: &Schema, set: &ArraySet) -> Result<PieceReader> {
+    pub fn open(input: &Path, schema: &Schema, columns: &RecordColumns) -> Result<PieceReader> {
         let open_err = |msg: &str| Error::Open {
             path: input.into(),
             msg: msg.into(),
@@ -164,7 +167,7 @@ impl PieceReader {
             Arc::new(HeaderView::from_ptr(hdr))
         };
         let rec = header.empty_record();
-        let ex = Extractor::for_header(&header, schema, set).no_new_contigs();
+        let ex = Extractor::for_header(&header, schema, columns).no_new_contigs();
         Ok(PieceReader {
             path: input.into(),
             fp,
@@ -175,6 +178,7 @@ impl PieceReader {
             text,
             lookups,
             ex,
+            direct: Direct::for_schema(schema),
             schema: schema.clone(),
         })
     }
@@ -287,7 +291,7 @@ impl PieceReader {
         &mut self,
         piece: &Piece,
         rows: usize,
-        specs: &[crate::arrays::ColumnSpec],
+        specs: &[crate::columns::ColumnSpec],
         n_samples: usize,
         mut emit: impl FnMut(Batch) -> bool,
     ) -> Result<u64> {
@@ -303,9 +307,14 @@ impl PieceReader {
                 if self.text {
                     let line = self.ks.bytes();
                     let lookups = self.lookups.as_ref().expect("text input");
-                    let done = self
-                        .ex
-                        .extract_direct_line(&self.path, n, line, lookups, &mut batch)?;
+                    let done = self.ex.extract_direct_line(
+                        &mut self.direct,
+                        &self.path,
+                        n,
+                        line,
+                        lookups,
+                        &mut batch,
+                    )?;
                     if !done {
                         let fix = crate::fastvcf::parse_general(
                             lookups,
@@ -424,7 +433,7 @@ struct ContigJob {
 pub fn read_in_pieces(
     inputs: &[PathBuf],
     schema: &Schema,
-    set: &ArraySet,
+    columns: &RecordColumns,
     pieces: &[Piece],
     runs: &[ContigRun],
     (cc, w): (usize, usize),
@@ -432,7 +441,7 @@ pub fn read_in_pieces(
     out: &crossbeam_channel::Sender<Result<Batch>>,
 ) {
     let n_samples = schema.samples.len();
-    let specs = &set.columns;
+    let specs = &columns.specs;
     // Pieces are queued in dispatch order, so the readers always serve the earliest
     // unfinished contig first: a reader blocked on a later contig never starves it.
     let (job_tx, job_rx) =
@@ -473,7 +482,7 @@ pub fn read_in_pieces(
                     let f = pieces[i].file as usize;
                     if open.as_ref().is_none_or(|(g, _)| *g != f) {
                         drop(open.take()); // closed before the next opens
-                        match PieceReader::open(&inputs[f], schema, set) {
+                        match PieceReader::open(&inputs[f], schema, columns) {
                             Ok(r) => open = Some((f, r)),
                             Err(e) => {
                                 let _ = tx.send(PieceMsg::Failed(e));
@@ -525,7 +534,7 @@ pub fn read_in_pieces(
 /// `expected`. `Ok(false)` when the consumer hung up (it has an error of its own).
 fn sequence_contig(
     schema: &Schema,
-    specs: &[crate::arrays::ColumnSpec],
+    specs: &[crate::columns::ColumnSpec],
     job: ContigJob,
     rows: usize,
     out: &crossbeam_channel::Sender<Result<Batch>>,
@@ -607,14 +616,14 @@ pub struct Stitcher {
     range: std::ops::Range<u64>,
     total: u64,
     n_samples: usize,
-    specs: Vec<crate::arrays::ColumnSpec>,
+    specs: Vec<crate::columns::ColumnSpec>,
     waiting: std::collections::BTreeMap<u64, (u64, Vec<Batch>)>,
 }
 
 impl Stitcher {
     /// For the records `range` of `total` on a grid of `rows`-record chunks.
     pub fn new(
-        set: &ArraySet,
+        columns: &RecordColumns,
         n_samples: usize,
         rows: usize,
         range: std::ops::Range<u64>,
@@ -625,7 +634,7 @@ impl Stitcher {
             range,
             total,
             n_samples,
-            specs: set.columns.clone(),
+            specs: columns.specs.clone(),
             waiting: Default::default(),
         }
     }

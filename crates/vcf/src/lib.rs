@@ -1,0 +1,37 @@
+//! `svar2-vcf`: everything svar2 knows about the VCF and BCF formats — the owned
+//! htslib handles, the header read once into plain facts, the direct text parse, BCF
+//! bulk decode, genotype decoding, index counts, sub-contig pieces, many-input checks
+//! and truncation diagnosis — turning records into the column batches a store writer
+//! consumes. It knows nothing of Zarr (no zarrs, no store crate).
+//!
+//! Modules in dependency order (each uses only those before it):
+//! `error`, `hts` (owned htslib handles), `truncation`, `schema` (the header as
+//! facts), `columns` (the raw columns a record fills), `column` (ragged values and
+//! record batches), `genotype`, `index` (per-contig counts), `inputs` (many inputs as
+//! one call set), `fastvcf` (text lines, line checks, htslib's text path), `extract`
+//! (records into batches; BCF FORMAT numbers in bulk), `direct` (text lines straight
+//! into batches, by htslib's rules), `source` (the streaming reader; inputs one after
+//! another), `pieces` (index-driven readers over pieces of contigs, in order).
+
+pub mod column;
+pub mod columns;
+pub mod direct;
+pub mod error;
+pub mod extract;
+pub mod fastvcf;
+mod genotype;
+mod hts;
+pub mod index;
+pub mod inputs;
+pub mod pieces;
+pub mod schema;
+pub mod source;
+pub mod truncation;
+
+pub use error::{Error, Result};
+
+/// Test data for this crate's tests and the workspace's (not part of the API).
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::direct::{both_paths, mixed_vcf};
+}
