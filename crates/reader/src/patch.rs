@@ -182,7 +182,8 @@ mod tests {
     #[test]
     fn windows_hold_every_patch_and_one_window_is_the_plain_draw() {
         let plain = draw(500, 100, 2, 10_000, 50, 3);
-        assert_eq!(plain, draw_in(500, 100, 2, &[0..10_000], 50, 3).unwrap());
+        let whole: Vec<std::ops::Range<u64>> = std::iter::once(0..10_000).collect();
+        assert_eq!(plain, draw_in(500, 100, 2, &whole, 50, 3).unwrap());
         let windows = [10..150, 2_000..2_100, 5_000..5_099, 9_000..10_000];
         let got = draw_in(2000, 100, 1, &windows, 50, 3).unwrap();
         let mut used = [0usize; 4];
