@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
 cargo fmt --all -- --check
-cargo clippy --release --all-targets --quiet -- -D warnings
+cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 cargo test --release --workspace
 # The Python package, built as README's `pip install ./python` builds it, into a
 # folder of the build tree (the user's site-packages are left alone), then its suite.

@@ -10,7 +10,7 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock, RwLock};
 use svar2_reader::Reader;
@@ -35,7 +35,7 @@ pub struct Store {
     open: RwLock<Option<Arc<Opened>>>,
 }
 
-fn open_here(path: &PathBuf, threads: Option<usize>, io_threads: usize) -> PyResult<Opened> {
+fn open_here(path: &Path, threads: Option<usize>, io_threads: usize) -> PyResult<Opened> {
     if !path.exists() {
         return Err(pyo3::exceptions::PyFileNotFoundError::new_err(format!(
             "{}: no such file or directory",
@@ -335,6 +335,7 @@ impl Store {
     /// store), sample starts uniform in [0, num_samples − samples], where
     /// `num_samples` defaults to the store's (give the length of a sample list).
     #[pyo3(signature = (n, shape = (4096, 1), seed = 7, epoch = 0, regions = None, num_samples = None))]
+    #[allow(clippy::too_many_arguments)]
     fn random_patches<'py>(
         &self,
         py: Python<'py>,
@@ -347,7 +348,7 @@ impl Store {
     ) -> PyResult<Bound<'py, PyArray2<i64>>> {
         let o = self.opened()?;
         let windows: Vec<std::ops::Range<u64>> = match regions {
-            None => vec![0..self.num_variants()?],
+            None => std::iter::once(0..self.num_variants()?).collect(),
             Some(rs) => {
                 let mut w = Vec::with_capacity(rs.len());
                 for (contig, start, end) in rs {
