@@ -243,6 +243,49 @@ impl Host {
     }
 }
 
+/// The memory budget `--max-mem` asks for, and where it came from. `auto` is
+/// [`AUTO_FRACTION`] of the cgroup (else host) limit; a figure above that limit would
+/// be a promise the kernel breaks with an OOM kill, so it is capped the same way (and
+/// a warning says so). Errors when `auto` finds no limit.
+pub fn resolve_budget(
+    max_mem: MaxMem,
+    limit: Option<&MemoryLimit>,
+) -> Result<(u64, String), String> {
+    match (max_mem, limit) {
+        (MaxMem::Bytes(b), Some(m)) if b > m.bytes => {
+            let capped = (m.bytes as f64 * AUTO_FRACTION) as u64;
+            tracing::warn!(
+                "--max-mem {} is above the memory limit of {} ({}); planning for {}",
+                human(b),
+                human(m.bytes),
+                m.source,
+                human(capped)
+            );
+            Ok((
+                capped,
+                format!(
+                    "--max-mem {} capped: {AUTO_FRACTION} x the {} limit from {}",
+                    human(b),
+                    human(m.bytes),
+                    m.source
+                ),
+            ))
+        }
+        (MaxMem::Bytes(b), _) => Ok((b, "--max-mem".to_string())),
+        (MaxMem::Auto, Some(m)) => Ok((
+            (m.bytes as f64 * AUTO_FRACTION) as u64,
+            format!(
+                "auto: {AUTO_FRACTION} x {} from {}",
+                human(m.bytes),
+                m.source
+            ),
+        )),
+        (MaxMem::Auto, None) => {
+            Err("cannot determine this machine's memory; pass --max-mem (e.g. 8GiB)".into())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,48 +399,5 @@ mod tests {
             ("sys/fs/cgroup/job/cpu.max", "max 100000\n"),
         ]);
         assert_eq!(Host::at(d.path()).cores().usable, 4);
-    }
-}
-
-/// The memory budget `--max-mem` asks for, and where it came from. `auto` is
-/// [`AUTO_FRACTION`] of the cgroup (else host) limit; a figure above that limit would
-/// be a promise the kernel breaks with an OOM kill, so it is capped the same way (and
-/// a warning says so). Errors when `auto` finds no limit.
-pub fn resolve_budget(
-    max_mem: MaxMem,
-    limit: Option<&MemoryLimit>,
-) -> Result<(u64, String), String> {
-    match (max_mem, limit) {
-        (MaxMem::Bytes(b), Some(m)) if b > m.bytes => {
-            let capped = (m.bytes as f64 * AUTO_FRACTION) as u64;
-            tracing::warn!(
-                "--max-mem {} is above the memory limit of {} ({}); planning for {}",
-                human(b),
-                human(m.bytes),
-                m.source,
-                human(capped)
-            );
-            Ok((
-                capped,
-                format!(
-                    "--max-mem {} capped: {AUTO_FRACTION} x the {} limit from {}",
-                    human(b),
-                    human(m.bytes),
-                    m.source
-                ),
-            ))
-        }
-        (MaxMem::Bytes(b), _) => Ok((b, "--max-mem".to_string())),
-        (MaxMem::Auto, Some(m)) => Ok((
-            (m.bytes as f64 * AUTO_FRACTION) as u64,
-            format!(
-                "auto: {AUTO_FRACTION} x {} from {}",
-                human(m.bytes),
-                m.source
-            ),
-        )),
-        (MaxMem::Auto, None) => {
-            Err("cannot determine this machine's memory; pass --max-mem (e.g. 8GiB)".into())
-        }
     }
 }
