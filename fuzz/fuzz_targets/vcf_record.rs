@@ -6,9 +6,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::io::Write;
-use svar2_convert::arrays::ArraySet;
-use svar2_convert::column::Batch;
-use svar2_convert::source::VcfReader;
+use svar2_vcf::column::Batch;
+use svar2_vcf::columns::RecordColumns;
+use svar2_vcf::source::VcfReader;
 
 const HEADER: &str = "##fileformat=VCFv4.3
 ##contig=<ID=chr1,length=1000000>
@@ -41,9 +41,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(mut reader) = VcfReader::open(&path, 1) else {
         return;
     };
-    let set = ArraySet::new(&reader.schema);
-    let mut ex = reader.extractor(&set);
-    let mut batch = Batch::new(&set.columns, reader.schema.samples.len(), 0);
+    let columns = RecordColumns::new(&reader.schema);
+    let mut ex = reader.extractor(&columns);
+    let mut batch = Batch::new(&columns.specs, reader.schema.samples.len(), 0);
     let mut n = 0;
     while let Ok(true) = reader.read_into(&mut ex, &mut batch, n) {
         n += 1;

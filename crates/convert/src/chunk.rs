@@ -371,6 +371,14 @@ pub fn encode_chunk(
     Ok(Some(encoded?))
 }
 
+/// The rayon pool that lays out and encodes chunks.
+pub(crate) fn encoder_pool(threads: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| Error::Usage(format!("cannot start {threads} threads: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

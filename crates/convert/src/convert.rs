@@ -121,14 +121,6 @@ fn first_contig(r: &VcfReader) -> Option<String> {
     Some(fresh.schema.contig_label(rid as i64).to_string())
 }
 
-/// The rayon pool that lays out and encodes chunks.
-pub(crate) fn encoder_pool(threads: usize) -> Result<rayon::ThreadPool> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .build()
-        .map_err(|e| Error::Usage(format!("cannot start {threads} threads: {e}")))
-}
-
 /// Opens a call set's inputs — headers read and checked, merged when there are
 /// several — and plans its conversion. The readers come back in reading order.
 pub(crate) fn open_call_set(
@@ -263,7 +255,7 @@ pub fn convert_inputs(
         g,
         store,
     );
-    let pool = encoder_pool(threads)?;
+    let pool = crate::chunk::encoder_pool(threads)?;
     let pb = progress_bar(opts.progress, report.plan.records);
     let (tx, rx) = crossbeam_channel::bounded::<svar2_vcf::Result<Batch>>(0);
     // Encoded batches come back to the reader to be refilled: two batches exist in all.

@@ -69,7 +69,7 @@ pub fn run(
         .zip(&layouts)
         .map(|(a, l)| InnerCodec::new(l.dtype, a.bitshuffle, g.zstd_level))
         .collect::<std::result::Result<_, _>>()?;
-    let pool = crate::convert::encoder_pool(threads)?;
+    let pool = crate::chunk::encoder_pool(threads)?;
     // The probe's rows are the first `rows` records: lay them out on that grid.
     let g = Geometry {
         variants_chunk: rows as u64,

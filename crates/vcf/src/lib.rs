@@ -11,7 +11,8 @@
 //! one call set), `fastvcf` (text lines, line checks, htslib's text path), `extract`
 //! (records into batches; BCF FORMAT numbers in bulk), `direct` (text lines straight
 //! into batches, by htslib's rules), `source` (the streaming reader; inputs one after
-//! another), `pieces` (index-driven readers over pieces of contigs, in order).
+//! another), `pieces` (index-driven readers over pieces of contigs, in order);
+//! `testing` (test data and the two-path check; tests and the `testing` feature only).
 
 pub mod column;
 pub mod columns;
@@ -29,9 +30,6 @@ pub mod source;
 pub mod truncation;
 
 pub use error::{Error, Result};
-
-/// Test data for this crate's tests and the workspace's (not part of the API).
+#[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
-pub mod testing {
-    pub use crate::direct::{both_paths, mixed_vcf};
-}
+pub mod testing;

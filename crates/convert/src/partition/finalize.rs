@@ -1,0 +1,247 @@
+//! `svar2 finalize PLAN`: refuses until every partition is done, then joins shared
+//! rows and chunks, re-lays outgrown rows, and writes the root `zarr.json` last.
+
+use super::records::{
+    is_complete, plan_error, remove_if_present, FinalizeSummary, PartitionPlan, PartitionRecord,
+};
+use crate::arrays::ArraySet;
+use crate::error::{Error, Result};
+use crate::planning::PlanRequest;
+use crate::writer::Fragment;
+use crate::writer::{Limits, Writer};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use svar2_store::dir::StoreDir;
+use svar2_vcf::pieces::Stitcher;
+
+/// Where a partition stands, for `finalize`.
+pub(super) enum State {
+    Done(Box<PartitionRecord>),
+    Running(String),
+    Failed(String),
+    Interrupted,
+    NotRun,
+}
+
+pub(super) fn state(plan: &PartitionPlan, k: usize) -> State {
+    let work = plan.work_dir();
+    let lock = work.join(format!("{k}.lock"));
+    if let Ok(f) = std::fs::File::open(&lock) {
+        if let Err(std::fs::TryLockError::WouldBlock) = f.try_lock_shared() {
+            return State::Running(std::fs::read_to_string(&lock).unwrap_or_default());
+        }
+    }
+    if let Ok(bytes) = std::fs::read(work.join(format!("{k}.json"))) {
+        return match serde_json::from_slice::<PartitionRecord>(&bytes) {
+            Ok(r) if r.plan == plan.id && r.partition == k => State::Done(Box::new(r)),
+            _ => State::Failed("its completion record is not this plan's".into()),
+        };
+    }
+    if let Ok(msg) = std::fs::read_to_string(work.join(format!("{k}.failed"))) {
+        return State::Failed(msg.trim().to_string());
+    }
+    if lock.exists() {
+        State::Interrupted
+    } else {
+        State::NotRun
+    }
+}
+
+/// Marks a finalize that began re-encoding shards the partitions wrote: if it is
+/// interrupted, those shards can no longer be told apart, so the partitions must run
+/// again.
+pub(super) const RELAYING: &str = "finalize.relaying";
+
+/// Completes the store of the plan at `plan_path` once every partition is done.
+pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> {
+    let t0 = Instant::now();
+    let plan = PartitionPlan::load(plan_path)?;
+    if is_complete(&plan.output) {
+        // A finalize stopped after the root was written left only its clean-up.
+        remove_if_present(&plan.work_dir())?;
+        remove_if_present(&plan.output.join(svar2_store::dir::IN_PROGRESS))?;
+        let (store_bytes, files) = svar2_store::dir::disk_usage(&plan.output);
+        return Ok(FinalizeSummary {
+            records: plan.records,
+            seconds: t0.elapsed().as_secs_f64(),
+            shared_rows: 0,
+            rewritten_shards: 0,
+            store_bytes,
+            files,
+            already_done: true,
+        });
+    }
+    let cs = plan.open_checked(plan_path, req)?;
+    let work = plan.work_dir();
+    if work.join(RELAYING).exists() {
+        return Err(plan_error(
+            plan_path,
+            format!(
+                "a previous finalize was interrupted while re-encoding shards the partitions \
+                 wrote, which can no longer be told from new ones: remove {} and run every \
+                 partition again, then finalize",
+                plan.output.display()
+            ),
+        ));
+    }
+    let mut records = Vec::new();
+    let mut not_done = Vec::new();
+    for k in 0..plan.partitions.len() {
+        match state(&plan, k) {
+            State::Done(r) => records.push(*r),
+            State::Running(who) => not_done.push(format!("{k} (still running: {})", who.trim())),
+            State::Failed(why) => not_done.push(format!("{k} (failed: {why})")),
+            State::Interrupted => not_done.push(format!("{k} (started, did not finish)")),
+            State::NotRun => not_done.push(format!("{k} (not run)")),
+        }
+    }
+    if !not_done.is_empty() {
+        return Err(plan_error(
+            plan_path,
+            format!(
+                "{} of {} partitions are not done: {}; run each with `svar2 convert --plan {} \
+                 --partition K`, then finalize again",
+                not_done.len(),
+                plan.partitions.len(),
+                not_done.join(", "),
+                plan_path.display()
+            ),
+        ));
+    }
+    // Every file a partition wrote is still whole.
+    for r in &records {
+        for (rel, bytes) in &r.files {
+            let p = plan.output.join(rel);
+            let now = std::fs::metadata(&p).map(|m| m.len()).ok();
+            if now != Some(*bytes) {
+                return Err(plan_error(
+                    plan_path,
+                    format!(
+                        "partition {}: {} is {} (it wrote {bytes} bytes); run partition {} \
+                         again",
+                        r.partition,
+                        p.display(),
+                        now.map_or("missing".into(), |n| format!("{n} bytes")),
+                        r.partition
+                    ),
+                ));
+            }
+        }
+    }
+    records.sort_by_key(|r| r.first);
+    let store = StoreDir::join(&plan.output, &plan.id)?;
+    let schema = cs.schema.clone();
+    let set = ArraySet::new(&schema);
+    let g = plan.geometry;
+    let host = svar2_planner::host::Host::system();
+    let (budget, _) =
+        svar2_planner::host::resolve_budget(req.max_mem, host.memory_limit().as_ref())
+            .map_err(Error::Usage)?;
+    let threads = req.threads.unwrap_or(host.cores().usable).max(1);
+    let limits = Limits {
+        budget,
+        planned_peak: 0,
+        threads,
+    };
+    let mut w = Writer::new(plan_path, limits, schema, set.clone(), g, store);
+    let own = work.join("finalize");
+    remove_if_present(&own)?;
+    w.set_parts_dir(own);
+    for r in &records {
+        w.absorb(&r.output)?;
+        for s in &r.spills {
+            w.note_stats(&s.stats);
+        }
+    }
+    let pool = crate::chunk::encoder_pool(threads)?;
+    let vc = g.variants_chunk;
+    // Shared rows are completed in record order — fragments and the chunks the
+    // partitions shared (their parts joined, then encoded once) — so each row's
+    // chunks land in slot order and most shards need only their index appended.
+    enum Shared<'a> {
+        Fragment(&'a Fragment, PathBuf),
+        Chunk(u64),
+    }
+    let mut todo: Vec<(u64, Shared)> = Vec::new();
+    let mut chunk_parts: std::collections::BTreeMap<u64, Vec<PathBuf>> = Default::default();
+    for r in &records {
+        let dir = work.join(r.partition.to_string());
+        for f in &r.output.fragments {
+            let at = (f.row * g.variants_shard).max(r.first);
+            todo.push((at, Shared::Fragment(f, dir.join("parts"))));
+        }
+        for s in &r.spills {
+            let chunk = s.first / vc;
+            let parts = chunk_parts.entry(chunk).or_default();
+            if parts.is_empty() {
+                todo.push((chunk * vc, Shared::Chunk(chunk)));
+            }
+            parts.push(dir.join(&s.file));
+        }
+    }
+    todo.sort_by_key(|(at, _)| *at);
+    let shared_rows = pool.install(|| -> Result<usize> {
+        let mut rows = std::collections::BTreeSet::new();
+        let n_samples = cs.schema.samples.len();
+        for (at, piece) in &todo {
+            rows.insert(at / g.variants_shard);
+            match piece {
+                Shared::Fragment(f, dir) => w.add_fragment(f, dir)?,
+                Shared::Chunk(chunk) => {
+                    let mut stitcher = Stitcher::new(
+                        &set.record,
+                        n_samples,
+                        vc as usize,
+                        0..plan.records,
+                        plan.records,
+                    );
+                    let mut whole = None;
+                    for path in &chunk_parts[chunk] {
+                        whole = stitcher.push(crate::spill::read(path, &set.record.specs)?);
+                    }
+                    match whole {
+                        Some(b) => {
+                            w.add_batch(b)?;
+                        }
+                        None => {
+                            return Err(plan_error(
+                                plan_path,
+                                format!(
+                                    "the parts of inner chunk {chunk} the partitions shared do \
+                                     not join up: run the partitions again"
+                                ),
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        Ok(rows.len())
+    })?;
+    if w.records() != plan.records {
+        return Err(plan_error(
+            plan_path,
+            format!(
+                "the partitions hold {} records, and the plan {}: run the partitions again",
+                w.records(),
+                plan.records
+            ),
+        ));
+    }
+    let relaying = w.outgrown_rows() > 0;
+    if relaying {
+        std::fs::write(work.join(RELAYING), b"").map_err(|e| Error::io(&work, e))?;
+    }
+    pool.install(|| w.finish())?;
+    remove_if_present(&work)?;
+    let (store_bytes, files) = svar2_store::dir::disk_usage(&plan.output);
+    Ok(FinalizeSummary {
+        records: plan.records,
+        seconds: t0.elapsed().as_secs_f64(),
+        shared_rows,
+        rewritten_shards: w.rewritten(),
+        store_bytes,
+        files,
+        already_done: false,
+    })
+}

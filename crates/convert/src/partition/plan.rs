@@ -1,0 +1,372 @@
+//! `svar2 plan --partitions N`: cutting the variants axis into partitions (contigs
+//! cut where the index's file offsets put a share of their bytes), and the plan file
+//! written, read back and checked.
+
+use super::call_set::{open_indexed, CallSet};
+use super::records::{
+    plan_error, PartitionPlan, PlannedContig, PlannedInput, PlannedOn, PlannedPartition,
+    PlannedSpan, WORK_DIR,
+};
+use crate::convert::normalise;
+use crate::error::{Error, Result};
+use crate::planning::{plan_partition, PlanRequest};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use svar2_planner::partition::Unit;
+use svar2_planner::size::human;
+use svar2_vcf::index::Index;
+
+/// The position where `share` of contig `tid`'s bytes (by the index's file
+/// offsets) lies behind: the first position whose records start past that share.
+/// 0 when the index cannot tell (the contig is then not cut there).
+pub(super) fn locate(index: &Index, tid: i32, length: Option<i64>, share: f64) -> u64 {
+    let Some((lo, hi)) = index.data_from(tid, 0) else {
+        return 0;
+    };
+    let target = lo + ((hi - lo) as f64 * share.clamp(0.0, 1.0)) as u64;
+    let starts_past = |pos: u64| {
+        index
+            .data_from(tid, pos as i64)
+            .is_none_or(|(first, _)| first >= target)
+    };
+    // The smallest position whose records start at or past the target.
+    let (mut a, mut b) = (1u64, length.map_or(1 << 31, |l| l as u64).max(2));
+    if !starts_past(b) {
+        return 0;
+    }
+    while a < b {
+        let mid = a + (b - a) / 2;
+        if starts_past(mid) {
+            b = mid;
+        } else {
+            a = mid + 1;
+        }
+    }
+    a
+}
+
+/// Plans a conversion of `inputs` into `output` as `n` partitions.
+pub fn plan(
+    inputs: &[PathBuf],
+    output: &Path,
+    n: usize,
+    req: &PlanRequest,
+) -> Result<PartitionPlan> {
+    if n == 0 {
+        return Err(Error::Usage("--partitions must be 1 or more".into()));
+    }
+    let absolute = |p: &Path| std::path::absolute(p).map_err(|e| Error::io(p, e));
+    let inputs = inputs
+        .iter()
+        .map(|p| absolute(p))
+        .collect::<Result<Vec<_>>>()?;
+    let cs = open_indexed(&inputs, req)?;
+    let samples = cs.schema.samples.len() as u64;
+    let g = normalise(cs.report.geometry(), samples);
+    let mut contigs = Vec::new();
+    let mut at = 0u64;
+    for p in &cs.contigs {
+        let records = cs.counts[p.rid as usize];
+        contigs.push(PlannedContig {
+            name: cs.schema.contigs[p.rid as usize].name.clone(),
+            rid: p.rid,
+            file: p.file,
+            records,
+            offset: at,
+            cuts: Vec::new(),
+        });
+        at += records;
+    }
+    let indexes: Vec<Option<Index>> = cs
+        .files
+        .iter()
+        .map(|f| Index::load(&f.path, svar2_vcf::pieces::is_text(&f.path)))
+        .collect();
+    let units: Vec<Unit> = contigs
+        .iter()
+        .map(|c| Unit {
+            records: c.records,
+            cuttable: indexes[c.file as usize].is_some(),
+        })
+        .collect();
+    let tids: Vec<i32> = contigs
+        .iter()
+        .map(|c| {
+            cs.contigs
+                .iter()
+                .find(|p| p.rid == c.rid)
+                .expect("planned")
+                .tid
+        })
+        .collect();
+    let cuts = svar2_planner::partition::partition(&units, n, |u, share| {
+        let c = &contigs[u];
+        let length = cs.schema.contigs[c.rid as usize].length.filter(|&l| l > 0);
+        indexes[c.file as usize]
+            .as_ref()
+            .map_or(0, |idx| locate(idx, tids[u], length, share))
+    });
+    let mut by_axis: Vec<&svar2_planner::partition::Cut> = cuts.iter().collect();
+    by_axis.sort_by_key(|c| c.axis);
+    for cut in &by_axis {
+        for s in &cut.spans {
+            contigs[s.unit].cuts.push((s.beg, s.end));
+        }
+    }
+    // Where each partition starts on the axis (estimated where a contig is cut).
+    let mut starts = vec![0u64; cuts.len()];
+    let mut at_axis = 0;
+    for cut in &by_axis {
+        starts[cut.axis] = at_axis;
+        at_axis += cut.records();
+    }
+    let label = cs.report.input.clone();
+    let mut partitions = Vec::with_capacity(cuts.len());
+    for (index, cut) in cuts.iter().enumerate() {
+        let spans: Vec<PlannedSpan> = cut
+            .spans
+            .iter()
+            .map(|s| PlannedSpan {
+                contig: s.unit,
+                cut: contigs[s.unit]
+                    .cuts
+                    .iter()
+                    .position(|&c| c == (s.beg, s.end))
+                    .expect("recorded above"),
+                records: s.records,
+                exact: s.exact,
+            })
+            .collect();
+        let records = cut.records();
+        let first = starts[cut.axis];
+        let shard_rows = (records > 0).then(|| {
+            let last = first + records - 1;
+            (first / g.variants_shard, last / g.variants_shard)
+        });
+        let mut counts = vec![0u64; cs.schema.contigs.len()];
+        for s in &cut.spans {
+            counts[contigs[s.unit].rid as usize] += s.records;
+        }
+        let predicted = plan_partition(
+            &label,
+            cs.schema.clone(),
+            cs.kind,
+            counts,
+            cs.files.len(),
+            g,
+            req,
+        )?;
+        let regions = spans
+            .iter()
+            .map(|sp| {
+                let c = &contigs[sp.contig];
+                match c.cuts[sp.cut] {
+                    (0, None) => c.name.clone(),
+                    (beg, None) => format!("{}:{}-", c.name, beg + 1),
+                    (beg, Some(end)) => format!("{}:{}-{end}", c.name, beg + 1),
+                }
+            })
+            .collect();
+        partitions.push(PlannedPartition {
+            index,
+            axis: cut.axis,
+            spans,
+            regions,
+            records,
+            exact: cut.spans.iter().all(|s| s.exact),
+            shard_rows,
+            predicted_peak_rss: predicted.plan.predicted_peak_rss,
+        });
+    }
+    let mut notes = Vec::new();
+    let sizes: Vec<u64> = partitions
+        .iter()
+        .map(|p| p.records)
+        .filter(|&r| r > 0)
+        .collect();
+    let empty = partitions.len() - sizes.len();
+    if empty > 0 {
+        notes.push(format!(
+            "{empty} partition(s) are empty (fewer records, or places to cut, than \
+             partitions): their tasks finish at once"
+        ));
+    }
+    if let Some(&smallest) = sizes.iter().min() {
+        if smallest < 2 * g.variants_shard && sizes.len() > 1 {
+            notes.push(format!(
+                "partitions of ~{smallest} records are under two shard rows ({} records \
+                 each): rows shared by partitions are finished by finalize, so it does much \
+                 of the writing; fewer partitions or a smaller --variants-shard keep it short",
+                g.variants_shard
+            ));
+        }
+    }
+    let mut plan = PartitionPlan {
+        svar2: env!("CARGO_PKG_VERSION").into(),
+        id: String::new(),
+        output: absolute(output)?,
+        inputs: cs
+            .files
+            .iter()
+            .map(|f| {
+                let bytes = std::fs::metadata(&f.path)
+                    .map_err(|e| Error::io(&f.path, e))?
+                    .len();
+                Ok(PlannedInput {
+                    path: f.path.clone(),
+                    bytes,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?,
+        samples,
+        records: at,
+        geometry: g,
+        contigs,
+        partitions,
+        planned_on: PlannedOn {
+            budget: cs.report.budget,
+            budget_from: cs.report.budget_from.clone(),
+            cores: cs.report.cores.usable,
+        },
+        notes,
+    };
+    plan.id = blake3::hash(&serde_json::to_vec(&plan).expect("plans serialise"))
+        .to_hex()
+        .to_string();
+    Ok(plan)
+}
+
+impl PartitionPlan {
+    /// Reads a plan `svar2 plan --partitions` wrote, refusing one of another
+    /// version or one whose content no longer matches its id.
+    pub fn load(path: &Path) -> Result<PartitionPlan> {
+        let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let plan: PartitionPlan = serde_json::from_slice(&text)
+            .map_err(|e| plan_error(path, format!("not a partition plan ({e})")))?;
+        if plan.svar2 != env!("CARGO_PKG_VERSION") {
+            return Err(plan_error(
+                path,
+                format!(
+                    "made by svar2 {}, and this is {}: every task must run the version that \
+                     planned (plan again with this one)",
+                    plan.svar2,
+                    env!("CARGO_PKG_VERSION")
+                ),
+            ));
+        }
+        let mut check = plan.clone();
+        check.id = String::new();
+        let id = blake3::hash(&serde_json::to_vec(&check).expect("plans serialise")).to_hex();
+        if id.as_str() != plan.id {
+            return Err(plan_error(path, "was edited after planning: plan again"));
+        }
+        Ok(plan)
+    }
+
+    /// The plan as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("plans serialise") + "\n"
+    }
+
+    /// The plan as people read it.
+    pub fn render(&self) -> String {
+        let g = &self.geometry;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "partition plan {} -> {} ({} records, {} samples, {} input(s))",
+            &self.id[..12],
+            self.output.display(),
+            self.records,
+            self.samples,
+            self.inputs.len()
+        );
+        let _ = writeln!(
+            s,
+            "chunks         inner {} variants x {} samples; shards {} x {}; level {}",
+            g.variants_chunk, g.samples_chunk, g.variants_shard, g.samples_shard, g.zstd_level
+        );
+        let _ = writeln!(
+            s,
+            "planned with   {} ({}), {} cores; each task plans its own machine",
+            human(self.planned_on.budget),
+            self.planned_on.budget_from,
+            self.planned_on.cores
+        );
+        let _ = writeln!(
+            s,
+            "{:>5} {:>12} {:>13} {:>9}  regions",
+            "part", "records", "shard rows", "peak RSS"
+        );
+        for p in &self.partitions {
+            let rows = p.shard_rows.map_or("-".into(), |(a, b)| format!("{a}-{b}"));
+            let regions = &p.regions;
+            let _ = writeln!(
+                s,
+                "{:>5} {:>11}{} {:>13} {:>9}  {}",
+                p.index,
+                p.records,
+                if p.exact { " " } else { "~" },
+                rows,
+                human(p.predicted_peak_rss),
+                if regions.is_empty() {
+                    "(empty)".into()
+                } else {
+                    regions.join(" ")
+                }
+            );
+        }
+        for n in &self.notes {
+            let _ = writeln!(s, "note           {n}");
+        }
+        let _ = writeln!(
+            s,
+            "run            svar2 convert --plan PLAN --partition K   (K = 0..{}), then \
+             svar2 finalize PLAN",
+            self.partitions.len().saturating_sub(1)
+        );
+        s
+    }
+
+    /// Opens the inputs and checks they are the ones planned: same files, sizes,
+    /// samples and index counts (a changed input would put records elsewhere).
+    pub(super) fn open_checked(&self, plan_path: &Path, req: &PlanRequest) -> Result<CallSet> {
+        for i in &self.inputs {
+            let now = std::fs::metadata(&i.path)
+                .map_err(|e| Error::io(&i.path, e))?
+                .len();
+            if now != i.bytes {
+                return Err(plan_error(
+                    plan_path,
+                    format!(
+                        "{} has {now} bytes, and {} when planned: the input changed; plan again",
+                        i.path.display(),
+                        i.bytes
+                    ),
+                ));
+            }
+        }
+        let paths: Vec<PathBuf> = self.inputs.iter().map(|i| i.path.clone()).collect();
+        let cs = open_indexed(&paths, req)?;
+        let same_order = cs.files.iter().map(|f| &f.path).eq(paths.iter());
+        let same_counts = self
+            .contigs
+            .iter()
+            .all(|c| cs.counts.get(c.rid as usize) == Some(&c.records));
+        if !same_order
+            || !same_counts
+            || cs.schema.samples.len() as u64 != self.samples
+            || cs.counts.iter().sum::<u64>() != self.records
+        {
+            return Err(plan_error(
+                plan_path,
+                "the inputs' headers or indexes no longer match the plan: plan again",
+            ));
+        }
+        Ok(cs)
+    }
+
+    pub(super) fn work_dir(&self) -> PathBuf {
+        self.output.join(WORK_DIR)
+    }
+}

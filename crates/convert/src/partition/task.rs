@@ -1,0 +1,486 @@
+//! One partition's conversion (`convert --plan PLAN --partition K`): the lock, the
+//! cut counts it publishes and reads, its rows and shared parts, its completion record.
+
+use super::call_set::CallSet;
+use super::records::{
+    host_name, is_complete, plan_error, remove_if_present, write_whole, PartitionPlan,
+    PartitionRecord, PartitionSummary, PlannedPartition, PlannedSpan, Spill,
+};
+use crate::arrays::{ArraySet, Stats};
+use crate::convert::{drain, normalise};
+use crate::error::{Error, Result};
+use crate::planning::{plan_partition, PlanRequest};
+use crate::writer::{Limits, PartitionOutput, Writer};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use svar2_planner::PIECES_PER_READER;
+use svar2_store::dir::StoreDir;
+use svar2_vcf::column::Batch;
+use svar2_vcf::pieces::{ContigRun, Piece, PieceReader, Stitcher};
+
+/// Takes partition `k`'s lock (held while the task runs): a second task given the
+/// same partition refuses, naming the first.
+pub(super) fn lock_partition(work: &Path, k: usize) -> Result<std::fs::File> {
+    use std::io::{Seek, Write};
+    let path = work.join(format!("{k}.lock"));
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            return Err(Error::Usage(format!(
+                "partition {k} is being converted by another task ({}): one task per \
+                 partition",
+                holder.trim()
+            )));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
+    }
+    let me = format!("pid {} on {}", std::process::id(), host_name());
+    f.set_len(0)
+        .and_then(|()| f.rewind())
+        .and_then(|()| f.write_all(me.as_bytes()))
+        .map_err(|e| Error::io(&path, e))?;
+    Ok(f)
+}
+
+/// Where each contig cut starts, counted on demand and shared between tasks through
+/// `<WORK_DIR>/counts/`.
+pub(super) struct CutCounts<'a> {
+    plan: &'a PartitionPlan,
+    cs: &'a CallSet,
+    set: &'a ArraySet,
+    dir: PathBuf,
+    reader: Option<(usize, PieceReader)>,
+}
+
+impl CutCounts<'_> {
+    fn piece(&self, contig: usize, cut: usize) -> Piece {
+        let c = &self.plan.contigs[contig];
+        let whole = self
+            .cs
+            .contigs
+            .iter()
+            .find(|p| p.rid == c.rid)
+            .expect("checked against the plan");
+        let (beg, end) = c.cuts[cut];
+        Piece {
+            rid: c.rid,
+            tid: whole.tid,
+            beg: beg as i64,
+            end: end.map_or(i64::MAX >> 2, |e| e as i64),
+            last_of_contig: end.is_none(),
+            file: c.file,
+        }
+    }
+
+    /// Records in the cuts of `contig` before `cut`.
+    fn before(&mut self, contig: usize, cut: usize) -> Result<u64> {
+        let mut n = 0;
+        for j in 0..cut {
+            n += self.get(contig, j)?;
+        }
+        Ok(n)
+    }
+
+    /// Records in cut `cut` of `contig`: the last cut holds what the others leave of
+    /// the index's count (never read for it).
+    fn records(&mut self, contig: usize, cut: usize) -> Result<u64> {
+        let c = &self.plan.contigs[contig];
+        if cut + 1 < c.cuts.len() {
+            return self.get(contig, cut);
+        }
+        let (records, name, file) = (c.records, c.name.clone(), c.file as usize);
+        let before = self.before(contig, cut)?;
+        records.checked_sub(before).ok_or_else(|| {
+            Error::Usage(format!(
+                "{}: contig {name} has {records} records by its index but its cuts count \
+                 {before}: the index is stale (re-index with `bcftools index -f`) and plan again",
+                self.cs.files[file].path.display(),
+            ))
+        })
+    }
+
+    /// Records in cut `cut` of contig `contig`.
+    fn get(&mut self, contig: usize, cut: usize) -> Result<u64> {
+        let c = &self.plan.contigs[contig];
+        if c.cuts.len() == 1 {
+            return Ok(c.records);
+        }
+        let path = self.dir.join(format!("{contig}.{cut}"));
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if let Ok(n) = text.trim().parse::<u64>() {
+                return Ok(n);
+            }
+        }
+        let piece = self.piece(contig, cut);
+        let f = c.file as usize;
+        if self.reader.as_ref().is_none_or(|(g, _)| *g != f) {
+            self.reader = None;
+            let r = PieceReader::open(&self.cs.files[f].path, &self.cs.schema, &self.set.record)?;
+            self.reader = Some((f, r));
+        }
+        let t = Instant::now();
+        let n = self
+            .reader
+            .as_mut()
+            .expect("opened above")
+            .1
+            .count(&piece)?;
+        tracing::info!(
+            contig = c.name,
+            cut,
+            records = n,
+            seconds = t.elapsed().as_secs_f64(),
+            "counted a cut"
+        );
+        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        let tmp = self
+            .dir
+            .join(format!(".{contig}.{cut}.{}", std::process::id()));
+        std::fs::write(&tmp, format!("{n}\n")).map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        Ok(n)
+    }
+}
+
+/// Converts partition `k` of the plan at `plan_path` on this machine (budget, cores
+/// and readers from `req`; the layout is the plan's).
+pub fn run(
+    plan_path: &Path,
+    k: usize,
+    req: &PlanRequest,
+    progress: bool,
+) -> Result<PartitionSummary> {
+    let t0 = Instant::now();
+    let plan = PartitionPlan::load(plan_path)?;
+    let n = plan.partitions.len();
+    if k >= n {
+        return Err(plan_error(
+            plan_path,
+            format!("has {n} partitions: --partition takes 0 to {}", n - 1),
+        ));
+    }
+    let cs = plan.open_checked(plan_path, req)?;
+    if is_complete(&plan.output) {
+        return Err(Error::Usage(format!(
+            "{}: already a complete store (finalize ran); remove it to convert again",
+            plan.output.display()
+        )));
+    }
+    let store = StoreDir::join(&plan.output, &plan.id)?;
+    let work = plan.work_dir();
+    std::fs::create_dir_all(&work).map_err(|e| Error::io(&work, e))?;
+    let _lock = lock_partition(&work, k)?;
+    // A previous attempt's leftovers: its record, its failure, its own files.
+    for stale in [format!("{k}.json"), format!("{k}.failed"), k.to_string()] {
+        remove_if_present(&work.join(stale))?;
+    }
+    let result = run_locked(&plan, &cs, k, store, req, progress, t0);
+    if let Err(e) = &result {
+        let _ = std::fs::write(work.join(format!("{k}.failed")), format!("{e}\n"));
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_locked(
+    plan: &PartitionPlan,
+    cs: &CallSet,
+    k: usize,
+    store: StoreDir,
+    req: &PlanRequest,
+    progress: bool,
+    t0: Instant,
+) -> Result<PartitionSummary> {
+    let part = &plan.partitions[k];
+    let work = plan.work_dir();
+    let own = work.join(k.to_string());
+    let schema = &cs.schema;
+    let set = ArraySet::new(schema);
+    let g = plan.geometry;
+    let n_samples = schema.samples.len();
+    let mut counts = CutCounts {
+        plan,
+        cs,
+        set: &set,
+        dir: work.join("counts"),
+        reader: None,
+    };
+    // Own cuts first (a neighbour started at the same time needs them), then the
+    // cuts before them.
+    for s in &part.spans {
+        if s.cut + 1 < plan.contigs[s.contig].cuts.len() {
+            counts.get(s.contig, s.cut)?;
+        }
+    }
+    let mut runs_at: Vec<(usize, u64, u64)> = Vec::new(); // (span, offset, records)
+    for (i, s) in part.spans.iter().enumerate() {
+        let offset = plan.contigs[s.contig].offset + counts.before(s.contig, s.cut)?;
+        runs_at.push((i, offset, counts.records(s.contig, s.cut)?));
+    }
+    let first = runs_at.first().map_or(0, |r| r.1);
+    let end = runs_at.last().map_or(0, |r| r.1 + r.2);
+    let records: u64 = runs_at.iter().map(|r| r.2).sum();
+    if first + records != end {
+        return Err(Error::Usage(format!(
+            "partition {k}: its cuts do not meet on the variants axis (records {first}..{end} \
+             hold {records}): the index is stale; re-index and plan again"
+        )));
+    }
+    // Boundaries moved onto the inner-chunk grid, so no chunk is shared: the records
+    // up to the next chunk boundary go to the partition before it, when they lie in
+    // the first span of the partition after it (both sides decide alike; otherwise
+    // the chunk is shared and spilled).
+    let vc = g.variants_chunk;
+    let to_grid = |b: u64| (b.div_ceil(vc) * vc).min(plan.records);
+    let lead = to_grid(first) - first;
+    let skip = match runs_at.first() {
+        Some(&(_, _, n)) if lead > 0 && lead <= n => lead,
+        _ => 0,
+    };
+    // The partition after this one on the axis that holds records (some hold none).
+    let mut after: Vec<&PlannedPartition> = plan
+        .partitions
+        .iter()
+        .filter(|p| p.axis > part.axis)
+        .collect();
+    after.sort_by_key(|p| p.axis);
+    let mut next = None;
+    'after: for p in after {
+        for s in &p.spans {
+            if counts.records(s.contig, s.cut)? > 0 {
+                next = Some(p.spans[0].clone());
+                break 'after;
+            }
+        }
+    }
+    let tail = to_grid(end) - end;
+    let borrow = match (&next, records) {
+        (Some(s), 1..) if tail > 0 && tail <= counts.records(s.contig, s.cut)? => {
+            Some((s.clone(), tail))
+        }
+        _ => None,
+    };
+    drop(counts);
+    let lo = first + skip;
+    let hi = end + borrow.as_ref().map_or(0, |b| b.1);
+    // This machine's plan for this partition's records, on the plan's grid.
+    let mut per_contig = vec![0u64; schema.contigs.len()];
+    for &(i, _, n) in &runs_at {
+        per_contig[plan.contigs[part.spans[i].contig].rid as usize] += n;
+    }
+    if let Some((s, n)) = &borrow {
+        per_contig[plan.contigs[s.contig].rid as usize] += n;
+    }
+    let label = cs.files[0].path.clone();
+    let report = plan_partition(
+        &label,
+        schema.clone(),
+        cs.kind,
+        per_contig,
+        cs.files.len(),
+        g,
+        req,
+    )
+    .map_err(|e| {
+        Error::Usage(format!(
+            "partition {k}: {e} (the plan fixes the chunks: give this task a larger \
+             --max-mem, or plan again with a smaller --variants-chunk)"
+        ))
+    })?;
+    if normalise(report.geometry(), n_samples as u64) != g {
+        return Err(Error::Usage(format!(
+            "partition {k}: this machine's plan would change the plan's chunking ({:?}): give \
+             it more --max-mem",
+            report.geometry()
+        )));
+    }
+    let (cc, w) = (report.plan.cc, report.plan.w as usize);
+    tracing::info!(
+        partition = k,
+        first,
+        end,
+        cc,
+        w,
+        predicted_peak_rss = report.plan.predicted_peak_rss,
+        budget = report.budget,
+        "converting a partition"
+    );
+    // Each span cut into pieces for its readers.
+    let mut pieces = Vec::new();
+    let mut runs = Vec::new();
+    let whole = |rid: u32| cs.contigs.iter().find(|p| p.rid == rid).expect("planned");
+    // (span, offset of its first kept record, records kept, skipped, borrowed)
+    let mut todo: Vec<(&PlannedSpan, u64, u64, u64, bool)> = runs_at
+        .iter()
+        .enumerate()
+        .map(|(j, &(i, offset, n))| {
+            let skip = if j == 0 { skip } else { 0 };
+            (&part.spans[i], offset + skip, n - skip, skip, false)
+        })
+        .filter(|t| t.2 > 0)
+        .collect();
+    if let Some((s, n)) = &borrow {
+        todo.push((s, end, *n, 0, true));
+    }
+    for &(s, offset, expected, skip, take) in &todo {
+        let c = &plan.contigs[s.contig];
+        let (beg, end) = c.cuts[s.cut];
+        let length = schema.contigs[c.rid as usize].length.unwrap_or(0).max(0) as u64;
+        let stop = end.unwrap_or(length.max(beg + 1));
+        let k_pieces = if length > 0 && !take {
+            (PIECES_PER_READER as usize * w).max(1) as u64
+        } else {
+            1
+        };
+        let step = (stop - beg).div_ceil(k_pieces).max(1);
+        let mut idx = Vec::new();
+        let mut at = beg;
+        while at < stop || idx.is_empty() {
+            let next = (at + step).min(stop);
+            let last = next >= stop;
+            idx.push(pieces.len());
+            pieces.push(Piece {
+                rid: c.rid,
+                tid: whole(c.rid).tid,
+                beg: at as i64,
+                end: if last {
+                    end.map_or(i64::MAX >> 2, |e| e as i64)
+                } else {
+                    next as i64
+                },
+                last_of_contig: last && end.is_none(),
+                file: c.file,
+            });
+            at = next;
+            if last {
+                break;
+            }
+        }
+        runs.push(ContigRun {
+            rid: c.rid,
+            pieces: idx,
+            offset,
+            expected,
+            skip,
+            take,
+        });
+    }
+    // Longest first when several run at once.
+    if cc > 1 {
+        runs.sort_by(|a, b| b.expected.cmp(&a.expected).then(a.offset.cmp(&b.offset)));
+    }
+    let threads = report.threads;
+    let mut writer = Writer::new(
+        &label,
+        Limits::of(&report),
+        schema.clone(),
+        set.clone(),
+        g,
+        store,
+    );
+    writer.set_parts_dir(own.join("parts"));
+    std::fs::create_dir_all(&own).map_err(|e| Error::io(&own, e))?;
+    let pool = crate::chunk::encoder_pool(threads)?;
+    let pb = crate::convert::progress_bar(progress, Some(hi - lo));
+    let vc = g.variants_chunk as usize;
+    let mut stitcher = Stitcher::new(&set.record, n_samples, vc, lo..hi, plan.records);
+    let (tx, rx) = crossbeam_channel::bounded::<svar2_vcf::Result<Batch>>(0);
+    let (recycle_tx, _) = crossbeam_channel::bounded::<Batch>(1);
+    let paths: Vec<PathBuf> = cs.files.iter().map(|f| f.path.clone()).collect();
+    let mut spills = Vec::new();
+    let vs = g.variants_shard;
+    let total = plan.records;
+    let output = std::thread::scope(|scope| {
+        let (set_ref, pieces_ref, runs_ref, paths_ref) = (&set, &pieces, &runs, &paths);
+        scope.spawn(move || {
+            svar2_vcf::pieces::read_in_pieces(
+                paths_ref,
+                schema,
+                &set_ref.record,
+                pieces_ref,
+                runs_ref,
+                (cc, w),
+                vc,
+                &tx,
+            );
+        });
+        pool.install(|| -> Result<PartitionOutput> {
+            drain(
+                rx,
+                Some(&mut stitcher),
+                &mut writer,
+                &recycle_tx,
+                &pb,
+                |b| {
+                    let file = format!("spill.{}.bin", b.first);
+                    crate::spill::write(&own.join(&file), &b)?;
+                    let mut stats = Stats::new(&set);
+                    for (s, c) in stats.columns.iter_mut().zip(&b.columns) {
+                        s.merge(&c.stats);
+                    }
+                    stats.max_alleles = b.max_alleles;
+                    stats.max_ploidy = b.max_ploidy;
+                    spills.push(Spill {
+                        file,
+                        first: b.first,
+                        records: b.len() as u64,
+                        stats,
+                    });
+                    Ok(())
+                },
+            )?;
+            writer.finish_partition(|row| row * vs >= lo && ((row + 1) * vs).min(total) <= hi)
+        })
+    });
+    pb.finish_and_clear();
+    let output = output?;
+    let files = writer.written_files(&output)?;
+    let digest = digest_files(&plan.output, &files)?;
+    let record = PartitionRecord {
+        plan: plan.id.clone(),
+        partition: k,
+        first: lo,
+        end: hi,
+        output,
+        spills,
+        files,
+        digest,
+        seconds: t0.elapsed().as_secs_f64(),
+        host: host_name(),
+    };
+    let n_files = record.files.len();
+    write_whole(
+        &work.join(format!("{k}.json")),
+        &serde_json::to_vec(&record).expect("records serialise"),
+    )?;
+    Ok(PartitionSummary {
+        records: hi - lo,
+        seconds: t0.elapsed().as_secs_f64(),
+        files: n_files,
+        cc,
+        w: w as u32,
+        predicted_peak_rss: report.plan.predicted_peak_rss,
+    })
+}
+
+/// blake3 over files (relative path and bytes, in order), as `svar2 digest` hashes.
+pub(super) fn digest_files(root: &Path, files: &[(String, u64)]) -> Result<String> {
+    let mut h = blake3::Hasher::new();
+    for (rel, _) in files {
+        let p = root.join(rel);
+        let bytes = std::fs::read(&p).map_err(|e| Error::io(&p, e))?;
+        h.update(&(rel.len() as u64).to_le_bytes());
+        h.update(rel.as_bytes());
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    Ok(h.finalize().to_hex().to_string())
+}
