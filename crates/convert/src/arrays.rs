@@ -486,8 +486,14 @@ impl ArraySpec {
     }
 
     /// The array's metadata for `n` records under `layout`.
-    pub fn metadata(&self, layout: &Layout, n: u64, n_samples: u64, g: &Geometry) -> ArrayMeta {
-        let [shape, shard, inner] = self.shapes(layout, n, n_samples, g);
+    pub fn metadata(
+        &self,
+        layout: &Layout,
+        n: u64,
+        n_samples: u64,
+        geometry: &Geometry,
+    ) -> ArrayMeta {
+        let [shape, shard, inner] = self.shapes(layout, n, n_samples, geometry);
         ArrayMeta {
             shape,
             shard,
@@ -495,13 +501,19 @@ impl ArraySpec {
             dimension_names: self.dimension_names(layout),
             dtype: layout.dtype,
             bitshuffle: self.bitshuffle,
-            level: g.zstd_level,
+            level: geometry.zstd_level,
             attributes: ArrayMeta::described(&self.description),
         }
     }
 
     /// (array shape, shard shape, inner chunk shape) for `n` records.
-    pub fn shapes(&self, layout: &Layout, n: u64, n_samples: u64, g: &Geometry) -> [Vec<u64>; 3] {
+    pub fn shapes(
+        &self,
+        layout: &Layout,
+        n: u64,
+        n_samples: u64,
+        geometry: &Geometry,
+    ) -> [Vec<u64>; 3] {
         let mut shape = vec![n];
         if self.per_sample {
             shape.push(n_samples);
@@ -509,7 +521,7 @@ impl ArraySpec {
         if let Some(w) = layout.width {
             shape.push(w as u64);
         }
-        let (shard, inner) = g.grid(&self.dimension_names(layout), &shape);
+        let (shard, inner) = geometry.grid(&self.dimension_names(layout), &shape);
         [shape, shard, inner]
     }
 }

@@ -317,13 +317,13 @@ pub fn column_from_raw(
 }
 
 /// Every (array, sample chunk) of one inner-chunk row: the units encoded in parallel.
-pub fn chunk_tasks(set: &ArraySet, n_samples: usize, sc: usize) -> Vec<(usize, usize)> {
+pub fn chunk_tasks(set: &ArraySet, n_samples: usize, samples_chunk: usize) -> Vec<(usize, usize)> {
     set.arrays
         .iter()
         .enumerate()
         .flat_map(|(a, spec)| {
             let n = if spec.per_sample {
-                n_samples.div_ceil(sc).max(1)
+                n_samples.div_ceil(samples_chunk).max(1)
             } else {
                 1
             };
@@ -340,15 +340,19 @@ pub fn encode_chunk(
     batch: &Batch,
     layout: &Layout,
     codec: &InnerCodec,
-    g: &Geometry,
+    geometry: &Geometry,
     n_samples: usize,
     a: usize,
     k: usize,
 ) -> Result<Option<Vec<u8>>> {
     let spec = &set.arrays[a];
-    let sc = g.samples_chunk as usize;
+    let samples_chunk = geometry.samples_chunk as usize;
     let (s0, ns, cols) = if spec.per_sample {
-        (k * sc, sc.min(n_samples - k * sc), sc)
+        (
+            k * samples_chunk,
+            samples_chunk.min(n_samples - k * samples_chunk),
+            samples_chunk,
+        )
     } else {
         (0, 1, 1)
     };
@@ -357,7 +361,7 @@ pub fn encode_chunk(
         nr: batch.len(),
         s0,
         ns,
-        rows: g.variants_chunk as usize,
+        rows: geometry.variants_chunk as usize,
         cols,
     };
     let raw = materialize(spec, &batch.columns[spec.column], layout, &view);
@@ -365,7 +369,7 @@ pub fn encode_chunk(
         recycle(raw);
         return Ok(None);
     }
-    let shape = spec.shapes(layout, 0, n_samples as u64, g)[2].clone();
+    let shape = spec.shapes(layout, 0, n_samples as u64, geometry)[2].clone();
     let encoded = codec.encode(&raw, &shape);
     recycle(raw);
     Ok(Some(encoded?))

@@ -57,17 +57,18 @@ pub struct Summary {
 
 /// Makes the user's chunk sizes consistent: shards are whole multiples of inner chunks
 /// and no axis is chunked wider than the data needs.
-pub fn normalise(g: Geometry, n_samples: u64) -> Geometry {
-    let vc = g.variants_chunk.max(1);
-    let vs = whole_chunks(g.variants_shard, vc);
-    let sc = g.samples_chunk.max(1).min(n_samples.max(1));
-    let ss = whole_chunks(g.samples_shard, sc).min(whole_chunks(n_samples, sc));
+pub fn normalise(geometry: Geometry, n_samples: u64) -> Geometry {
+    let vc = geometry.variants_chunk.max(1);
+    let vs = whole_chunks(geometry.variants_shard, vc);
+    let samples_chunk = geometry.samples_chunk.max(1).min(n_samples.max(1));
+    let ss = whole_chunks(geometry.samples_shard, samples_chunk)
+        .min(whole_chunks(n_samples, samples_chunk));
     Geometry {
         variants_chunk: vc,
-        samples_chunk: sc,
+        samples_chunk,
         variants_shard: vs,
         samples_shard: ss,
-        zstd_level: g.zstd_level,
+        zstd_level: geometry.zstd_level,
     }
 }
 
@@ -98,8 +99,8 @@ pub(crate) fn progress_bar(enabled: bool, total: Option<u64>) -> indicatif::Prog
 }
 
 /// Converts `input` (VCF, VCF.gz or BCF) into a VCF Zarr store at `output`.
-pub fn convert(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
-    convert_inputs(&[input.to_path_buf()], output, opts)
+pub fn convert(input: &Path, output: &Path, options: &Options) -> Result<Summary> {
+    convert_inputs(&[input.to_path_buf()], output, options)
 }
 
 /// The contig of an input's first record: VCF text's line read ahead, else the
@@ -125,18 +126,18 @@ fn first_contig(r: &VcfReader) -> Option<String> {
 /// several — and plans its conversion. The readers come back in reading order.
 pub(crate) fn open_call_set(
     inputs: &[std::path::PathBuf],
-    req: &PlanRequest,
+    request: &PlanRequest,
 ) -> Result<(PlanReport, Vec<VcfReader>, Schema)> {
     let first = inputs
         .first()
         .ok_or_else(|| Error::Usage("no input files".into()))?;
     if inputs.len() == 1 && !is_stdin(first) {
-        let report = make_plan(first, req)?;
+        let report = make_plan(first, request)?;
         let reader = VcfReader::open(first, report.threads)?;
         let schema = reader.schema.clone();
         return Ok((report, vec![reader], schema));
     }
-    let threads = req.threads.unwrap_or(1);
+    let threads = request.threads.unwrap_or(1);
     let opened = inputs
         .iter()
         .map(|p| VcfReader::open(p, threads))
@@ -152,7 +153,7 @@ pub(crate) fn open_call_set(
         1 => ins[0].schema.clone(),
         _ => svar2_vcf::inputs::merge(&ins)?,
     };
-    let report = make_plan_inputs(&ins, &merged, req)?;
+    let report = make_plan_inputs(&ins, &merged, request)?;
     let firsts: Vec<Option<String>> = opened.iter().map(first_contig).collect();
     let order = svar2_vcf::inputs::read_order(&ins, &firsts, &merged);
     let mut slots: Vec<Option<VcfReader>> = opened.into_iter().map(Some).collect();
@@ -202,6 +203,233 @@ pub(crate) fn drain(
     }
 }
 
+/// How the records are read: through the index in pieces (contigs at once, sub-contig
+/// readers, re-joined by the stitcher), or by one streaming reader in file order.
+enum Reading {
+    Pieces {
+        pieces: Vec<svar2_vcf::pieces::Piece>,
+        /// The order contigs go to readers (`None`: file order).
+        order: Option<Vec<usize>>,
+    },
+    /// `single`: one file with its own schema (else inputs one after another, or
+    /// standard input, read into the merged schema).
+    Stream { single: bool },
+}
+
+/// Refuses input lists convert cannot read: none, or standard input among others.
+fn check_inputs(inputs: &[std::path::PathBuf]) -> Result<()> {
+    if inputs.is_empty() {
+        return Err(Error::Usage("no input files".into()));
+    }
+    if inputs.len() > 1 && inputs.iter().any(|p| is_stdin(p)) {
+        return Err(Error::Usage(
+            "`-` (standard input) is read alone, not with other inputs".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether one input file (not standard input) is converted.
+fn is_single(inputs: &[std::path::PathBuf]) -> bool {
+    inputs.len() == 1 && !is_stdin(&inputs[0])
+}
+
+/// Chooses the way to read: pieces through the index when the plan asks for more than
+/// one stream and every input has a usable index; else one stream (an error when the
+/// user asked for several readers, a warning when only the plan did).
+fn plan_reading(
+    inputs: &[std::path::PathBuf],
+    files: &[VcfReader],
+    schema: &Schema,
+    report: &PlanReport,
+    options: &Options,
+) -> Result<Reading> {
+    let input = inputs[0].as_path();
+    let (cc, readers) = (report.plan.cc, report.plan.w as usize);
+    let counts: Vec<u64> = report.contigs.iter().map(|c| c.cost).collect();
+    let parallel = cc > 1 || readers > 1;
+    let per_contig = PIECES_PER_READER as usize * readers;
+    let pieces = (parallel && report.index.is_some())
+        .then(|| {
+            if is_single(inputs) {
+                svar2_vcf::pieces::plan_pieces(input, schema, &counts, per_contig)
+            } else {
+                let own: Vec<(&Path, &Schema)> = files
+                    .iter()
+                    .map(|r| (r.path.as_path(), &r.schema))
+                    .collect();
+                svar2_vcf::pieces::plan_pieces_inputs(&own, schema, per_contig)
+            }
+        })
+        .flatten();
+    let Some(pieces) = pieces else {
+        if options.request.readers.is_some_and(|r| r > 1) {
+            return Err(Error::Usage(format!(
+                "{0}: --readers {readers} reads the file through its index, and it has none \
+                 (bgzip it if needed, then `bcftools index {0}`), or drop --readers",
+                input.display()
+            )));
+        }
+        if parallel {
+            tracing::warn!(
+                "{}: no usable index, so one streaming reader (index it with `bcftools index`)",
+                input.display()
+            );
+        }
+        return Ok(Reading::Stream {
+            single: is_single(inputs),
+        });
+    };
+    let order = match options.contig_order {
+        ContigOrder::Planned => (cc > 1).then(|| report.plan.order.clone()),
+        ContigOrder::File => None,
+        ContigOrder::Reverse => {
+            let mut rids: Vec<usize> = pieces.iter().map(|p| p.rid as usize).collect();
+            rids.dedup();
+            rids.reverse();
+            Some(rids)
+        }
+    };
+    Ok(Reading::Pieces { pieces, order })
+}
+
+/// One streaming reader: fills inner-chunk rows of records (batches the encoder hands
+/// back are refilled, so two exist in all) and sends them until the inputs end.
+fn read_stream(
+    mut files: Vec<VcfReader>,
+    single: bool,
+    schema: &Schema,
+    set: &ArraySet,
+    variants_chunk: usize,
+    tx: &crossbeam_channel::Sender<svar2_vcf::Result<Batch>>,
+    recycled: &crossbeam_channel::Receiver<Batch>,
+) {
+    let widths = set.planned_column_widths();
+    let n_samples = schema.samples.len();
+    // Built here: extractors hold htslib buffers and stay on this thread.
+    let mut stream = if single {
+        Stream::single(files.pop().expect("one reader"), &set.record)
+    } else {
+        Stream::many(files, schema, &set.record)
+    };
+    let mut n: u64 = 0;
+    loop {
+        let mut batch = match recycled.try_recv() {
+            Ok(mut b) => {
+                b.reset(n);
+                b
+            }
+            Err(_) => {
+                let mut b = Batch::new(&set.record.specs, n_samples, n);
+                b.reserve(variants_chunk, &widths);
+                b
+            }
+        };
+        while batch.len() < variants_chunk {
+            match stream.read_into(&mut batch, n) {
+                Ok(true) => n += 1,
+                Ok(false) => break,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        }
+        let done = batch.len() < variants_chunk;
+        if !batch.is_empty() && tx.send(Ok(batch)).is_err() {
+            return;
+        }
+        if done {
+            return;
+        }
+    }
+}
+
+/// Reads every record (as `reading` says) into the writer and finishes the store.
+#[allow(clippy::too_many_arguments)]
+fn run_pipeline(
+    input: &Path,
+    reading: Reading,
+    files: Vec<VcfReader>,
+    schema: &Schema,
+    set: &ArraySet,
+    report: &PlanReport,
+    options: &Options,
+    writer: &mut Writer,
+) -> Result<()> {
+    let geometry = writer.geometry();
+    let variants_chunk = geometry.variants_chunk as usize;
+    let n_samples = schema.samples.len();
+    let (cc, readers) = (report.plan.cc, report.plan.w as usize);
+    let counts: Vec<u64> = report.contigs.iter().map(|c| c.cost).collect();
+    let pool = crate::chunk::encoder_pool(report.threads)?;
+    let pb = progress_bar(options.progress, report.plan.records);
+    let (tx, rx) = crossbeam_channel::bounded::<svar2_vcf::Result<Batch>>(0);
+    let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Batch>(2);
+    let paths: Vec<std::path::PathBuf> = files.iter().map(|r| r.path.clone()).collect();
+    let mut stitcher = match &reading {
+        Reading::Pieces { .. } => {
+            let total = counts.iter().sum();
+            Some(svar2_vcf::pieces::Stitcher::new(
+                &set.record,
+                n_samples,
+                variants_chunk,
+                0..total,
+                total,
+            ))
+        }
+        Reading::Stream { .. } => None,
+    };
+    let result = std::thread::scope(|scope| {
+        match &reading {
+            Reading::Pieces { pieces, order } => {
+                let runs = svar2_vcf::pieces::contig_runs(pieces, &counts, order.as_deref());
+                tracing::info!(
+                    cc,
+                    readers_per_contig = readers,
+                    pieces = pieces.len(),
+                    order = ?options.contig_order,
+                    "reading through the index"
+                );
+                let paths = &paths;
+                scope.spawn(move || {
+                    svar2_vcf::pieces::read_in_pieces(
+                        paths,
+                        schema,
+                        &set.record,
+                        pieces,
+                        &runs,
+                        (cc, readers),
+                        variants_chunk,
+                        &tx,
+                    );
+                });
+                drop(files);
+            }
+            &Reading::Stream { single } => {
+                scope.spawn(move || {
+                    read_stream(files, single, schema, set, variants_chunk, &tx, &recycle_rx)
+                });
+            }
+        }
+        pool.install(|| -> Result<()> {
+            // Owned here, so an error below hangs up on the readers instead of leaving
+            // them blocked on a send while the scope waits for them.
+            drain(rx, stitcher.as_mut(), writer, &recycle_tx, &pb, |b| {
+                Err(Error::Usage(format!(
+                    "{}: records {}.. were left out of their inner chunk; the input changed \
+                     while it was read",
+                    input.display(),
+                    b.first
+                )))
+            })?;
+            writer.finish()
+        })
+    });
+    pb.finish_and_clear();
+    result
+}
+
 /// Converts the inputs of one call set — one file, several (per-chromosome files: the
 /// same samples, each contig in one file), or `-` (standard input, alone) — into a
 /// VCF Zarr store at `output`. Variants are in contig order (the headers'), then
@@ -209,24 +437,15 @@ pub(crate) fn drain(
 pub fn convert_inputs(
     inputs: &[std::path::PathBuf],
     output: &Path,
-    opts: &Options,
+    options: &Options,
 ) -> Result<Summary> {
     let t0 = Instant::now();
-    let Some(first) = inputs.first() else {
-        return Err(Error::Usage("no input files".into()));
-    };
-    if inputs.len() > 1 && inputs.iter().any(|p| is_stdin(p)) {
-        return Err(Error::Usage(
-            "`-` (standard input) is read alone, not with other inputs".into(),
-        ));
-    }
+    check_inputs(inputs)?;
     // Nothing is written before the output is known to be writable, every input's
     // header is read and checked, and the plan fits.
-    svar2_store::dir::check_output(output, opts.force)?;
-    let input = first.as_path();
-    let single = inputs.len() == 1 && !is_stdin(input);
-    let (report, mut files, mut schema) = open_call_set(inputs, &opts.request)?;
-    let threads = report.threads;
+    svar2_store::dir::check_output(output, options.force)?;
+    let input = inputs[0].as_path();
+    let (report, files, mut schema) = open_call_set(inputs, &options.request)?;
     tracing::info!(
         cc = report.plan.cc,
         w = report.plan.w,
@@ -237,178 +456,51 @@ pub fn convert_inputs(
     );
     schema.add_undeclared_contigs(&report.undeclared_contigs);
     let set = ArraySet::new(&schema);
-    let g = normalise(report.geometry(), schema.samples.len() as u64);
-    let store = StoreDir::create(output, opts.force)?;
+    let geometry = normalise(report.geometry(), schema.samples.len() as u64);
+    let reading = plan_reading(inputs, &files, &schema, &report, options)?;
+    let store = StoreDir::create(output, options.force)?;
     tracing::info!(
         samples = schema.samples.len(),
         contigs = schema.contigs.len(),
         arrays = set.arrays.len(),
-        ?g,
+        ?geometry,
         "converting {}",
         input.display()
     );
-    let mut w = Writer::new(
+    let mut writer = Writer::new(
         input,
         Limits::of(&report),
         schema.clone(),
         set.clone(),
-        g,
+        geometry,
         store,
     );
-    let pool = crate::chunk::encoder_pool(threads)?;
-    let pb = progress_bar(opts.progress, report.plan.records);
-    let (tx, rx) = crossbeam_channel::bounded::<svar2_vcf::Result<Batch>>(0);
-    // Encoded batches come back to the reader to be refilled: two batches exist in all.
-    let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Batch>(2);
-    let vc = g.variants_chunk as usize;
-    let n_samples = schema.samples.len();
-    // Readers through the index when the plan asks for more than one stream.
-    let (cc, readers) = (report.plan.cc, report.plan.w as usize);
-    let counts: Vec<u64> = report.contigs.iter().map(|c| c.cost).collect();
-    let parallel = cc > 1 || readers > 1;
-    let per_contig = PIECES_PER_READER as usize * readers;
-    let pieces = (parallel && report.index.is_some())
-        .then(|| {
-            if single {
-                svar2_vcf::pieces::plan_pieces(input, &schema, &counts, per_contig)
-            } else {
-                let own: Vec<(&Path, &svar2_vcf::schema::Schema)> = files
-                    .iter()
-                    .map(|r| (r.path.as_path(), &r.schema))
-                    .collect();
-                svar2_vcf::pieces::plan_pieces_inputs(&own, &schema, per_contig)
-            }
-        })
-        .flatten();
-    let paths: Vec<std::path::PathBuf> = files.iter().map(|r| r.path.clone()).collect();
-    if pieces.is_none() && opts.request.readers.is_some_and(|r| r > 1) {
-        return Err(Error::Usage(format!(
-            "{0}: --readers {readers} reads the file through its index, and it has none \
-             (bgzip it if needed, then `bcftools index {0}`), or drop --readers",
-            input.display()
-        )));
-    }
-    if parallel && pieces.is_none() {
-        tracing::warn!(
-            "{}: no usable index, so one streaming reader (index it with `bcftools index`)",
-            input.display()
-        );
-    }
-    let order: Option<Vec<usize>> = pieces.as_ref().and_then(|p| match opts.contig_order {
-        ContigOrder::Planned => (cc > 1).then(|| report.plan.order.clone()),
-        ContigOrder::File => None,
-        ContigOrder::Reverse => {
-            let mut rids: Vec<usize> = p.iter().map(|p| p.rid as usize).collect();
-            rids.dedup();
-            rids.reverse();
-            Some(rids)
-        }
-    });
-    let mut stitcher = pieces.as_ref().map(|_| {
-        let total = counts.iter().sum();
-        svar2_vcf::pieces::Stitcher::new(&set.record, n_samples, vc, 0..total, total)
-    });
-    let result = std::thread::scope(|scope| {
-        let set_ref = &set;
-        if let Some(pieces) = &pieces {
-            let runs = svar2_vcf::pieces::contig_runs(pieces, &counts, order.as_deref());
-            let schema_ref = &schema;
-            tracing::info!(
-                cc,
-                readers_per_contig = readers,
-                pieces = pieces.len(),
-                order = ?opts.contig_order,
-                "reading through the index"
-            );
-            let paths = &paths;
-            scope.spawn(move || {
-                svar2_vcf::pieces::read_in_pieces(
-                    paths,
-                    schema_ref,
-                    &set_ref.record,
-                    pieces,
-                    &runs,
-                    (cc, readers),
-                    vc,
-                    &tx,
-                );
-            });
-            drop(files);
-        } else {
-            let widths = set.planned_column_widths();
-            let schema_ref = &schema;
-            scope.spawn(move || {
-                // Built here: extractors hold htslib buffers and stay on this thread.
-                let mut stream = if single {
-                    Stream::single(files.pop().expect("one reader"), &set_ref.record)
-                } else {
-                    Stream::many(files, schema_ref, &set_ref.record)
-                };
-                let mut n: u64 = 0;
-                loop {
-                    let mut batch = match recycle_rx.try_recv() {
-                        Ok(mut b) => {
-                            b.reset(n);
-                            b
-                        }
-                        Err(_) => {
-                            let mut b = Batch::new(&set_ref.record.specs, n_samples, n);
-                            b.reserve(vc, &widths);
-                            b
-                        }
-                    };
-                    while batch.len() < vc {
-                        match stream.read_into(&mut batch, n) {
-                            Ok(true) => n += 1,
-                            Ok(false) => break,
-                            Err(e) => {
-                                let _ = tx.send(Err(e));
-                                return;
-                            }
-                        }
-                    }
-                    let done = batch.len() < vc;
-                    if !batch.is_empty() && tx.send(Ok(batch)).is_err() {
-                        return;
-                    }
-                    if done {
-                        return;
-                    }
-                }
-            });
-        }
-        pool.install(|| -> Result<()> {
-            // Owned here, so an error below hangs up on the readers instead of leaving
-            // them blocked on a send while the scope waits for them.
-            drain(rx, stitcher.as_mut(), &mut w, &recycle_tx, &pb, |b| {
-                Err(Error::Usage(format!(
-                    "{}: records {}.. were left out of their inner chunk; the input changed \
-                     while it was read",
-                    input.display(),
-                    b.first
-                )))
-            })?;
-            w.finish()
-        })
-    });
-    pb.finish_and_clear();
-    result?;
+    run_pipeline(
+        input,
+        reading,
+        files,
+        &schema,
+        &set,
+        &report,
+        options,
+        &mut writer,
+    )?;
     let listed = report.index.and(report.plan.records);
-    if let Some(listed) = listed.filter(|&n| n != w.records()) {
+    if let Some(listed) = listed.filter(|&n| n != writer.records()) {
         // (Index-driven reading checks each contig and fails; one stream reads it all.)
         tracing::warn!(
             "{}: the index lists {listed} records but {} were read: it is stale, \
              re-index with `bcftools index -f`",
             input.display(),
-            w.records()
+            writer.records()
         );
     }
     let (store_bytes, files) = disk_usage(output);
     Ok(Summary {
-        records: w.records(),
+        records: writer.records(),
         seconds: t0.elapsed().as_secs_f64(),
         store_bytes,
         files,
-        rewritten_shards: w.rewritten(),
+        rewritten_shards: writer.rewritten(),
     })
 }

@@ -13,6 +13,7 @@ use svar2_planner::order::{ContigCost, CostTier};
 use svar2_planner::size::{human, MaxMem};
 use svar2_planner::{plan, Plan, PlanInput, Requested};
 use svar2_vcf::index::{contig_counts, IndexKind};
+use svar2_vcf::schema::Schema;
 use svar2_vcf::source::VcfReader;
 
 /// What the user asked the planner for.
@@ -53,6 +54,8 @@ pub struct PlanReport {
     pub zstd_level: i32,
     /// What the rate probe measured, when it ran.
     pub probe: Option<crate::probe::Probe>,
+    /// Why the rate probe did not run, when it did not.
+    pub probe_skipped: Option<String>,
     /// Inputs read one after another (0: standard input), or 1 for one file.
     pub streams: usize,
 }
@@ -61,19 +64,19 @@ pub struct PlanReport {
 pub const EXECUTOR_MAX_CC: usize = 64;
 
 /// Plans a conversion of `input` from its header and index.
-pub fn make_plan(input: &Path, req: &PlanRequest) -> Result<PlanReport> {
+pub fn make_plan(input: &Path, request: &PlanRequest) -> Result<PlanReport> {
     let reader = VcfReader::open(input, 1)?;
     let schema = reader.schema.clone();
     let counted = contig_counts(input, &schema.contigs);
-    plan_schema(input, schema, counted, 1, req)
+    plan_schema(input, schema, counted, 1, request)
 }
 
 /// Plans a conversion of `inputs` (one file, several of one call set, or `-`) as
 /// `convert_inputs` will run it.
-pub fn plan_inputs(inputs: &[PathBuf], req: &PlanRequest) -> Result<PlanReport> {
+pub fn plan_inputs(inputs: &[PathBuf], request: &PlanRequest) -> Result<PlanReport> {
     match inputs {
         [] => Err(Error::Usage("no input files".into())),
-        [one] if !svar2_vcf::inputs::is_stdin(one) => make_plan(one, req),
+        [one] if !svar2_vcf::inputs::is_stdin(one) => make_plan(one, request),
         _ => {
             let ins = inputs
                 .iter()
@@ -88,7 +91,7 @@ pub fn plan_inputs(inputs: &[PathBuf], req: &PlanRequest) -> Result<PlanReport> 
                 1 => ins[0].schema.clone(),
                 _ => svar2_vcf::inputs::merge(&ins)?,
             };
-            make_plan_inputs(&ins, &merged, req)
+            make_plan_inputs(&ins, &merged, request)
         }
     }
 }
@@ -100,7 +103,7 @@ pub fn plan_inputs(inputs: &[PathBuf], req: &PlanRequest) -> Result<PlanReport> 
 pub fn make_plan_inputs(
     inputs: &[svar2_vcf::inputs::Input],
     merged: &svar2_vcf::schema::Schema,
-    req: &PlanRequest,
+    request: &PlanRequest,
 ) -> Result<PlanReport> {
     let mut counts = vec![0u64; merged.contigs.len()];
     let mut owner: Vec<Option<&Path>> = vec![None; merged.contigs.len()];
@@ -156,7 +159,7 @@ pub fn make_plan_inputs(
     } else {
         PathBuf::from(format!("{} inputs", inputs.len()))
     };
-    plan_schema(&label, merged.clone(), counted, inputs.len(), req)
+    plan_schema(&label, merged.clone(), counted, inputs.len(), request)
 }
 
 /// Plans one partition of a partitioned conversion for this machine (its budget and
@@ -169,17 +172,17 @@ pub fn plan_partition(
     kind: IndexKind,
     counts: Vec<u64>,
     streams: usize,
-    g: Geometry,
-    req: &PlanRequest,
+    geometry: Geometry,
+    request: &PlanRequest,
 ) -> Result<PlanReport> {
-    let mut req = req.clone();
-    req.patch = None;
-    req.zstd_level = g.zstd_level;
-    req.requested = svar2_planner::Requested {
-        variants_chunk: Some(g.variants_chunk),
-        samples_chunk: Some(g.samples_chunk),
-        variants_shard: Some(g.variants_shard),
-        samples_shard: Some(g.samples_shard),
+    let mut request = request.clone();
+    request.patch = None;
+    request.zstd_level = geometry.zstd_level;
+    request.requested = svar2_planner::Requested {
+        variants_chunk: Some(geometry.variants_chunk),
+        samples_chunk: Some(geometry.samples_chunk),
+        variants_shard: Some(geometry.variants_shard),
+        samples_shard: Some(geometry.samples_shard),
     };
     let counted = Ok(svar2_vcf::index::IndexCounts {
         kind,
@@ -187,44 +190,22 @@ pub fn plan_partition(
         counts,
         undeclared: Vec::new(),
     });
-    plan_schema(label, schema, counted, streams, &req)
+    plan_schema(label, schema, counted, streams, &request)
 }
 
-/// The plan from a schema and its contig counts; `streams` > 1 (or standard input)
-/// means one streaming reader over inputs read one after another.
-fn plan_schema(
-    input: &Path,
-    mut schema: svar2_vcf::schema::Schema,
-    counted: std::result::Result<svar2_vcf::index::IndexCounts, svar2_vcf::index::NoCounts>,
-    streams: usize,
-    req: &PlanRequest,
-) -> Result<PlanReport> {
-    // One streaming reader for standard input, or inputs without index counts.
-    let one_stream = svar2_vcf::inputs::is_stdin(input) || (streams > 1 && counted.is_err());
-    let set = ArraySet::new(&schema);
-    // Contigs the index lists that the header does not declare join the store's list
-    // (in the index's order, which is the file's), as a streaming read would add them.
-    let undeclared: Vec<String> = counted
-        .as_ref()
-        .map(|ic| ic.undeclared.iter().map(|(n, _)| n.clone()).collect())
-        .unwrap_or_default();
-    for n in &undeclared {
-        tracing::warn!(
-            "{}: contig {n} is not declared in the header: it is added to the store's \
-             contig list (without a length)",
-            input.display()
-        );
-    }
-    schema.add_undeclared_contigs(&undeclared);
-    let schema = &schema;
-    let names: Vec<String> = schema.contigs.iter().map(|c| c.name.clone()).collect();
-    let (contigs, counts_from, index): (Vec<ContigCost>, String, _) = match counted {
+type Counted = std::result::Result<svar2_vcf::index::IndexCounts, svar2_vcf::index::NoCounts>;
+
+/// Each contig's cost (index record counts, else header lengths as a sort key), where
+/// the costs came from, and the index kind.
+fn contig_costs(schema: &Schema, counted: Counted) -> (Vec<ContigCost>, String, Option<IndexKind>) {
+    match counted {
         Ok(ic) => (
-            names
+            schema
+                .contigs
                 .iter()
                 .zip(ic.counts.iter().chain(ic.undeclared.iter().map(|(_, c)| c)))
-                .map(|(n, &c)| ContigCost {
-                    name: n.clone(),
+                .map(|(contig, &c)| ContigCost {
+                    name: contig.name.clone(),
                     tier: CostTier::IndexCount,
                     cost: c,
                 })
@@ -253,18 +234,146 @@ fn plan_schema(
             format!("header contig lengths (fallback: {})", no.reason),
             None,
         ),
+    }
+}
+
+/// A header Number so large that one record cannot fit is the header's fault, not the
+/// budget's: says so before the planner says the budget is too small.
+fn check_declared_numbers(input: &Path, schema: &Schema, samples: u64, budget: u64) -> Result<()> {
+    for f in &schema.fields {
+        let svar2_vcf::schema::VcfNumber::Fixed(n) = f.number else {
+            continue;
+        };
+        let cells = if f.category == svar2_vcf::schema::Category::Format {
+            samples.max(1)
+        } else {
+            1
+        };
+        let bytes = cells.saturating_mul(n as u64).saturating_mul(4);
+        if bytes > budget / 4 {
+            return Err(svar2_vcf::Error::Header {
+                path: input.into(),
+                msg: format!(
+                    "{:?}/{} declares Number={n}: one record of it takes {}, over a quarter of \
+                     --max-mem {}; fix the header line (Number=. if the count varies) or drop \
+                     the field (`bcftools annotate -x`)",
+                    f.category,
+                    f.name,
+                    human(bytes),
+                    human(budget)
+                )
+                .replacen("Info/", "INFO/", 1)
+                .replacen("Format/", "FORMAT/", 1),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Why the rate probe does not run for this plan, or `None` when it should.
+fn probe_skipped(
+    request: &PlanRequest,
+    index: Option<IndexKind>,
+    cores: usize,
+    one_file: bool,
+) -> Option<String> {
+    if !request.probe {
+        return Some("plan runs it only with --probe".into());
+    }
+    if request.readers.is_some() {
+        return Some("--readers given".into());
+    }
+    if index.is_none() {
+        return Some("it reads through an index, and there is none".into());
+    }
+    if !one_file {
+        return Some("it probes one input file".into());
+    }
+    if svar2_planner::readers_that_fit(cores) <= 1 {
+        return Some(format!(
+            "{cores} core(s) leave room for one reader beside the encoder"
+        ));
+    }
+    None
+}
+
+/// Runs the rate probe on the start of the largest contig with the geometry just
+/// planned, and plans again with what it measured.
+fn replan_with_probe(
+    input: &Path,
+    schema: &Schema,
+    set: &ArraySet,
+    plan_input: &PlanInput,
+    plan: Plan,
+    zstd_level: i32,
+    plan_err: impl Fn(svar2_planner::PlanError) -> Error,
+) -> Result<(Plan, Option<crate::probe::Probe>)> {
+    let counts: Vec<u64> = plan_input.contigs.iter().map(|c| c.cost).collect();
+    let largest = plan.order.first().copied();
+    let piece = largest.and_then(|rid| {
+        svar2_vcf::pieces::plan_pieces(input, schema, &counts, 1)?
+            .into_iter()
+            .find(|p| p.rid as usize == rid)
+    });
+    let Some(piece) = piece else {
+        return Ok((plan, None));
     };
+    let geometry = Geometry {
+        variants_chunk: plan.chunks.variants,
+        samples_chunk: plan.chunks.samples,
+        variants_shard: plan.variants_shard,
+        samples_shard: plan.samples_shard,
+        zstd_level,
+    };
+    let p = crate::probe::run(input, schema, set, &piece, &geometry, plan_input.threads)?;
+    tracing::info!(?p, "rate probe");
+    let mut with_probe = plan_input.clone();
+    with_probe.probe = Some(p.raw_w);
+    let plan = svar2_planner::plan(&with_probe).map_err(plan_err)?;
+    Ok((plan, Some(p)))
+}
+
+/// The plan from a schema and its contig counts; `streams` > 1 (or standard input)
+/// means one streaming reader over inputs read one after another.
+fn plan_schema(
+    input: &Path,
+    mut schema: Schema,
+    counted: Counted,
+    streams: usize,
+    request: &PlanRequest,
+) -> Result<PlanReport> {
+    let stdin = svar2_vcf::inputs::is_stdin(input);
+    // One streaming reader for standard input, or inputs without index counts.
+    let one_stream = stdin || (streams > 1 && counted.is_err());
+    // Contigs the index lists that the header does not declare join the store's list
+    // (in the index's order, which is the file's), as a streaming read would add them.
+    let undeclared: Vec<String> = counted
+        .as_ref()
+        .map(|ic| ic.undeclared.iter().map(|(n, _)| n.clone()).collect())
+        .unwrap_or_default();
+    for n in &undeclared {
+        tracing::warn!(
+            "{}: contig {n} is not declared in the header: it is added to the store's \
+             contig list (without a length)",
+            input.display()
+        );
+    }
+    schema.add_undeclared_contigs(&undeclared);
+    let set = ArraySet::new(&schema);
+    let names: Vec<String> = schema.contigs.iter().map(|c| c.name.clone()).collect();
+    let (contigs, counts_from, index) = contig_costs(&schema, counted);
     let host = Host::system();
     let memory_limit = host.memory_limit();
     let (budget, budget_from) =
-        svar2_planner::host::resolve_budget(req.max_mem, memory_limit.as_ref())
+        svar2_planner::host::resolve_budget(request.max_mem, memory_limit.as_ref())
             .map_err(Error::Usage)?;
     let cores = host.cores();
-    let threads = req.threads.unwrap_or(cores.usable).max(1);
+    let threads = request.threads.unwrap_or(cores.usable).max(1);
     let (call_arrays, variant_arrays) = set.counts();
     let samples = schema.samples.len() as u64;
     let (row_bytes, format_row_bytes) = set.row_bytes_estimate(samples);
-    let input_plan = PlanInput {
+    let plan_input = PlanInput {
         cores: cores.usable.max(threads),
         threads,
         budget,
@@ -276,79 +385,31 @@ fn plan_schema(
         scratch_cell_bytes: set.scratch_cell_bytes(),
         call_arrays,
         variant_arrays,
-        patch: req.patch,
-        max_amplification: req.max_amplification,
-        requested: req.requested,
-        readers: if one_stream { Some(1) } else { req.readers },
+        patch: request.patch,
+        max_amplification: request.max_amplification,
+        requested: request.requested,
+        readers: if one_stream { Some(1) } else { request.readers },
         probe: None,
         max_concurrent_contigs: if one_stream { 1 } else { EXECUTOR_MAX_CC },
         model: MEASURED,
     };
-    // A header Number so large that one record cannot fit is the header's fault, not
-    // the budget's: say so before the planner says the budget is too small.
-    for f in &schema.fields {
-        if let svar2_vcf::schema::VcfNumber::Fixed(n) = f.number {
-            let cells = if f.category == svar2_vcf::schema::Category::Format {
-                samples.max(1)
-            } else {
-                1
-            };
-            let bytes = cells.saturating_mul(n as u64).saturating_mul(4);
-            if bytes > budget / 4 {
-                return Err(svar2_vcf::Error::Header {
-                    path: input.into(),
-                    msg: format!(
-                        "{:?}/{} declares Number={n}: one record of it takes {}, over a quarter \
-                         of --max-mem {}; fix the header line (Number=. if the count varies) or \
-                         drop the field (`bcftools annotate -x`)",
-                        f.category,
-                        f.name,
-                        human(bytes),
-                        human(budget)
-                    )
-                    .replacen("Info/", "INFO/", 1)
-                    .replacen("Format/", "FORMAT/", 1),
-                }
-                .into());
-            }
-        }
-    }
+    check_declared_numbers(input, &schema, samples, budget)?;
     let plan_err = |e: svar2_planner::PlanError| Error::Usage(format!("{}: {e}", input.display()));
-    let mut plan = plan(&input_plan).map_err(plan_err)?;
-    let mut probe = None;
-    let probe_helps = svar2_planner::readers_that_fit(input_plan.cores) > 1;
+    let plan = plan(&plan_input).map_err(plan_err)?;
     let one_file = streams == 1 && !one_stream;
-    if req.probe && req.readers.is_none() && index.is_some() && !probe_helps && one_file {
-        plan.notes.push(format!(
-            "rate probe skipped: {} core(s) leave room for one reader beside the encoder",
-            input_plan.cores
-        ));
-    }
-    if req.probe && req.readers.is_none() && index.is_some() && probe_helps && one_file {
-        // Probe the start of the largest contig with the geometry just planned.
-        let counts: Vec<u64> = contigs.iter().map(|c| c.cost).collect();
-        let largest = plan.order.first().copied();
-        let piece = largest.and_then(|rid| {
-            svar2_vcf::pieces::plan_pieces(input, schema, &counts, 1)?
-                .into_iter()
-                .find(|p| p.rid as usize == rid)
-        });
-        if let Some(piece) = piece {
-            let g = Geometry {
-                variants_chunk: plan.chunks.variants,
-                samples_chunk: plan.chunks.samples,
-                variants_shard: plan.variants_shard,
-                samples_shard: plan.samples_shard,
-                zstd_level: req.zstd_level,
-            };
-            let p = crate::probe::run(input, schema, &set, &piece, &g, threads)?;
-            tracing::info!(?p, "rate probe");
-            let mut with_probe = input_plan.clone();
-            with_probe.probe = Some(p.raw_w);
-            plan = svar2_planner::plan(&with_probe).map_err(plan_err)?;
-            probe = Some(p);
-        }
-    }
+    let skipped = probe_skipped(request, index, plan_input.cores, one_file);
+    let (plan, probe) = match skipped {
+        Some(_) => (plan, None),
+        None => replan_with_probe(
+            input,
+            &schema,
+            &set,
+            &plan_input,
+            plan,
+            request.zstd_level,
+            plan_err,
+        )?,
+    };
     Ok(PlanReport {
         input: input.into(),
         samples,
@@ -364,13 +425,10 @@ fn plan_schema(
         threads,
         row_bytes,
         plan,
-        zstd_level: req.zstd_level,
+        zstd_level: request.zstd_level,
         probe,
-        streams: if svar2_vcf::inputs::is_stdin(input) {
-            0
-        } else {
-            streams
-        },
+        probe_skipped: skipped,
+        streams: if stdin { 0 } else { streams },
     })
 }
 
@@ -445,9 +503,12 @@ impl PlanReport {
                 pr.t_exec * 1e3,
                 pr.raw_w
             ),
-            _ => "default: no rate probe ran (it needs an index and cores for more than \
-                  one reader; plan runs it only with --probe)"
-                .to_string(),
+            _ => format!(
+                "default: no rate probe ran ({})",
+                self.probe_skipped
+                    .as_deref()
+                    .unwrap_or("it found no piece to read")
+            ),
         };
         let _ = writeln!(
             s,

@@ -32,11 +32,11 @@ pub fn run(
     schema: &Schema,
     set: &ArraySet,
     piece: &Piece,
-    g: &Geometry,
+    geometry: &Geometry,
     threads: usize,
 ) -> Result<Probe> {
     let n_samples = schema.samples.len();
-    let rows = g.variants_chunk.clamp(1, 2048) as usize;
+    let rows = geometry.variants_chunk.clamp(1, 2048) as usize;
     let mut reader = PieceReader::open(input, schema, &set.record)?;
     let mut got: Option<Batch> = None;
     let t0 = Instant::now();
@@ -60,25 +60,35 @@ pub fn run(
     stats.max_alleles = batch.max_alleles;
     stats.max_ploidy = batch.max_ploidy;
     let dims = Dims::from_stats(set, &stats, schema.has_gt);
-    let sc = g.samples_chunk.max(1) as usize;
-    let tasks = chunk_tasks(set, n_samples, sc);
+    let samples_chunk = geometry.samples_chunk.max(1) as usize;
+    let tasks = chunk_tasks(set, n_samples, samples_chunk);
     let layouts: Vec<_> = set.arrays.iter().map(|a| a.layout(&stats, &dims)).collect();
     let codecs: Vec<InnerCodec> = set
         .arrays
         .iter()
         .zip(&layouts)
-        .map(|(a, l)| InnerCodec::new(l.dtype, a.bitshuffle, g.zstd_level))
+        .map(|(a, l)| InnerCodec::new(l.dtype, a.bitshuffle, geometry.zstd_level))
         .collect::<std::result::Result<_, _>>()?;
     let pool = crate::chunk::encoder_pool(threads)?;
     // The probe's rows are the first `rows` records: lay them out on that grid.
-    let g = Geometry {
+    let geometry = Geometry {
         variants_chunk: rows as u64,
-        ..*g
+        ..*geometry
     };
     let t1 = Instant::now();
     pool.install(|| {
         tasks.par_iter().try_for_each(|&(a, k)| {
-            encode_chunk(set, &batch, &layouts[a], &codecs[a], &g, n_samples, a, k).map(|_| ())
+            encode_chunk(
+                set,
+                &batch,
+                &layouts[a],
+                &codecs[a],
+                &geometry,
+                n_samples,
+                a,
+                k,
+            )
+            .map(|_| ())
         })
     })?;
     let t_exec = t1.elapsed().as_secs_f64().max(1e-9);

@@ -38,7 +38,7 @@ pub(super) struct CallSet {
     pub(super) report: crate::planning::PlanReport,
 }
 
-pub(super) fn open_indexed(inputs: &[PathBuf], req: &PlanRequest) -> Result<CallSet> {
+pub(super) fn open_indexed(inputs: &[PathBuf], request: &PlanRequest) -> Result<CallSet> {
     if inputs.iter().any(|p| svar2_vcf::inputs::is_stdin(p)) {
         return Err(Error::Usage(
             "partitions read their inputs through the index; standard input cannot be \
@@ -46,9 +46,9 @@ pub(super) fn open_indexed(inputs: &[PathBuf], req: &PlanRequest) -> Result<Call
                 .into(),
         ));
     }
-    let mut req = req.clone();
-    req.probe = false;
-    let (report, files, mut schema) = open_call_set(inputs, &req)?;
+    let mut request = request.clone();
+    request.probe = false;
+    let (report, files, mut schema) = open_call_set(inputs, &request)?;
     schema.add_undeclared_contigs(&report.undeclared_contigs);
     let no_counts = || {
         Error::Usage(format!(

@@ -53,7 +53,7 @@ pub(super) fn state(plan: &PartitionPlan, k: usize) -> State {
 pub(super) const RELAYING: &str = "finalize.relaying";
 
 /// Completes the store of the plan at `plan_path` once every partition is done.
-pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> {
+pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSummary> {
     let t0 = Instant::now();
     let plan = PartitionPlan::load(plan_path)?;
     if is_complete(&plan.output) {
@@ -71,7 +71,7 @@ pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> 
             already_done: true,
         });
     }
-    let cs = plan.open_checked(plan_path, req)?;
+    let cs = plan.open_checked(plan_path, request)?;
     let work = plan.work_dir();
     if work.join(RELAYING).exists() {
         return Err(plan_error(
@@ -132,18 +132,18 @@ pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> 
     let store = StoreDir::join(&plan.output, &plan.id)?;
     let schema = cs.schema.clone();
     let set = ArraySet::new(&schema);
-    let g = plan.geometry;
+    let geometry = plan.geometry;
     let host = svar2_planner::host::Host::system();
     let (budget, _) =
-        svar2_planner::host::resolve_budget(req.max_mem, host.memory_limit().as_ref())
+        svar2_planner::host::resolve_budget(request.max_mem, host.memory_limit().as_ref())
             .map_err(Error::Usage)?;
-    let threads = req.threads.unwrap_or(host.cores().usable).max(1);
+    let threads = request.threads.unwrap_or(host.cores().usable).max(1);
     let limits = Limits {
         budget,
         planned_peak: 0,
         threads,
     };
-    let mut w = Writer::new(plan_path, limits, schema, set.clone(), g, store);
+    let mut w = Writer::new(plan_path, limits, schema, set.clone(), geometry, store);
     let own = work.join("finalize");
     remove_if_present(&own)?;
     w.set_parts_dir(own);
@@ -154,7 +154,7 @@ pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> 
         }
     }
     let pool = crate::chunk::encoder_pool(threads)?;
-    let vc = g.variants_chunk;
+    let vc = geometry.variants_chunk;
     // Shared rows are completed in record order — fragments and the chunks the
     // partitions shared (their parts joined, then encoded once) — so each row's
     // chunks land in slot order and most shards need only their index appended.
@@ -167,7 +167,7 @@ pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> 
     for r in &records {
         let dir = work.join(r.partition.to_string());
         for f in &r.output.fragments {
-            let at = (f.row * g.variants_shard).max(r.first);
+            let at = (f.row * geometry.variants_shard).max(r.first);
             todo.push((at, Shared::Fragment(f, dir.join("parts"))));
         }
         for s in &r.spills {
@@ -184,7 +184,7 @@ pub fn finalize(plan_path: &Path, req: &PlanRequest) -> Result<FinalizeSummary> 
         let mut rows = std::collections::BTreeSet::new();
         let n_samples = cs.schema.samples.len();
         for (at, piece) in &todo {
-            rows.insert(at / g.variants_shard);
+            rows.insert(at / geometry.variants_shard);
             match piece {
                 Shared::Fragment(f, dir) => w.add_fragment(f, dir)?,
                 Shared::Chunk(chunk) => {

@@ -50,7 +50,7 @@ pub fn plan(
     inputs: &[PathBuf],
     output: &Path,
     n: usize,
-    req: &PlanRequest,
+    request: &PlanRequest,
 ) -> Result<PartitionPlan> {
     if n == 0 {
         return Err(Error::Usage("--partitions must be 1 or more".into()));
@@ -60,9 +60,9 @@ pub fn plan(
         .iter()
         .map(|p| absolute(p))
         .collect::<Result<Vec<_>>>()?;
-    let cs = open_indexed(&inputs, req)?;
+    let cs = open_indexed(&inputs, request)?;
     let samples = cs.schema.samples.len() as u64;
-    let g = normalise(cs.report.geometry(), samples);
+    let geometry = normalise(cs.report.geometry(), samples);
     let mut contigs = Vec::new();
     let mut at = 0u64;
     for p in &cs.contigs {
@@ -141,7 +141,10 @@ pub fn plan(
         let first = starts[cut.axis];
         let shard_rows = (records > 0).then(|| {
             let last = first + records - 1;
-            (first / g.variants_shard, last / g.variants_shard)
+            (
+                first / geometry.variants_shard,
+                last / geometry.variants_shard,
+            )
         });
         let mut counts = vec![0u64; cs.schema.contigs.len()];
         for s in &cut.spans {
@@ -153,8 +156,8 @@ pub fn plan(
             cs.kind,
             counts,
             cs.files.len(),
-            g,
-            req,
+            geometry,
+            request,
         )?;
         let regions = spans
             .iter()
@@ -192,12 +195,12 @@ pub fn plan(
         ));
     }
     if let Some(&smallest) = sizes.iter().min() {
-        if smallest < 2 * g.variants_shard && sizes.len() > 1 {
+        if smallest < 2 * geometry.variants_shard && sizes.len() > 1 {
             notes.push(format!(
                 "partitions of ~{smallest} records are under two shard rows ({} records \
                  each): rows shared by partitions are finished by finalize, so it does much \
                  of the writing; fewer partitions or a smaller --variants-shard keep it short",
-                g.variants_shard
+                geometry.variants_shard
             ));
         }
     }
@@ -220,7 +223,7 @@ pub fn plan(
             .collect::<Result<Vec<_>>>()?,
         samples,
         records: at,
-        geometry: g,
+        geometry,
         contigs,
         partitions,
         planned_on: PlannedOn {
@@ -270,7 +273,7 @@ impl PartitionPlan {
 
     /// The plan as people read it.
     pub fn render(&self) -> String {
-        let g = &self.geometry;
+        let geometry = &self.geometry;
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -284,7 +287,11 @@ impl PartitionPlan {
         let _ = writeln!(
             s,
             "chunks         inner {} variants x {} samples; shards {} x {}; level {}",
-            g.variants_chunk, g.samples_chunk, g.variants_shard, g.samples_shard, g.zstd_level
+            geometry.variants_chunk,
+            geometry.samples_chunk,
+            geometry.variants_shard,
+            geometry.samples_shard,
+            geometry.zstd_level
         );
         let _ = writeln!(
             s,
@@ -330,7 +337,7 @@ impl PartitionPlan {
 
     /// Opens the inputs and checks they are the ones planned: same files, sizes,
     /// samples and index counts (a changed input would put records elsewhere).
-    pub(super) fn open_checked(&self, plan_path: &Path, req: &PlanRequest) -> Result<CallSet> {
+    pub(super) fn open_checked(&self, plan_path: &Path, request: &PlanRequest) -> Result<CallSet> {
         for i in &self.inputs {
             let now = std::fs::metadata(&i.path)
                 .map_err(|e| Error::io(&i.path, e))?
@@ -347,7 +354,7 @@ impl PartitionPlan {
             }
         }
         let paths: Vec<PathBuf> = self.inputs.iter().map(|i| i.path.clone()).collect();
-        let cs = open_indexed(&paths, req)?;
+        let cs = open_indexed(&paths, request)?;
         let same_order = cs.files.iter().map(|f| &f.path).eq(paths.iter());
         let same_counts = self
             .contigs

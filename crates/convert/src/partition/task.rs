@@ -121,7 +121,7 @@ impl CutCounts<'_> {
         }
         let piece = self.piece(contig, cut);
         let f = c.file as usize;
-        if self.reader.as_ref().is_none_or(|(g, _)| *g != f) {
+        if self.reader.as_ref().is_none_or(|(open, _)| *open != f) {
             self.reader = None;
             let r = PieceReader::open(&self.cs.files[f].path, &self.cs.schema, &self.set.record)?;
             self.reader = Some((f, r));
@@ -151,11 +151,11 @@ impl CutCounts<'_> {
 }
 
 /// Converts partition `k` of the plan at `plan_path` on this machine (budget, cores
-/// and readers from `req`; the layout is the plan's).
+/// and readers from `request`; the layout is the plan's).
 pub fn run(
     plan_path: &Path,
     k: usize,
-    req: &PlanRequest,
+    request: &PlanRequest,
     progress: bool,
 ) -> Result<PartitionSummary> {
     let t0 = Instant::now();
@@ -167,7 +167,7 @@ pub fn run(
             format!("has {n} partitions: --partition takes 0 to {}", n - 1),
         ));
     }
-    let cs = plan.open_checked(plan_path, req)?;
+    let cs = plan.open_checked(plan_path, request)?;
     if is_complete(&plan.output) {
         return Err(Error::Usage(format!(
             "{}: already a complete store (finalize ran); remove it to convert again",
@@ -182,7 +182,7 @@ pub fn run(
     for stale in [format!("{k}.json"), format!("{k}.failed"), k.to_string()] {
         remove_if_present(&work.join(stale))?;
     }
-    let result = run_locked(&plan, &cs, k, store, req, progress, t0);
+    let result = run_locked(&plan, &cs, k, store, request, progress, t0);
     if let Err(e) = &result {
         let _ = std::fs::write(work.join(format!("{k}.failed")), format!("{e}\n"));
     }
@@ -195,7 +195,7 @@ pub(super) fn run_locked(
     cs: &CallSet,
     k: usize,
     store: StoreDir,
-    req: &PlanRequest,
+    request: &PlanRequest,
     progress: bool,
     t0: Instant,
 ) -> Result<PartitionSummary> {
@@ -204,7 +204,7 @@ pub(super) fn run_locked(
     let own = work.join(k.to_string());
     let schema = &cs.schema;
     let set = ArraySet::new(schema);
-    let g = plan.geometry;
+    let geometry = plan.geometry;
     let n_samples = schema.samples.len();
     let mut counts = CutCounts {
         plan,
@@ -238,7 +238,7 @@ pub(super) fn run_locked(
     // up to the next chunk boundary go to the partition before it, when they lie in
     // the first span of the partition after it (both sides decide alike; otherwise
     // the chunk is shared and spilled).
-    let vc = g.variants_chunk;
+    let vc = geometry.variants_chunk;
     let to_grid = |b: u64| (b.div_ceil(vc) * vc).min(plan.records);
     let lead = to_grid(first) - first;
     let skip = match runs_at.first() {
@@ -286,8 +286,8 @@ pub(super) fn run_locked(
         cs.kind,
         per_contig,
         cs.files.len(),
-        g,
-        req,
+        geometry,
+        request,
     )
     .map_err(|e| {
         Error::Usage(format!(
@@ -295,7 +295,7 @@ pub(super) fn run_locked(
              --max-mem, or plan again with a smaller --variants-chunk)"
         ))
     })?;
-    if normalise(report.geometry(), n_samples as u64) != g {
+    if normalise(report.geometry(), n_samples as u64) != geometry {
         return Err(Error::Usage(format!(
             "partition {k}: this machine's plan would change the plan's chunking ({:?}): give \
              it more --max-mem",
@@ -383,20 +383,20 @@ pub(super) fn run_locked(
         Limits::of(&report),
         schema.clone(),
         set.clone(),
-        g,
+        geometry,
         store,
     );
     writer.set_parts_dir(own.join("parts"));
     std::fs::create_dir_all(&own).map_err(|e| Error::io(&own, e))?;
     let pool = crate::chunk::encoder_pool(threads)?;
     let pb = crate::convert::progress_bar(progress, Some(hi - lo));
-    let vc = g.variants_chunk as usize;
+    let vc = geometry.variants_chunk as usize;
     let mut stitcher = Stitcher::new(&set.record, n_samples, vc, lo..hi, plan.records);
     let (tx, rx) = crossbeam_channel::bounded::<svar2_vcf::Result<Batch>>(0);
     let (recycle_tx, _) = crossbeam_channel::bounded::<Batch>(1);
     let paths: Vec<PathBuf> = cs.files.iter().map(|f| f.path.clone()).collect();
     let mut spills = Vec::new();
-    let vs = g.variants_shard;
+    let vs = geometry.variants_shard;
     let total = plan.records;
     let output = std::thread::scope(|scope| {
         let (set_ref, pieces_ref, runs_ref, paths_ref) = (&set, &pieces, &runs, &paths);

@@ -22,7 +22,7 @@ impl Writer {
             dimension_names: dim_names,
             dtype,
             bitshuffle: false,
-            level: self.g.zstd_level,
+            level: self.geometry.zstd_level,
             attributes: ArrayMeta::described(""),
         };
         self.store.write_json(name, &meta.to_json())?;
@@ -40,26 +40,29 @@ impl Writer {
     /// vcztools take the samples chunk size from it).
     pub(super) fn write_sample_ids(&mut self) -> Result<()> {
         let samples = self.schema.samples.clone();
-        let (sc, ss) = (self.g.samples_chunk as usize, self.g.samples_shard as usize);
+        let (samples_chunk, ss) = (
+            self.geometry.samples_chunk as usize,
+            self.geometry.samples_shard as usize,
+        );
         let n = samples.len() as u64;
         let meta = ArrayMeta {
             shape: vec![n],
             shard: vec![ss as u64],
-            inner: vec![sc as u64],
+            inner: vec![samples_chunk as u64],
             dimension_names: vec!["samples".to_string()],
             dtype: Dtype::Str,
             bitshuffle: false,
-            level: self.g.zstd_level,
+            level: self.geometry.zstd_level,
             attributes: ArrayMeta::described(""),
         };
         self.store.write_json("sample_id", &meta.to_json())?;
         let codec = self.codec(Dtype::Str, false)?;
         for (j, shard_names) in samples.chunks(ss).enumerate() {
             let mut chunks = Vec::new();
-            for names in shard_names.chunks(sc) {
+            for names in shard_names.chunks(samples_chunk) {
                 let mut bytes = Vec::new();
                 let mut offsets = vec![0];
-                for k in 0..sc {
+                for k in 0..samples_chunk {
                     if let Some(s) = names.get(k) {
                         bytes.extend_from_slice(s.as_bytes());
                     }
@@ -69,10 +72,10 @@ impl Writer {
                 chunks.push(if raw.is_fill() {
                     None
                 } else {
-                    Some(codec.encode(&raw, &[sc as u64])?)
+                    Some(codec.encode(&raw, &[samples_chunk as u64])?)
                 });
             }
-            chunks.resize(ss / sc, None);
+            chunks.resize(ss / samples_chunk, None);
             if let Some(bytes) = shard::assemble(&chunks) {
                 self.store
                     .write(&self.store.shard_path("sample_id", &[j as u64]), &bytes)?;
@@ -117,7 +120,7 @@ impl Writer {
         let n = self.records;
         let s = self.n_samples() as u64;
         for (a, spec) in self.set.arrays.iter().enumerate() {
-            let meta = spec.metadata(&finals[a], n, s, &self.g);
+            let meta = spec.metadata(&finals[a], n, s, &self.geometry);
             self.store.write_json(&spec.name, &meta.to_json())?;
         }
         let strings = |v: Vec<&str>| {
@@ -216,7 +219,7 @@ impl Writer {
                 "vcf_meta_information": schema.meta_information.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
                 "svar2": {
                     "version": env!("CARGO_PKG_VERSION"),
-                    "layout": self.g,
+                    "layout": self.geometry,
                     "blosc_blocksize": svar2_store::codecs::BLOSC_BLOCKSIZE,
                 }
             }

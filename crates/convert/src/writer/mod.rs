@@ -97,7 +97,7 @@ pub(crate) struct Writer {
     threads: usize,
     schema: Schema,
     set: ArraySet,
-    g: Geometry,
+    geometry: Geometry,
     store: StoreDir,
     /// Where shards' partial files accumulate: the store itself, or a partition's
     /// own directory (rows it shares with another partition are finished by
@@ -117,12 +117,17 @@ pub(crate) struct Writer {
 impl Writer {
     /// A writer for `set`'s arrays into `store` (empty stats: `Stats::for_store`),
     /// within `limits` (wide records are checked against them).
+    /// The store geometry the writer lays rows out on.
+    pub(crate) fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
     pub(crate) fn new(
         input: &Path,
         limits: Limits,
         schema: Schema,
         set: ArraySet,
-        g: Geometry,
+        geometry: Geometry,
         store: StoreDir,
     ) -> Writer {
         let n_arrays = set.arrays.len();
@@ -134,7 +139,7 @@ impl Writer {
             stats: Stats::for_store(&set, &schema),
             schema,
             set,
-            g,
+            geometry,
             parts: store.root.clone(),
             store,
             codecs: HashMap::new(),
@@ -161,13 +166,13 @@ impl Writer {
     }
 
     fn inner_per_shard(&self) -> usize {
-        (self.g.variants_shard / self.g.variants_chunk) as usize
+        (self.geometry.variants_shard / self.geometry.variants_chunk) as usize
     }
 
     fn sample_chunks(&self, a: &ArraySpec) -> usize {
         if a.per_sample {
             (self.n_samples() as u64)
-                .div_ceil(self.g.samples_chunk)
+                .div_ceil(self.geometry.samples_chunk)
                 .max(1) as usize
         } else {
             1
@@ -175,7 +180,7 @@ impl Writer {
     }
 
     fn chunks_per_sample_shard(&self) -> usize {
-        (self.g.samples_shard / self.g.samples_chunk) as usize
+        (self.geometry.samples_shard / self.geometry.samples_chunk) as usize
     }
 
     fn dims(&self) -> Dims {
@@ -195,7 +200,11 @@ impl Writer {
         if let Some(c) = self.codecs.get(&(dtype, bitshuffle)) {
             return Ok(c.clone());
         }
-        let c = Arc::new(InnerCodec::new(dtype, bitshuffle, self.g.zstd_level)?);
+        let c = Arc::new(InnerCodec::new(
+            dtype,
+            bitshuffle,
+            self.geometry.zstd_level,
+        )?);
         self.codecs.insert((dtype, bitshuffle), c.clone());
         Ok(c)
     }
@@ -212,7 +221,7 @@ impl Writer {
     }
 
     fn inner_shape(&self, a: &ArraySpec, l: &Layout) -> Vec<u64> {
-        a.shapes(l, 0, self.n_samples() as u64, &self.g)[2].clone()
+        a.shapes(l, 0, self.n_samples() as u64, &self.geometry)[2].clone()
     }
 
     /// Encodes one inner-chunk row of records into the current shard row and hands
@@ -237,8 +246,8 @@ impl Writer {
         let layouts = self.layouts();
         self.check_widths(&batch, &layouts)?;
         let codecs = self.codecs_for(&layouts)?;
-        let vc = self.g.variants_chunk as usize;
-        let sc = self.g.samples_chunk as usize;
+        let vc = self.geometry.variants_chunk as usize;
+        let samples_chunk = self.geometry.samples_chunk as usize;
         let n_samples = self.n_samples();
         let ips = self.inner_per_shard();
         let inner_row = ((batch.first / vc as u64) % ips as u64) as usize;
@@ -253,11 +262,22 @@ impl Writer {
 
         svar2_store::region::push_rows(chunk_index, &batch.loci, &mut self.region);
 
-        let tasks = chunk_tasks(&self.set, n_samples, sc);
-        let (set, g) = (&self.set, &self.g);
+        let tasks = chunk_tasks(&self.set, n_samples, samples_chunk);
+        let (set, geometry) = (&self.set, &self.geometry);
         let results: Vec<Result<Option<Vec<u8>>>> = tasks
             .par_iter()
-            .map(|&(a, k)| encode_chunk(set, &batch, &layouts[a], &codecs[a], g, n_samples, a, k))
+            .map(|&(a, k)| {
+                encode_chunk(
+                    set,
+                    &batch,
+                    &layouts[a],
+                    &codecs[a],
+                    geometry,
+                    n_samples,
+                    a,
+                    k,
+                )
+            })
             .collect();
         // Encoded chunks go straight to their shard's partial file, in a fixed order,
         // so memory never holds more than one inner-chunk row of encoded bytes.
@@ -294,7 +314,7 @@ impl Writer {
                 if w == 0 {
                     let i = inner_row * vc + r;
                     let bits = open.absent[a].get_or_insert_with(|| {
-                        vec![0u64; (self.g.variants_shard as usize).div_ceil(64)]
+                        vec![0u64; (self.geometry.variants_shard as usize).div_ceil(64)]
                     });
                     bits[i / 64] |= 1 << (i % 64);
                 }
@@ -302,7 +322,7 @@ impl Writer {
         }
         self.records += batch.len() as u64;
         open.records += batch.len() as u64;
-        if open.records == self.g.variants_shard {
+        if open.records == self.geometry.variants_shard {
             self.flush_row(row_index, open)?;
         } else {
             self.open.insert(row_index, open);

@@ -20,12 +20,15 @@ impl Writer {
         absent: &dyn Fn(usize) -> bool,
     ) -> Result<Option<Vec<u8>>> {
         let spec = &self.set.arrays[a];
-        let vc = self.g.variants_chunk as usize;
+        let vc = self.geometry.variants_chunk as usize;
         let n_samples = self.n_samples();
         // The decoded chunk is its own column: samples are chunk-relative (s0 = 0).
         let (ns, cols) = if spec.per_sample {
-            let sc = self.g.samples_chunk as usize;
-            (sc.min(n_samples.saturating_sub(k * sc)), sc)
+            let samples_chunk = self.geometry.samples_chunk as usize;
+            (
+                samples_chunk.min(n_samples.saturating_sub(k * samples_chunk)),
+                samples_chunk,
+            )
         } else {
             (1, 1)
         };
@@ -92,7 +95,7 @@ impl Writer {
         use std::os::unix::fs::FileExt;
         let spec = &self.set.arrays[a];
         let new_codec = &self.codecs[&(new.dtype, spec.bitshuffle)];
-        let vc = self.g.variants_chunk as usize;
+        let vc = self.geometry.variants_chunk as usize;
         // Beside the array's chunk directory, never under the new shard's path (whose
         // parent may still be the old shard file).
         let rel = out.strip_prefix(&self.store.root).unwrap_or(out);
@@ -241,7 +244,7 @@ impl Writer {
                             })
                         })
                         .collect();
-                    let first = r * this.g.variants_shard;
+                    let first = r * this.geometry.variants_shard;
                     let wrote = this.relay_shard(
                         a,
                         source.as_ref().map(|f| (f, old_path.as_path())),

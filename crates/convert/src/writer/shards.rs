@@ -34,7 +34,7 @@ impl Writer {
         }
         let cps = self.chunks_per_sample_shard();
         let ips = self.inner_per_shard();
-        let end_record = row_index * self.g.variants_shard + open.records;
+        let end_record = row_index * self.geometry.variants_shard + open.records;
         // (array, sample shard) jobs.
         let jobs: Vec<(usize, usize)> = self
             .set
@@ -106,7 +106,7 @@ impl Writer {
                         })
                     })
                     .collect();
-                let first = row_index * this.g.variants_shard;
+                let first = row_index * this.geometry.variants_shard;
                 let source = src.as_ref().map(|f| (f, part.as_path()));
                 this.relay_shard(
                     a,
