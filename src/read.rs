@@ -1,20 +1,45 @@
-//! `svar2 read`: flags to the reader crate's region printer.
+//! `svar2 read`: a region's genotypes (or any numeric array) as `bcftools query`
+//! prints them, or as one `.npy` array.
 
-use std::path::Path;
+use std::path::PathBuf;
 
-pub fn run(
-    store: &Path,
-    region: &str,
-    samples: Option<&str>,
-    array: &str,
-    format: &str,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let st = svar2_reader::Store::open(store)?;
+#[derive(clap::Args)]
+pub struct Args {
+    /// The store directory (any VCF Zarr store).
+    store: PathBuf,
+    /// CONTIG, CONTIG:POS or CONTIG:START-END (1-based, inclusive; records
+    /// overlapping it, as `bcftools view -r`).
+    #[arg(long)]
+    region: String,
+    /// Samples to print, comma-separated (default: all, in store order).
+    #[arg(long)]
+    samples: Option<String>,
+    /// The array to read.
+    #[arg(long, default_value = "call_genotype")]
+    array: String,
+    /// tsv: CHROM, POS, then one column per sample (GT rebuilt from
+    /// call_genotype and call_genotype_phased; other arrays' values comma-joined).
+    /// npy: the selected rows x samples x trailing values as one .npy array.
+    #[arg(long, default_value = "tsv", value_parser = ["tsv", "npy"])]
+    format: String,
+}
+
+pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let st = svar2_reader::Store::open(&a.store)?;
     let threads = svar2_planner::host::Host::system().cores().usable;
     let reader = svar2_reader::Reader::new(threads, 4)?;
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
-    match svar2_reader::region::write(&st, &reader, region, samples, array, format, &mut w) {
+    let r = svar2_reader::region::write(
+        &st,
+        &reader,
+        &a.region,
+        a.samples.as_deref(),
+        &a.array,
+        &a.format,
+        &mut w,
+    );
+    match r {
         // A reader that went away (`| head`) ends the output quietly.
         Err(svar2_reader::Error::Usage(m)) if m.contains("Broken pipe") => Ok(()),
         r => Ok(r?),

@@ -1,0 +1,103 @@
+//! `svar2 bench-read`: random patch reads measured (CPU, or into GPU memory).
+
+use crate::output::{out, out_json};
+use std::path::PathBuf;
+use svar2_planner::geometry::Patch;
+use svar2_reader::{bench, patch as patches, Reader, Store};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The store directory (any VCF Zarr store).
+    store: PathBuf,
+    /// Patch shape VARIANTSxSAMPLES (all ploidy values are read).
+    #[arg(long, default_value = "4096x1")]
+    patch: Patch,
+    /// The array to read.
+    #[arg(long, default_value = "call_genotype")]
+    array: String,
+    /// Patches to draw.
+    #[arg(long, default_value_t = 20000)]
+    n: usize,
+    /// Seed of the xorshift64 draw (same seed, same patches, any machine).
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Patches per batch (a batch decodes each chunk once).
+    #[arg(long, default_value_t = 256)]
+    batch: usize,
+    /// Threads that only read.
+    #[arg(long, default_value_t = 4)]
+    io_threads: usize,
+    /// Decode threads (default: every usable core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Write the drawn patch list (JSON rows [variant_start, n_variants,
+    /// sample_start, n_samples]) here, for peer tools.
+    #[arg(long)]
+    emit_patches: Option<PathBuf>,
+    /// Read this patch list instead of drawing one.
+    #[arg(long)]
+    patches: Option<PathBuf>,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Decode on the GPU into device memory (needs the CUDA driver, NVRTC and
+    /// nvCOMP; says which is missing and exits 2 when one is). --threads host
+    /// threads read and plan batches ahead of the device.
+    #[arg(long)]
+    gpu: bool,
+    /// With --gpu: copy every batch back and compare it with the CPU reader's
+    /// bytes (a check, not a timing).
+    #[arg(long, requires = "gpu")]
+    verify: bool,
+}
+
+pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let device = if a.gpu {
+        match svar2_gpu::device::Device::open() {
+            Ok(d) => Some(d),
+            Err(why) => {
+                eprintln!("svar2: error: --gpu: {why}");
+                std::process::exit(2);
+            }
+        }
+    } else {
+        None
+    };
+    let st = Store::open(&a.store)?;
+    let arr = st.array(&a.array)?;
+    let dims = &arr.layout.dimension_names;
+    let len = |d: &str| {
+        dims.iter()
+            .position(|x| x == d)
+            .map_or(1, |i| arr.shape()[i])
+    };
+    let list = match &a.patches {
+        Some(p) => patches::parse_list(p)?,
+        None => patches::draw(
+            a.n,
+            a.patch.variants,
+            a.patch.samples,
+            len("variants"),
+            len("samples"),
+            a.seed,
+        ),
+    };
+    if let Some(path) = &a.emit_patches {
+        std::fs::write(path, serde_json::to_vec(&list)?)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let threads = a
+        .threads
+        .unwrap_or_else(|| svar2_planner::host::Host::system().cores().usable);
+    let reader = Reader::new(threads, a.io_threads)?;
+    let r = match device {
+        Some(mut d) => bench::run_gpu(&reader, &mut d, &arr, &list, a.batch, threads, a.verify)?,
+        None => bench::run(&reader, &arr, &list, a.batch)?,
+    };
+    if a.json {
+        out_json(&r);
+    } else {
+        out(&r.render());
+    }
+    Ok(())
+}

@@ -1,0 +1,48 @@
+//! `svar2 finalize`: completes the store of a partitioned conversion.
+
+use crate::flags::BudgetArgs;
+use crate::output::regrown;
+use std::path::PathBuf;
+use svar2_convert::planning::PlanRequest;
+use svar2_planner::size::human;
+use svar2_planner::Requested;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The plan `svar2 plan --partitions N -o PLAN` wrote.
+    plan: PathBuf,
+    #[command(flatten)]
+    budget: BudgetArgs,
+}
+
+pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
+    // The layout is the plan's; only the budget and threads are this machine's.
+    let request = PlanRequest {
+        max_mem: a.budget.max_mem,
+        threads: a.budget.threads,
+        patch: None,
+        max_amplification: 1.5,
+        requested: Requested::default(),
+        readers: None,
+        zstd_level: 1,
+        probe: false,
+    };
+    let s = svar2_convert::partition::finalize(&a.plan, &request)?;
+    if quiet {
+        return Ok(());
+    }
+    if s.already_done {
+        eprintln!("svar2: the store is already complete; nothing to do");
+    } else {
+        eprintln!(
+            "svar2: finalized {} records in {:.2} s ({} shared shard rows{}) -> {} in {} files",
+            s.records,
+            s.seconds,
+            s.shared_rows,
+            regrown(s.rewritten_shards),
+            human(s.store_bytes),
+            s.files
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! Flag groups several subcommands share (the store layout, memory and threads, the
+//! planning knobs) and the inputs-then-output path convention; each turns into the
+//! library's options once, here.
+
+use clap::Args;
+use std::path::{Path, PathBuf};
+use svar2_convert::planning::PlanRequest;
+use svar2_planner::geometry::Patch;
+use svar2_planner::size::{parse_max_mem, MaxMem};
+use svar2_planner::Requested;
+
+/// The store layout: the same flags for `convert`, `plan` and `rechunk`.
+#[derive(Args)]
+pub struct LayoutArgs {
+    /// The patch a reader fetches, VARIANTSxSAMPLES (e.g. 4096x1): inner chunks are
+    /// sized so decoding a random patch costs at most --max-amplification.
+    #[arg(long)]
+    pub patch: Option<Patch>,
+    /// Bytes decoded / bytes needed allowed for a --patch.
+    #[arg(long, default_value_t = 1.5)]
+    pub max_amplification: f64,
+    /// Variants per inner chunk (overrides --patch; default 1000, bio2zarr's).
+    #[arg(long)]
+    pub variants_chunk: Option<u64>,
+    /// Samples per inner chunk (overrides --patch; default 1000).
+    #[arg(long)]
+    pub samples_chunk: Option<u64>,
+    /// Variants per shard file, a multiple of the inner chunk (default: ~64 MiB of
+    /// genotypes per shard).
+    #[arg(long)]
+    pub variants_shard: Option<u64>,
+    /// Samples per shard file (default: all samples, up to ~64 MiB per shard).
+    #[arg(long)]
+    pub samples_shard: Option<u64>,
+    /// Compression level of every inner chunk: the blosc clevel (1-9) of numeric
+    /// chunks and the zstd level of string chunks. 1 writes ~1.45x faster than 3 for a
+    /// store ~4% larger; decoding speed does not depend on the level.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i32).range(1..=9))]
+    pub zstd_level: i32,
+}
+
+impl LayoutArgs {
+    /// Whether any layout flag was given (a partition takes its plan's layout).
+    pub fn given(&self) -> bool {
+        self.patch.is_some() || self.zstd_level != 1 || self.requested() != Requested::default()
+    }
+
+    pub fn requested(&self) -> Requested {
+        Requested {
+            variants_chunk: self.variants_chunk,
+            samples_chunk: self.samples_chunk,
+            variants_shard: self.variants_shard,
+            samples_shard: self.samples_shard,
+        }
+    }
+}
+
+/// Memory and threads.
+#[derive(Args)]
+pub struct BudgetArgs {
+    /// Memory budget: `auto` (0.8 x the cgroup limit, else host memory), or a size
+    /// such as 8GiB, 512M, 1000000. Peak RSS is planned to stay under it.
+    #[arg(long, default_value = "auto", value_parser = parse_max_mem)]
+    pub max_mem: MaxMem,
+    /// Encoding threads (default: every usable core, cgroup quota and affinity applied).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// What `convert` and `plan` plan with: budget, layout and readers.
+#[derive(Args)]
+pub struct PlanningArgs {
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// Readers per contig: each contig is cut into pieces read through the index in
+    /// parallel (the bytes do not change). Default: as many as the rate probe finds
+    /// keep the encoder busy, within the cores (one on 2 cores); one streaming reader
+    /// without an index.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub readers: Option<u32>,
+}
+
+impl PlanningArgs {
+    /// The planner's request; `probe`: run the rate probe when it can help.
+    pub fn request(&self, probe: bool) -> PlanRequest {
+        PlanRequest {
+            max_mem: self.budget.max_mem,
+            threads: self.budget.threads,
+            patch: self.layout.patch,
+            max_amplification: self.layout.max_amplification,
+            requested: self.layout.requested(),
+            readers: self.readers,
+            zstd_level: self.layout.zstd_level,
+            probe,
+        }
+    }
+}
+
+/// Whether a path is named like an input (`-`, .vcf, .vcf.gz, .bcf, .gz, .bgz).
+fn input_like(p: &Path) -> bool {
+    let n = p.to_string_lossy();
+    n == "-"
+        || [".vcf", ".gz", ".bcf", ".bgz"]
+            .iter()
+            .any(|e| n.ends_with(e))
+}
+
+/// The inputs and the output from the positional paths (and `--inputs FILE`, one
+/// path per line). `needs_output`: the last path is the output (convert); otherwise
+/// it is one only when not named like an input (plan).
+pub fn split_paths(
+    mut paths: Vec<PathBuf>,
+    list: Option<&Path>,
+    needs_output: bool,
+) -> Result<(Vec<PathBuf>, Option<PathBuf>), String> {
+    let output = match (needs_output, paths.last()) {
+        (true, _) if paths.len() < 2 && list.is_none() => {
+            return Err("give the inputs, then the output store (INPUT... OUTPUT)".into())
+        }
+        (true, _) => paths.pop(),
+        (false, Some(last)) if list.is_some() || (paths.len() > 1 && !input_like(last)) => {
+            paths.pop()
+        }
+        _ => None,
+    };
+    if let Some(list) = list {
+        if !paths.is_empty() {
+            return Err("with --inputs FILE, give only the output store".into());
+        }
+        let text = std::fs::read_to_string(list)
+            .map_err(|e| format!("--inputs {}: {e}", list.display()))?;
+        paths = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(PathBuf::from)
+            .collect();
+        if paths.is_empty() {
+            return Err(format!("--inputs {}: lists no files", list.display()));
+        }
+    }
+    Ok((paths, output))
+}

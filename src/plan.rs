@@ -1,0 +1,66 @@
+//! `svar2 plan`: the conversion plan from headers and indexes alone, or a partition
+//! plan for a cluster.
+
+use crate::flags::{split_paths, PlanningArgs};
+use crate::output::{out, out_json};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// INPUT... [OUTPUT]: the inputs as for convert, then optionally the output
+    /// the conversion would write (not touched; recognised as not named like an
+    /// input: .vcf, .vcf.gz, .bcf, .gz, `-`).
+    #[arg(required_unless_present = "inputs", num_args = 0.., value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// A file listing the inputs, one path per line.
+    #[arg(long, value_name = "FILE")]
+    inputs: Option<PathBuf>,
+    #[command(flatten)]
+    planning: PlanningArgs,
+    /// Accepted for clarity: `plan` writes nothing but an `-o PLAN` file.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print the plan as JSON, for scripts.
+    #[arg(long)]
+    json: bool,
+    /// Also run the rate probe (parses a bounded prefix of the largest contig,
+    /// writes nothing) so `w` is the one `convert` will use.
+    #[arg(long)]
+    probe: bool,
+    /// Plan a conversion in N partitions, each converted by its own task (a
+    /// Slurm array task, `xargs -P`): `convert --plan PLAN --partition K`, then
+    /// `finalize PLAN`. Needs indexed inputs and the OUTPUT store path.
+    #[arg(long, value_name = "N")]
+    partitions: Option<usize>,
+    /// With --partitions: write the plan to this file (the tasks read it).
+    #[arg(short = 'o', long, value_name = "PLAN", requires = "partitions")]
+    output_plan: Option<PathBuf>,
+}
+
+pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let (inputs, output) = split_paths(a.paths, a.inputs.as_deref(), false)?;
+    if let Some(n) = a.partitions {
+        let Some(output) = output else {
+            return Err("--partitions needs the output store: INPUT... OUTPUT".into());
+        };
+        let p = svar2_convert::partition::plan(&inputs, &output, n, &a.planning.request(false))?;
+        if let Some(path) = &a.output_plan {
+            std::fs::write(path, p.to_json()).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        out(&if a.json { p.to_json() } else { p.render() });
+        return Ok(());
+    }
+    let report = svar2_convert::planning::plan_inputs(&inputs, &a.planning.request(a.probe))?;
+    if a.json {
+        out_json(&report);
+        return Ok(());
+    }
+    out(&report.render());
+    if let Some(o) = output.filter(|o| o.exists()) {
+        out(&format!(
+            "warning        {} exists: convert will refuse it without --force\n",
+            o.display()
+        ));
+    }
+    Ok(())
+}

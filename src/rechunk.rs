@@ -1,0 +1,71 @@
+//! `svar2 rechunk`: any VCF Zarr store into svar2's layout for a patch.
+
+use crate::flags::{BudgetArgs, LayoutArgs};
+use crate::output::{out, out_json};
+use std::path::PathBuf;
+use svar2_planner::size::human;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The store to read (not changed).
+    input: PathBuf,
+    /// Output store directory (the same rules as convert's).
+    output: PathBuf,
+    #[command(flatten)]
+    layout: LayoutArgs,
+    #[command(flatten)]
+    budget: BudgetArgs,
+    /// Threads that only wait on reads (default 4; a network file system wants
+    /// dozens).
+    #[arg(long)]
+    io_threads: Option<usize>,
+    /// Replace an existing Zarr store (never the input, nor anything that is not a
+    /// Zarr store).
+    #[arg(long)]
+    force: bool,
+    /// Print the plan (geometry, tiles, predicted peak RSS, source decodes) and
+    /// write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// With --dry-run: print the plan as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
+    let opts = svar2_rechunk::Options {
+        patch: a.layout.patch,
+        max_amplification: a.layout.max_amplification,
+        requested: a.layout.requested(),
+        zstd_level: a.layout.zstd_level,
+        max_mem: a.budget.max_mem,
+        threads: a.budget.threads,
+        io_threads: a.io_threads,
+        force: a.force,
+        progress: !quiet,
+    };
+    if a.dry_run {
+        let report = svar2_rechunk::dry_run(&a.input, &opts)?;
+        if a.json {
+            out_json(&report);
+        } else {
+            out(&report.render());
+        }
+        return Ok(());
+    }
+    let s = svar2_rechunk::rechunk(&a.input, &a.output, &opts)?;
+    if !quiet {
+        eprintln!(
+            "svar2: {} arrays rechunked in {:.2} s ({} source chunks, {} decodes) -> {} ({} in \
+             {} files, metadata included)",
+            s.arrays,
+            s.seconds,
+            s.source_chunks,
+            s.decodes,
+            a.output.display(),
+            human(s.store_bytes),
+            s.files
+        );
+    }
+    Ok(())
+}
