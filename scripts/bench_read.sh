@@ -6,7 +6,7 @@
 #   ml-1shard   the same chunks, one shard file per 100-sample block (all variants)
 #   scripts/bench_read.sh [INPUT] [N]     default ../shared/corpus/sim.vcf.gz, 20000 patches
 # Prints patches/s per tool and layout, svar2's ratio to the best peer, and svar2's
-# decode amplification. Needs vcf2zarr, tensorstore (scripts/setup.sh --test).
+# decoded bytes per useful byte. Needs vcf2zarr, tensorstore (scripts/setup.sh --test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 input=${1:-../shared/corpus/sim.vcf.gz}
@@ -30,7 +30,7 @@ python3 -c "import json; p=json.load(open('$work/patches.json')); json.dump(p[:m
 find "$work" -type f -exec cat {} + > /dev/null   # warm page cache
 
 pps() { python3 -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["patches_per_s"])'; }
-printf "| %-11s | %8s | %9s | %9s | %11s | %10s | %12s | %13s |\n" layout patches "svar2/s" "zarrs/s" "ts futures/s" "ts batch/s" "svar2 / best" "amplification"
+printf "| %-11s | %8s | %9s | %9s | %11s | %10s | %12s | %13s |\n" layout patches "svar2/s" "zarrs/s" "ts futures/s" "ts batch/s" "svar2 / best" "decoded/useful"
 printf "|%s|%s|%s|%s|%s|%s|%s|%s|\n" -------------  ---------- ----------- ----------- ------------- ------------ -------------- ---------------
 for layout in analysis ml-sharded ml-1shard; do
   list=$work/patches.json
@@ -38,7 +38,7 @@ for layout in analysis ml-sharded ml-1shard; do
   count=$(python3 -c "import json; print(len(json.load(open('$list'))))")
   s_json=$("$svar2" bench-read "$work/$layout" --patches "$list" --json)
   s=$(pps <<< "$s_json")
-  amp=$(python3 -c 'import json,sys; print("%.3f" % json.load(sys.stdin)["amplification"])' <<< "$s_json")
+  amp=$(python3 -c 'import json,sys; print("%.3f" % json.load(sys.stdin)["decoded_per_useful"])' <<< "$s_json")
   z=$("$zarrs_peer" "$work/$layout" call_genotype "$list" | pps)
   tf=$(python3 scripts/peer_read.py "$work/$layout" call_genotype "$list" futures | pps)
   tb=$(python3 scripts/peer_read.py "$work/$layout" call_genotype "$list" batch | pps)

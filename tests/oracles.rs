@@ -190,13 +190,10 @@ fn same_arrays_as_bio2zarr() {
 
 #[test]
 fn shared_corpus_matches_bio2zarr_and_round_trips() {
-    let Some(small) = corpus("sim_small.vcf.gz") else {
-        println!(
-            "SKIP shared_corpus_matches_bio2zarr_and_round_trips: ../shared/corpus not present"
-        );
-        eprintln!(
-            "SKIP shared_corpus_matches_bio2zarr_and_round_trips: ../shared/corpus not present"
-        );
+    let Some(small) = need_corpus(
+        "shared_corpus_matches_bio2zarr_and_round_trips",
+        "sim_small.vcf.gz",
+    ) else {
         return;
     };
     if !tools(

@@ -146,7 +146,10 @@ fn read_tsv_equals_bcftools_query() {
         data("all_fields.vcf"),
         vec!["chr1:150-450", "chrX", "chr3:5", "chr1"],
     )];
-    if let Some(small) = corpus("sim_small.vcf.gz") {
+    if let Some(small) = need_corpus(
+        "read_tsv_equals_bcftools_query (corpus part)",
+        "sim_small.vcf.gz",
+    ) {
         inputs.push((small, vec!["chr1:100000-400000", "chr2", "chr3:1-1000000"]));
     }
     for (i, (input, regions)) in inputs.iter().enumerate() {

@@ -123,8 +123,10 @@ fn values_kept_from_bio2zarr_v2_v3_and_svar2_stores() {
     }
     // A real-sized store: the corpus's small file (20,039 records), from bio2zarr's v2
     // and v3 stores, to the patch layout.
-    let Some(small) = corpus("sim_small.vcf.gz") else {
-        println!("(sim_small.vcf.gz not in ../shared/corpus: the corpus case is skipped)");
+    let Some(small) = need_corpus(
+        "values_kept_from_bio2zarr_v2_v3_and_svar2_stores (corpus part)",
+        "sim_small.vcf.gz",
+    ) else {
         return;
     };
     let sd = d.join("small");
@@ -155,10 +157,11 @@ fn rechunking_a_conversion_gives_the_direct_conversions_bytes() {
         (growth.clone(), vec!["--patch", "64x2"]),
         (growth, GROWTH_GEOMETRY.to_vec()),
     ];
-    if let Some(small) = corpus("sim_small.vcf.gz") {
+    if let Some(small) = need_corpus(
+        "rechunking_a_conversion_gives_the_direct_conversions_bytes (corpus part)",
+        "sim_small.vcf.gz",
+    ) {
         inputs.push((small, vec!["--patch", "4096x1"]));
-    } else {
-        println!("(sim_small.vcf.gz not in ../shared/corpus: the corpus case is skipped)");
     }
     for (i, (input, layout)) in inputs.iter().enumerate() {
         let plain = d.join(format!("plain{i}.zarr"));
@@ -352,8 +355,10 @@ fn bad_inputs_are_refused_with_one_line() {
 
 #[test]
 fn a_killed_rechunk_leaves_no_complete_looking_store() {
-    let Some(sim) = corpus("sim_small.vcf.gz") else {
-        println!("SKIP a_killed_rechunk_leaves_no_complete_looking_store: no shared corpus");
+    let Some(sim) = need_corpus(
+        "a_killed_rechunk_leaves_no_complete_looking_store",
+        "sim_small.vcf.gz",
+    ) else {
         return;
     };
     let dir = test_dir();

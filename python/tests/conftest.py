@@ -28,6 +28,10 @@ def need(what: str, ok: bool, how: str) -> None:
     msg = f"{what} not available ({how})"
     if os.environ.get("SVAR2_REQUIRE_TOOLS"):
         pytest.fail(msg + ", and SVAR2_REQUIRE_TOOLS is set")
+    log = os.environ.get("SVAR2_SKIP_LOG")
+    if log:
+        with open(log, "a") as f:
+            f.write(f"SKIP python: {msg}\n")
     pytest.skip(msg)
 
 

@@ -110,20 +110,51 @@ fn available(t: Tool) -> Result<(), String> {
     }
 }
 
-/// Whether every tool is present. When one is not, prints `SKIP <test>: <why>` and
-/// returns false — or panics if `SVAR2_REQUIRE_TOOLS` is set.
+/// Records that `test` (or a part of it) did not run, and why: `SKIP <test>: <why>` on
+/// both outputs, and a line in `$SVAR2_SKIP_LOG` (cargo test hides a passing test's
+/// output; `scripts/test.sh` prints the log at the end).
+pub fn note_skip(test: &str, why: &str) {
+    eprintln!("SKIP {test}: {why}");
+    println!("SKIP {test}: {why}");
+    if let Some(log) = std::env::var_os("SVAR2_SKIP_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "SKIP {test}: {why}");
+        }
+    }
+}
+
+/// Skips `test` for want of a tool or input: [`note_skip`], or a failure when
+/// `SVAR2_REQUIRE_TOOLS` is set (CI installs everything, so nothing may skip there).
+pub fn skip(test: &str, why: &str) {
+    if std::env::var_os("SVAR2_REQUIRE_TOOLS").is_some() {
+        panic!("{test}: {why}, and SVAR2_REQUIRE_TOOLS is set");
+    }
+    note_skip(test, why);
+}
+
+/// Whether every tool is present; when one is not, [`skip`]s `test` and returns false.
 pub fn tools(test: &str, needs: &[Tool]) -> bool {
     for &t in needs {
         if let Err(why) = available(t) {
-            if std::env::var_os("SVAR2_REQUIRE_TOOLS").is_some() {
-                panic!("{test}: {why}, and SVAR2_REQUIRE_TOOLS is set");
-            }
-            eprintln!("SKIP {test}: {why}");
-            println!("SKIP {test}: {why}");
+            skip(test, &why);
             return false;
         }
     }
     true
+}
+
+/// A file of the shared corpus, or [`skip`] (the part of) `test` that needs it.
+pub fn need_corpus(test: &str, name: &str) -> Option<PathBuf> {
+    let p = corpus(name);
+    if p.is_none() {
+        skip(test, &format!("../shared/corpus/{name} is absent"));
+    }
+    p
 }
 
 /// The growth fixture (`tests/py/make_growth_vcf.py`, 3,000 records, 23 samples:

@@ -1,4 +1,6 @@
-//! `svar2 bench-read`: patches/s, useful and decoded GB/s, amplification and batch
+//! `svar2 bench-read`: patches/s, useful and decoded GB/s, decoded bytes per useful
+//! byte (per batch: below 1 when patches share chunks; `inspect`'s amplification is per
+//! patch) and batch
 //! latency for a patch list, read batch by batch into one reused buffer.
 
 use crate::error::Result;
@@ -21,7 +23,8 @@ pub struct BenchResult {
     pub patches_per_s: f64,
     pub useful_gbps: f64,
     pub decoded_gbps: f64,
-    pub amplification: f64,
+    /// Decoded ÷ useful bytes over the run (a batch decodes each chunk once).
+    pub decoded_per_useful: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
     /// GPU runs: the device, decoded bytes per second of device time (upload, nvCOMP,
@@ -79,6 +82,22 @@ pub fn run(
     Ok(m.result(&a.name, batch, reader.threads(), reader.io_threads()))
 }
 
+/// `x` to `digits` significant figures: what a timing on a shared machine can tell
+/// (runs vary by ±10 %), so `--json` prints 73600, not 73596.04324120801.
+fn significant(x: f64, digits: i32) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(digits - 1 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+/// `x` rounded to `decimals` places.
+fn decimals(x: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (x * scale).round() / scale
+}
+
 /// What one run measured, before it is turned into figures.
 struct Measured {
     patches: usize,
@@ -98,13 +117,13 @@ impl Measured {
             batch,
             threads,
             io_threads,
-            seconds: s,
-            patches_per_s: self.patches as f64 / s,
-            useful_gbps: self.useful / s / 1e9,
-            decoded_gbps: self.decoded / s / 1e9,
-            amplification: self.decoded / self.useful.max(1.0),
-            p50_ms: pct(0.5),
-            p99_ms: pct(0.99),
+            seconds: decimals(s, 3),
+            patches_per_s: significant(self.patches as f64 / s, 3),
+            useful_gbps: significant(self.useful / s / 1e9, 3),
+            decoded_gbps: significant(self.decoded / s / 1e9, 3),
+            decoded_per_useful: decimals(self.decoded / self.useful.max(1.0), 3),
+            p50_ms: significant(pct(0.5), 3),
+            p99_ms: significant(pct(0.99), 3),
             device: None,
             device_gbps: None,
             verified: None,
@@ -187,7 +206,7 @@ pub fn run_gpu(
     };
     Ok(BenchResult {
         device: Some(device.name.clone()),
-        device_gbps: Some(decoded / device_s.max(1e-9) / 1e9),
+        device_gbps: Some(significant(decoded / device_s.max(1e-9) / 1e9, 3)),
         verified: verify.then_some(verified),
         ..m.result(&a.name, batch, planners, reader.io_threads())
     })
@@ -201,7 +220,7 @@ impl BenchResult {
              patches/s      {:.0}\n\
              useful GB/s    {:.3}\n\
              decoded GB/s   {:.3}\n\
-             amplification  {:.3}\n\
+             decoded/useful {:.3}\n\
              batch latency  p50 {:.2} ms, p99 {:.2} ms\n",
             self.patches,
             self.array,
@@ -212,7 +231,7 @@ impl BenchResult {
             self.patches_per_s,
             self.useful_gbps,
             self.decoded_gbps,
-            self.amplification,
+            self.decoded_per_useful,
             self.p50_ms,
             self.p99_ms
         );
@@ -223,5 +242,18 @@ impl BenchResult {
             s += &format!("verified       {v} patches equal the CPU reader's\n");
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_keep_what_a_timing_can_tell() {
+        assert_eq!(significant(73596.04324120801, 3), 73600.0);
+        assert_eq!(significant(0.0123456, 3), 0.0123);
+        assert_eq!(decimals(1.49512, 3), 1.495);
+        assert_eq!(significant(0.0, 3), 0.0);
     }
 }

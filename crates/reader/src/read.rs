@@ -13,7 +13,8 @@ use svar2_store::block::{blocks, copy_run, for_each_run};
 use svar2_store::blosc::Decoder;
 
 /// What the reader has done so far (all batches): bytes read from storage, bytes
-/// decoded, bytes the patches needed (decoded ÷ useful = decode amplification), and
+/// decoded, bytes the patches needed (decoded ÷ useful: below 1 when a batch's
+/// patches share chunks, unlike `inspect`'s per-patch amplification), and
 /// reads in flight now.
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -26,7 +27,7 @@ pub struct Counters {
 
 impl Counters {
     /// Decoded ÷ useful bytes so far.
-    pub fn amplification(&self) -> f64 {
+    pub fn decoded_per_useful(&self) -> f64 {
         self.bytes_decoded.load(Ordering::Relaxed) as f64
             / self.bytes_useful.load(Ordering::Relaxed).max(1) as f64
     }

@@ -91,7 +91,7 @@ impl StoreReport {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{} (Zarr v{}), {} arrays, {} in {} files{}",
+            "{} (Zarr v{}), {} arrays, {} of chunks in {} chunk files (metadata not counted){}",
             self.store,
             self.zarr_format,
             self.arrays.len(),

@@ -295,10 +295,27 @@ pub fn disk_usage(root: &Path) -> (u64, u64) {
 /// blake3 over every file's relative path and bytes, in sorted path order. Equal
 /// digests mean byte-identical stores.
 pub fn digest(root: &Path) -> Result<String> {
-    if !root.join("zarr.json").is_file() {
+    if !root.exists() {
         return Err(Error::NotStore {
             path: root.into(),
-            msg: "not a complete store (no root zarr.json): the conversion did not finish".into(),
+            msg: "no such file or directory".into(),
+        });
+    }
+    if !root.is_dir() {
+        return Err(Error::NotStore {
+            path: root.into(),
+            msg: "a file, not a store directory".into(),
+        });
+    }
+    if !root.join("zarr.json").is_file() {
+        let msg = if root.join(IN_PROGRESS).exists() {
+            "not a complete store (no root zarr.json): the conversion did not finish"
+        } else {
+            "not a Zarr v3 store (no root zarr.json)"
+        };
+        return Err(Error::NotStore {
+            path: root.into(),
+            msg: msg.into(),
         });
     }
     let mut files = Vec::new();
