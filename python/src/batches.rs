@@ -3,7 +3,6 @@
 
 use crate::arrays;
 use crate::errors;
-use crate::store::Opened;
 use numpy::PyArray1;
 use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
@@ -27,7 +26,7 @@ pub struct Batches {
 
 impl Batches {
     pub(crate) fn start(
-        o: &Opened,
+        reader: Arc<svar2_reader::Reader>,
         a: Arc<AnyArray>,
         patches: Vec<Patch>,
         columns: Option<Vec<u64>>,
@@ -39,7 +38,7 @@ impl Batches {
         }
         let shape = arrays::batch_shape(&a, &patches)?;
         let dtype = arrays::numpy_dtype(a.dtype).expect("batch_shape refused strings");
-        let ahead = ReadAhead::start(o.reader.clone(), a, patches, columns, batch_size, depth)
+        let ahead = ReadAhead::start(reader, a, patches, columns, batch_size, depth)
             .map_err(errors::reader)?;
         Ok(Batches {
             batches: ahead.batches(),

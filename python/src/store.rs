@@ -386,7 +386,7 @@ impl Store {
         let (o, a) = self.array(array)?;
         let list = arrays::patches_of(py, patches)?;
         let columns = samples.map(|s| columns_of(&o, &s)).transpose()?;
-        crate::batches::Batches::start(&o, a, list, columns, batch_size, depth)
+        crate::batches::Batches::start(o.reader.clone(), a, list, columns, batch_size, depth)
     }
 
     /// Closes the store: later calls raise svar2.Error. Reads in progress finish.
