@@ -56,12 +56,13 @@ for input in "${inputs[@]}"; do
   run "genoray write vcf -@ 2" "$work/g.svar" genoray write vcf --no-reference -@ 2 "$input" "$work/g.svar"
   run "bcftools view -Ou" "$work/none" bcftools view -Ou -o /dev/null "$input"
   echo
-  echo "## $base   plan with the rate probe: $("$svar2" plan --probe --json "$input" | python3 -c '
+  echo "#### $base"; echo; echo "plan with the rate probe: $("$svar2" plan --probe --json "$input" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 p, pr = r["plan"], r.get("probe") or {}
 print("cc=%s w=%s (%s; probe ratio t_read/t_exec = %s)" % (p["cc"], p["w"], p["readers_from"], pr.get("raw_w", "-")))')"
-  echo "## $base   (svar2 geometry: 1000x1000 inner chunks, as vcf2zarr's default here)"
+  echo "svar2 geometry: 1000x1000 inner chunks, as vcf2zarr's default here"
+  echo
   awk -v ref_wall="$(awk 'NR==1{print $(NF-2)}' "$work/rows")" -v ref_bytes="$(awk 'NR==1{print $NF}' "$work/rows")" '
     BEGIN { printf "| %-24s | %8s | %8s | %12s | %16s | %16s |\n", "tool", "wall s", "RSS MB", "output B", "svar2 wall ratio", "svar2 size ratio";
             printf "|%s|%s|%s|%s|%s|%s|\n", "--------------------------", "----------", "----------", "--------------", "------------------", "------------------" }
@@ -71,7 +72,7 @@ print("cc=%s w=%s (%s; probe ratio t_read/t_exec = %s)" % (p["cc"], p["w"], p["r
   awk -v f="$base" '$1=="svar2" && $2=="--threads" && $3=="2" {s=$(NF-2)} $1=="bcftools" {b=$(NF-2)} END {print f, s, b}' "$work/rows" >> "$work/targets"
 done
 echo
-echo "## targets (svar2 --threads 2 wall)"
+echo "Targets (svar2 --threads 2 wall):"
 awk '{ wall[$1]=$2; bt[$1]=$3 }
   END { for (f in wall) if (f ~ /\.vcf\.gz$/) {
           b = f; sub(/\.vcf\.gz$/, ".bcf", b)

@@ -7,4 +7,4 @@ scripts/setup.sh
 cargo build --release --quiet
 ./target/release/svar2 convert --force examples/small.vcf.gz target/example.zarr
 echo "digest: $(./target/release/svar2 digest target/example.zarr)"
-echo "store:  target/example.zarr (open it with zarr-python, vcztools or sgkit)"
+echo "store:  target/example.zarr (open it with zarr-python, xarray or tensorstore; in Python: pip install ./python, then svar2.open)"

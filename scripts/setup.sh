@@ -58,6 +58,19 @@ if (( want_test )); then
     python3 -m pip install -q --disable-pip-version-check "${missing_py[@]}" 2>&1 | grep -v "WARNING: Running pip as" >&2 || true
   fi
 fi
+if (( want_test )); then
+  # sgkit as an oracle, in its own virtualenv: sgkit 0.10.0 (the newest release) pins
+  # zarr<3, numpy<2.2 and old xarray/dask; with zarr>=3 installed over the pin it
+  # reads Zarr v3 stores. Cached outside the repository (~0.9 GB, ~1 min).
+  sgkit_venv=${XDG_CACHE_HOME:-$HOME/.cache}/svar2/sgkit-venv
+  if ! "$sgkit_venv/bin/python" -c 'import sgkit, zarr' 2>/dev/null; then
+    echo "setup: sgkit (with zarr>=3) into $sgkit_venv" >&2
+    python3 -m venv "$sgkit_venv"
+    "$sgkit_venv/bin/pip" install -q --disable-pip-version-check sgkit >&2
+    "$sgkit_venv/bin/pip" install -q --disable-pip-version-check 'zarr>=3' 2>&1 \
+      | grep -v "dependency resolver\|sgkit 0.10.0 requires zarr" >&2 || true
+  fi
+fi
 if (( want_bench )) && ! command -v zarrs_reencode >/dev/null; then
   echo "setup: cargo install zarrs_tools (zarrs_reencode)" >&2
   cargo install --quiet --locked zarrs_tools

@@ -188,6 +188,49 @@ fn same_arrays_as_bio2zarr() {
     );
 }
 
+/// sgkit (0.10.0, with zarr>=3 over its pin) loads a svar2 store and computes the same
+/// variant and sample statistics as on bio2zarr's store of the input: a FORMAT-heavy
+/// call set (missing calls, multiallelic sites) in svar2's default sharded layout.
+#[test]
+fn sgkit_statistics_equal_bio2zarrs() {
+    if !tools(
+        "sgkit_statistics_equal_bio2zarrs",
+        &[Tool::Bcftools, Tool::Bio2zarr, Tool::Sgkit],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let vcf = d.join("fmt.vcf");
+    sh_ok(&format!(
+        "python3 {} {} 60 700 GT:AD:DP:GQ 2",
+        root().join("scripts/make_format_vcf.py").display(),
+        vcf.display()
+    ));
+    let vcf = bgzip_indexed(&vcf);
+    let (ours, theirs) = (d.join("ours.zarr"), d.join("b2z.vcz"));
+    let out = svar2()
+        .args(["convert", "-q", "--variants-chunk", "100", "--variants-shard", "300"])
+        .arg(&vcf)
+        .arg(&ours)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    sh_ok(&format!(
+        "BIO2ZARR_DEFAULT_ZARR_FORMAT=3 vcf2zarr convert -p 1 {} {} >/dev/null 2>&1",
+        vcf.display(),
+        theirs.display()
+    ));
+    let said = sh_ok(&format!(
+        "{} {} {} {}",
+        sgkit_python(),
+        py("sgkit_stats.py"),
+        ours.display(),
+        theirs.display()
+    ));
+    assert!(said.starts_with("same"), "{said}");
+}
+
 #[test]
 fn shared_corpus_matches_bio2zarr_and_round_trips() {
     let Some(small) = need_corpus(

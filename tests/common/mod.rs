@@ -84,6 +84,18 @@ pub enum Tool {
     ZarrPython,
     Tensorstore,
     Xarray,
+    /// sgkit in its own virtualenv (its release pins zarr<3): [`sgkit_python`].
+    Sgkit,
+}
+
+/// The Python of the virtualenv `scripts/setup.sh --test` makes for sgkit
+/// (`$SVAR2_SGKIT_PYTHON`, else under `~/.cache/svar2`).
+pub fn sgkit_python() -> String {
+    std::env::var("SVAR2_SGKIT_PYTHON").unwrap_or_else(|_| {
+        let cache = std::env::var("XDG_CACHE_HOME")
+            .unwrap_or_else(|_| format!("{}/.cache", std::env::var("HOME").unwrap_or_default()));
+        format!("{cache}/svar2/sgkit-venv/bin/python")
+    })
 }
 
 fn available(t: Tool) -> Result<(), String> {
@@ -94,6 +106,9 @@ fn available(t: Tool) -> Result<(), String> {
         Tool::ZarrPython => has_python_modules("zarr, numpy"),
         Tool::Tensorstore => has_python_modules("tensorstore"),
         Tool::Xarray => has_python_modules("xarray, zarr"),
+        Tool::Sgkit => sh(&format!("{} -c 'import sgkit, zarr'", sgkit_python()))
+            .status
+            .success(),
     };
     if ok {
         Ok(())
@@ -105,6 +120,12 @@ fn available(t: Tool) -> Result<(), String> {
             Tool::ZarrPython => "zarr-python not importable (pip install zarr)",
             Tool::Tensorstore => "tensorstore not importable (pip install tensorstore)",
             Tool::Xarray => "xarray not importable (pip install xarray zarr)",
+            Tool::Sgkit => {
+                return Err(format!(
+                    "sgkit not importable by {} (scripts/setup.sh --test makes its virtualenv)",
+                    sgkit_python()
+                ))
+            }
         }
         .to_string())
     }
