@@ -210,12 +210,23 @@ fn sgkit_statistics_equal_bio2zarrs() {
     let vcf = bgzip_indexed(&vcf);
     let (ours, theirs) = (d.join("ours.zarr"), d.join("b2z.vcz"));
     let out = svar2()
-        .args(["convert", "-q", "--variants-chunk", "100", "--variants-shard", "300"])
+        .args([
+            "convert",
+            "-q",
+            "--variants-chunk",
+            "100",
+            "--variants-shard",
+            "300",
+        ])
         .arg(&vcf)
         .arg(&ours)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     sh_ok(&format!(
         "BIO2ZARR_DEFAULT_ZARR_FORMAT=3 vcf2zarr convert -p 1 {} {} >/dev/null 2>&1",
         vcf.display(),
