@@ -64,7 +64,9 @@ impl Reader {
                     .fetch_add(b.len() as u64, Ordering::Relaxed);
             }
             let c = match stored {
-                Some(b) if a.blosc_frames() => plan.push_frame(&a.key(idx), &b, nbytes)?,
+                Some(b) if a.blosc_frames() => {
+                    plan.push_frame(&a.key(idx), a.checked(idx, &b)?, nbytes)?
+                }
                 other => match a.decode(idx, other)? {
                     Raw::Fixed(bytes) => plan.push_decoded(&a.key(idx), &bytes),
                     Raw::Strings { .. } => {

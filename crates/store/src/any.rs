@@ -17,9 +17,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
-use zarrs::array::{
-    Array, ArrayBytes, ArraySubset, ArrayToBytesCodecTraits, CodecChain, CodecOptions,
-};
+use zarrs::array::{Array, ArrayBytes, ArrayToBytesCodecTraits, CodecChain, CodecOptions};
 use zarrs::filesystem::FilesystemStore;
 use zarrs::metadata::v3::MetadataV3;
 
@@ -46,16 +44,34 @@ pub struct AnyArray {
     /// The chunks (inner chunks) are blosc-zstd frames of little-endian elements:
     /// [`blosc::Decoder`](crate::blosc::Decoder) decodes them without c-blosc.
     blosc_frames: bool,
+    /// Each stored chunk ends with its crc32c (the chain's last codec), checked before
+    /// anything decodes it.
+    checksum: bool,
     /// The array's metadata file: a chunk file that is missing while this one is
     /// there is a chunk never stored (all fill); with this one gone too, the store was
     /// deleted or moved while open, and a read must fail rather than return fill.
     meta_path: PathBuf,
 }
 
+/// Whether a codec chain (v3 JSON, inner chunks) ends with `crc32c` (svar2's do).
+fn ends_with_crc32c(chain: &[Value]) -> bool {
+    chain
+        .last()
+        .and_then(|c| c.get("name"))
+        .and_then(Value::as_str)
+        == Some("crc32c")
+}
+
 /// Whether a codec chain (v3 JSON, inner chunks) is `bytes` (little endian) then blosc
-/// with zstd: what svar2 writes for numbers, and bio2zarr's v3 stores too.
+/// with zstd, then optionally `crc32c`: what svar2 writes for numbers (with the
+/// checksum), and bio2zarr's v3 stores too (without).
 fn is_blosc_chain(chain: &[Value]) -> bool {
     let name = |c: &Value| c.get("name").and_then(Value::as_str).map(str::to_string);
+    let chain = if ends_with_crc32c(chain) {
+        &chain[..chain.len() - 1]
+    } else {
+        chain
+    };
     chain.len() == 2
         && name(&chain[0]).as_deref() == Some("bytes")
         && chain[0]
@@ -72,23 +88,33 @@ fn is_blosc_chain(chain: &[Value]) -> bool {
 /// The same for an array's metadata, v3 (`zarr.json`, sharded or not) or v2
 /// (`.zarray`: blosc-zstd compressor, no filters, little-endian or byte-sized type).
 fn blosc_frames(meta: &Value, zarr_format: u8, sharded: bool) -> bool {
+    inner_chain(meta, zarr_format, sharded).is_some_and(is_blosc_chain)
+        || (zarr_format == 2 && v2_blosc(meta))
+}
+
+/// The codec chain of a v3 array's (inner) chunks.
+fn inner_chain(meta: &Value, zarr_format: u8, sharded: bool) -> Option<&[Value]> {
     if zarr_format == 2 {
-        let dtype = meta.get("dtype").and_then(Value::as_str).unwrap_or("");
-        return meta.get("filters").is_none_or(Value::is_null)
-            && meta.pointer("/compressor/id").and_then(Value::as_str) == Some("blosc")
-            && meta.pointer("/compressor/cname").and_then(Value::as_str) == Some("zstd")
-            && (dtype.starts_with('<') || dtype.starts_with('|'))
-            && !dtype.contains('O')
-            && meta.get("order").and_then(Value::as_str).unwrap_or("C") == "C";
+        return None;
     }
     let chain = if sharded {
         meta.pointer("/codecs/0/configuration/codecs")
     } else {
         meta.get("codecs")
     };
-    chain
-        .and_then(Value::as_array)
-        .is_some_and(|c| is_blosc_chain(c))
+    chain.and_then(Value::as_array).map(Vec::as_slice)
+}
+
+/// A v2 array whose chunks are blosc-zstd frames (no filters, little-endian or
+/// byte-sized type).
+fn v2_blosc(meta: &Value) -> bool {
+    let dtype = meta.get("dtype").and_then(Value::as_str).unwrap_or("");
+    meta.get("filters").is_none_or(Value::is_null)
+        && meta.pointer("/compressor/id").and_then(Value::as_str) == Some("blosc")
+        && meta.pointer("/compressor/cname").and_then(Value::as_str) == Some("zstd")
+        && (dtype.starts_with('<') || dtype.starts_with('|'))
+        && !dtype.contains('O')
+        && meta.get("order").and_then(Value::as_str).unwrap_or("C") == "C"
 }
 
 /// Reading a `sharding_indexed` array inner chunk by inner chunk, as svar2's reader
@@ -311,6 +337,10 @@ impl AnyGroup {
                 .is_some_and(|m| blosc_frames(m, zarr_format, inner.is_some()))
                 && dtype.size().is_some()
                 && (inner.is_some() || layout.shard.is_none());
+            let checksum = meta.as_ref().is_some_and(|m| {
+                (inner.is_some() || layout.shard.is_none())
+                    && inner_chain(m, zarr_format, inner.is_some()).is_some_and(ends_with_crc32c)
+            });
             let meta_path = at.join(if zarr_format == 2 {
                 ".zarray"
             } else {
@@ -325,7 +355,29 @@ impl AnyGroup {
                 array,
                 inner,
                 blosc_frames,
+                checksum,
             }));
+        }
+        // The arrays every reader indexes by row must be lists, whatever a foreign
+        // writer put there.
+        for a in arrays
+            .iter()
+            .filter(|a| REQUIRED.contains(&a.name.as_str()))
+        {
+            if a.shape().len() != 1 {
+                return Err(not_vcf(format!(
+                    "{} has {} dimensions; in a VCF Zarr store it is one list (dimension {})",
+                    a.name,
+                    a.shape().len(),
+                    if a.name.starts_with("variant_") {
+                        "variants"
+                    } else if a.name == "sample_id" {
+                        "samples"
+                    } else {
+                        "contigs"
+                    }
+                )));
+            }
         }
         Ok(AnyGroup {
             root: root.into(),
@@ -463,6 +515,41 @@ impl AnyArray {
         self.blosc_frames
     }
 
+    /// Whether every stored chunk carries a crc32c (svar2's stores; older ones and
+    /// bio2zarr's do not, and read without a check).
+    pub fn has_checksums(&self) -> bool {
+        self.checksum
+    }
+
+    /// The file a chunk's bytes live in (its shard's, for a sharded array).
+    pub fn chunk_file(&self, idx: &[u64]) -> PathBuf {
+        let key = match &self.inner {
+            Some(r) => {
+                let sidx: Vec<u64> = idx.iter().zip(&r.per_shard).map(|(i, p)| i / p).collect();
+                self.array.chunk_key(&sidx).to_string()
+            }
+            None => self.array.chunk_key(idx).to_string(),
+        };
+        self.meta_path
+            .parent()
+            .and_then(Path::parent)
+            .map_or_else(|| PathBuf::from(&key), |root| root.join(&key))
+    }
+
+    /// A chunk's stored bytes to decode: with its crc32c checked and removed when the
+    /// chain ends with one (a mismatch is [`Error::Corrupt`] naming the array, the
+    /// chunk key and the shard file); unchanged otherwise.
+    pub fn checked<'b>(&self, idx: &[u64], stored: &'b [u8]) -> Result<&'b [u8]> {
+        if !self.checksum {
+            return Ok(stored);
+        }
+        crate::codecs::verified(
+            &self.key(idx),
+            &self.chunk_file(idx).display().to_string(),
+            stored,
+        )
+    }
+
     /// Decoded bytes of one chunk (fixed-size types).
     pub fn chunk_nbytes(&self) -> usize {
         self.chunk_shape().iter().product::<u64>() as usize * self.dtype.size().unwrap_or(0)
@@ -485,6 +572,7 @@ impl AnyArray {
         let n = self.chunk_nbytes();
         if let (true, Some(bytes)) = (self.blosc_frames, &stored) {
             out.resize(n, 0);
+            let bytes = self.checked(idx, bytes)?;
             // The chunk key is formatted only for an error (this is the reader's hot
             // path: one call per 4 KiB chunk).
             return crate::blosc::Frame::parse("", bytes, n)
@@ -532,6 +620,11 @@ impl AnyArray {
             Some(r) => &r.chain,
             None => &*self.array.codecs(),
         };
+        if let Some(b) = &stored {
+            // The same one-line message as the blosc path's for a bad checksum (the
+            // chain's own crc32c codec checks it again).
+            self.checked(idx, b)?;
+        }
         let bytes = match stored {
             Some(b) => chain
                 .decode(
@@ -562,24 +655,54 @@ impl AnyArray {
         Ok(raw)
     }
 
-    /// Rows `[r0, r1)` (every value of the other axes, C order) of an integer array,
-    /// widened to i64 (the region index is read and rebuilt from these).
-    pub fn read_rows_i64(&self, r0: u64, r1: u64) -> Result<Vec<i64>> {
-        let err = |msg: String| Error::NotStore {
+    /// Rows `[r0, r1)` (every value of the other axes, C order) of a fixed-size array,
+    /// read chunk by chunk through [`read`](Self::read) and [`decode`](Self::decode) —
+    /// every checksum checked, a damaged chunk named — on the calling thread.
+    pub fn read_rows(&self, r0: u64, r1: u64) -> Result<Vec<u8>> {
+        let e = self.dtype.size().ok_or_else(|| Error::NotStore {
             path: self.name.clone().into(),
-            msg,
-        };
-        let ranges: Vec<std::ops::Range<u64>> = std::iter::once(r0..r1)
-            .chain(self.shape().iter().skip(1).map(|&n| 0..n))
-            .collect();
-        let subset = ArraySubset::new_with_ranges(&ranges);
-        let bytes: ArrayBytes<'static> = self
-            .array
-            .retrieve_array_subset(&subset)
-            .map_err(|e| err(format!("cannot read rows {r0}-{r1} ({e})")))?;
-        let Raw::Fixed(b) = Raw::from_array_bytes(bytes).map_err(|e| err(e.to_string()))? else {
-            return Err(err("not an integer array".into()));
-        };
+            msg: "a string array, read as rows of numbers".into(),
+        })?;
+        let shape = self.shape().to_vec();
+        if shape.is_empty() {
+            return Err(Error::NotStore {
+                path: self.name.clone().into(),
+                msg: "a 0-dimensional array where rows were expected".into(),
+            });
+        }
+        let (r0, r1) = (r0.min(shape[0]), r1.min(shape[0]));
+        let mut lo = vec![0u64; shape.len()];
+        let mut hi = shape.clone();
+        (lo[0], hi[0]) = (r0, r1);
+        let box_shape: Vec<u64> = lo.iter().zip(&hi).map(|(l, h)| h - l).collect();
+        let mut out = vec![0u8; box_shape.iter().product::<u64>() as usize * e];
+        if r1 <= r0 || shape.contains(&0) {
+            return Ok(out);
+        }
+        let chunk = self.chunk_shape();
+        for idx in crate::block::blocks(&lo, &hi, &chunk) {
+            let Raw::Fixed(bytes) = self.decode(&idx, self.read(&idx)?)? else {
+                return Err(Error::Chunk {
+                    key: self.key(&idx),
+                    msg: "not fixed-size values".into(),
+                });
+            };
+            let origin: Vec<u64> = idx.iter().zip(&chunk).map(|(i, c)| i * c).collect();
+            let clo: Vec<u64> = lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
+            let chi: Vec<u64> = (0..lo.len())
+                .map(|d| hi[d].min(origin[d] + chunk[d]))
+                .collect();
+            crate::block::for_each_run(&clo, &chi, &origin, &chunk, &lo, &box_shape, |s, d, n| {
+                out[d * e..(d + n) * e].copy_from_slice(&bytes[s * e..(s + n) * e])
+            });
+        }
+        Ok(out)
+    }
+
+    /// Rows `[r0, r1)` of an integer array, widened to i64 (the region index is read
+    /// and rebuilt from these).
+    pub fn read_rows_i64(&self, r0: u64, r1: u64) -> Result<Vec<i64>> {
+        let b = self.read_rows(r0, r1)?;
         Ok(match self.dtype {
             Dtype::I8 => b.iter().map(|&x| x as i8 as i64).collect(),
             Dtype::I16 => b
@@ -594,30 +717,50 @@ impl AnyArray {
                 .chunks_exact(8)
                 .map(|x| i64::from_le_bytes(x.try_into().expect("8")))
                 .collect(),
-            d => return Err(err(format!("{d:?} is not an integer type"))),
+            d => {
+                return Err(Error::NotStore {
+                    path: self.name.clone().into(),
+                    msg: format!("{d:?} is not an integer type"),
+                })
+            }
         })
     }
 
-    /// Every value of a one-dimensional string array (sample and contig names).
+    /// Every value of a one-dimensional string array (sample and contig names), read
+    /// chunk by chunk (checksums checked).
     pub fn read_strings(&self) -> Result<Vec<String>> {
-        let n = self.shape().first().copied().unwrap_or(0);
-        let subset = ArraySubset::new_with_ranges(std::slice::from_ref(&(0..n)));
-        let bytes: ArrayBytes<'static> =
-            self.array
-                .retrieve_array_subset(&subset)
-                .map_err(|e| Error::NotStore {
-                    path: self.name.clone().into(),
-                    msg: format!("cannot read ({e})"),
-                })?;
-        match Raw::from_array_bytes(bytes)? {
-            Raw::Strings { bytes, offsets } => Ok(offsets
-                .windows(2)
-                .map(|w| String::from_utf8_lossy(&bytes[w[0]..w[1]]).into_owned())
-                .collect()),
-            Raw::Fixed(_) => Err(Error::NotStore {
+        let shape = self.shape();
+        if shape.len() != 1 {
+            return Err(Error::NotStore {
                 path: self.name.clone().into(),
-                msg: "not a string array".into(),
-            }),
+                msg: format!(
+                    "{} dimensions where a list of names was expected",
+                    shape.len()
+                ),
+            });
         }
+        let n = shape[0];
+        let c = self.chunk_shape()[0].max(1);
+        let mut names = Vec::with_capacity(n as usize);
+        for k in 0..n.div_ceil(c) {
+            match self.decode(&[k], self.read(&[k])?)? {
+                Raw::Strings { bytes, offsets } => {
+                    let take = (n - k * c).min(c) as usize;
+                    names.extend(
+                        offsets
+                            .windows(2)
+                            .take(take)
+                            .map(|w| String::from_utf8_lossy(&bytes[w[0]..w[1]]).into_owned()),
+                    );
+                }
+                Raw::Fixed(_) => {
+                    return Err(Error::NotStore {
+                        path: self.name.clone().into(),
+                        msg: "not a string array".into(),
+                    })
+                }
+            }
+        }
+        Ok(names)
     }
 }

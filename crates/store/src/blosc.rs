@@ -597,14 +597,14 @@ fn dst_of<'a>(out: &'a mut [u8], block: &Block) -> &'a mut [u8] {
     &mut out[block.out_offset..block.out_offset + block.out_len]
 }
 
-/// Frames and data made by hand, for the tests of every crate that decodes frames
-/// (this one, the GPU batch plan) and for fuzzing: not part of the store format.
-#[doc(hidden)]
-pub mod testing {
-    use super::{DONT_SPLIT, HEADER, MAX_SPLITS, MIN_SPLIT_ELEMENTS};
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{InnerCodec, Raw};
+    use crate::Dtype;
 
     /// Deterministic bytes, mostly small values (as genotypes and counts are).
-    pub fn noise(n: usize, seed: u64) -> Vec<u8> {
+    fn noise(n: usize, seed: u64) -> Vec<u8> {
         let mut x = seed | 1;
         (0..n)
             .map(|_| {
@@ -620,56 +620,10 @@ pub mod testing {
             .collect()
     }
 
-    /// A frame as old c-blosc writers made them: `blocksize` blocks (the last
-    /// partial), each split into `typesize` streams when c-blosc would split it
-    /// (`flags` without don't-split), streams zstd-compressed or stored `raw`. The data
-    /// is taken as already shuffled (the flags say how to undo it).
-    pub fn hand_frame(
-        data: &[u8],
-        typesize: usize,
-        blocksize: usize,
-        flags: u8,
-        raw: bool,
-    ) -> Vec<u8> {
-        let nblocks = data.len().div_ceil(blocksize);
-        let table_end = HEADER + 4 * nblocks;
-        let (mut body, mut starts) = (Vec::new(), Vec::new());
-        for j in 0..nblocks {
-            let block = &data[j * blocksize..((j + 1) * blocksize).min(data.len())];
-            starts.push((table_end + body.len()) as i32);
-            let split = flags & DONT_SPLIT == 0
-                && typesize <= MAX_SPLITS
-                && block.len() / typesize >= MIN_SPLIT_ELEMENTS
-                && block.len() == blocksize;
-            let n = if split { typesize } else { 1 };
-            for piece in block.chunks(block.len() / n) {
-                let stored = if raw {
-                    piece.to_vec()
-                } else {
-                    zstd::bulk::compress(piece, 1).expect("zstd")
-                };
-                body.extend_from_slice(&(stored.len() as i32).to_le_bytes());
-                body.extend_from_slice(&stored);
-            }
-        }
-        let mut f = vec![2, 1, flags, typesize as u8];
-        for v in [data.len(), blocksize, table_end + body.len()] {
-            f.extend_from_slice(&(v as i32).to_le_bytes());
-        }
-        for s in starts {
-            f.extend_from_slice(&s.to_le_bytes());
-        }
-        f.extend_from_slice(&body);
-        f
+    /// The blosc frame inside an encoded chunk (its trailing crc32c checked, removed).
+    fn frame_of(enc: &[u8]) -> Vec<u8> {
+        crate::codecs::verified("k", "f", enc).unwrap().to_vec()
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::testing::{hand_frame, noise};
-    use super::*;
-    use crate::codec::{InnerCodec, Raw};
-    use crate::Dtype;
 
     /// The note's formula, bit by bit: the reference the fast path is held to.
     fn bitunshuffle_reference(src: &[u8], t: usize) -> Vec<u8> {
@@ -722,7 +676,8 @@ mod tests {
                             .flat_map(|i| (65 + i % 26).to_le_bytes())
                             .collect();
                     }
-                    let enc = codec.encode(&Raw::Fixed(raw.clone()), &[n as u64]).unwrap();
+                    let enc =
+                        frame_of(&codec.encode(&Raw::Fixed(raw.clone()), &[n as u64]).unwrap());
                     let frame = Frame::parse("k", &enc, raw.len()).unwrap();
                     let mut out = vec![0u8; raw.len()];
                     dec.decode("k", &enc, &frame, &mut out).unwrap();
@@ -752,7 +707,8 @@ mod tests {
                     if dtype == Dtype::Bool {
                         raw.iter_mut().for_each(|b| *b &= 1);
                     }
-                    let enc = codec.encode(&Raw::Fixed(raw.clone()), &[n as u64]).unwrap();
+                    let enc =
+                        frame_of(&codec.encode(&Raw::Fixed(raw.clone()), &[n as u64]).unwrap());
                     let frame = Frame::parse("k", &enc, raw.len()).unwrap();
                     let len = raw.len();
                     let ranges: Vec<(usize, usize)> = (0..len)
@@ -775,43 +731,11 @@ mod tests {
     }
 
     #[test]
-    fn split_raw_and_partial_blocks_decode() {
-        let mut dec = Decoder::new().unwrap();
-        let data = noise(5000, 9);
-        // Split streams (no DONT_SPLIT), typesize 4, two full blocks and a partial one;
-        // zstd streams, then raw ones.
-        for raw in [false, true] {
-            let f = hand_frame(&data, 4, 2048, ZSTD << 5, raw);
-            let frame = Frame::parse("k", &f, data.len()).unwrap();
-            assert_eq!(frame.blocks.len(), 3);
-            assert_eq!(frame.blocks[0].streams.len(), 4);
-            assert_eq!(
-                frame.blocks[2].streams.len(),
-                1,
-                "a partial block is not split"
-            );
-            assert!(frame.blocks[0].streams.iter().all(|s| s.raw == raw));
-            let mut out = vec![0; data.len()];
-            dec.decode("k", &f, &frame, &mut out).unwrap();
-            assert_eq!(out, data);
-        }
-        // Memcpyed: the data as is, not unshuffled although the shuffle bit is set.
-        let mut f = vec![2, 1, 0x96, 1];
-        f.extend_from_slice(&(100i32).to_le_bytes());
-        f.extend_from_slice(&(100i32).to_le_bytes());
-        f.extend_from_slice(&(116i32).to_le_bytes());
-        f.extend_from_slice(&data[..100]);
-        let frame = Frame::parse("k", &f, 100).unwrap();
-        let mut out = vec![0; 100];
-        dec.decode("k", &f, &frame, &mut out).unwrap();
-        assert_eq!(out, &data[..100]);
-    }
-
-    #[test]
     fn damaged_frames_are_errors_naming_the_chunk() {
         let codec = InnerCodec::new(Dtype::I32, false, 1).unwrap();
         let raw = noise(4000, 3);
-        let enc = codec.encode(&Raw::Fixed(raw.clone()), &[1000]).unwrap();
+        let stored = codec.encode(&Raw::Fixed(raw.clone()), &[1000]).unwrap();
+        let enc = frame_of(&stored);
         let mut dec = Decoder::new().unwrap();
         let mut out = vec![0; 4000];
         let try_it = |b: &[u8], n: usize, dec: &mut Decoder, out: &mut Vec<u8>| {
@@ -829,14 +753,16 @@ mod tests {
         let mut table = enc.clone();
         table[16..20].copy_from_slice(&(1i32 << 30).to_le_bytes());
         assert!(try_it(&table, 4000, &mut dec, &mut out).is_err());
-        let mut body = enc.clone();
-        let last = body.len() - 3;
-        body[last] ^= 0xff;
+        // A flipped bit in a zstd stream may well decode (to wrong values): the frame
+        // cannot tell, the chunk's crc32c does, naming the chunk.
+        let mut body = stored.clone();
         body[24] ^= 0x55;
-        let e = try_it(&body, 4000, &mut dec, &mut out);
-        if let Err(e) = e {
-            assert!(e.to_string().starts_with("call_DP/c/0/0: corrupt"), "{e}");
-        }
+        let e = crate::codecs::verified("call_DP/c/0/0", "s/call_DP/c/0/0", &body).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("call_DP/c/0/0: corrupt shard: checksum mismatch"),
+            "{e}"
+        );
         // Arbitrary bytes never panic.
         for seed in 0..2000u64 {
             let mut b = enc.clone();

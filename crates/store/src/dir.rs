@@ -308,7 +308,9 @@ pub fn digest(root: &Path) -> Result<String> {
         });
     }
     if !root.join("zarr.json").is_file() {
-        let msg = if root.join(IN_PROGRESS).exists() {
+        let has_arrays = fs::read_dir(root)
+            .is_ok_and(|mut d| d.any(|e| e.is_ok_and(|e| e.path().join("zarr.json").is_file())));
+        let msg = if root.join(IN_PROGRESS).exists() || has_arrays {
             "not a complete store (no root zarr.json): the conversion did not finish"
         } else {
             "not a Zarr v3 store (no root zarr.json)"

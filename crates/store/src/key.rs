@@ -22,16 +22,6 @@ pub fn chunk_path(root: &Path, array: &str, indices: &[u64]) -> PathBuf {
     p
 }
 
-/// The shard grid index of the shard holding element `element`, when shards are
-/// `shard` long along each axis.
-pub fn shard_of(element: &[u64], shard: &[u64]) -> Vec<u64> {
-    element
-        .iter()
-        .zip(shard)
-        .map(|(&e, &s)| e / s.max(1))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,10 +36,6 @@ mod tests {
         assert_eq!(
             chunk_path(Path::new("/s.zarr"), "variant_position", &[12]),
             PathBuf::from("/s.zarr/variant_position/c/12")
-        );
-        assert_eq!(
-            shard_of(&[65_000, 999, 1], &[64_000, 1000, 2]),
-            vec![1, 0, 0]
         );
     }
 }

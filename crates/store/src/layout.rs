@@ -137,7 +137,8 @@ fn gpu_v3(chain: &[Value], itemsize: Option<u64>) -> Option<String> {
         .map(|c| c.get("name").and_then(Value::as_str).unwrap_or("?"))
         .collect();
     match names.as_slice() {
-        ["bytes", "blosc"] => {
+        // (A trailing crc32c is checked on the host while the batch is packed.)
+        ["bytes", "blosc"] | ["bytes", "blosc", "crc32c"] => {
             let cname = chain[1]
                 .pointer("/configuration/cname")
                 .and_then(Value::as_str);
@@ -149,7 +150,7 @@ fn gpu_v3(chain: &[Value], itemsize: Option<u64>) -> Option<String> {
             })
         }
         _ => Some(format!(
-            "codecs {} (the GPU path decodes bytes + blosc-zstd)",
+            "codecs {} (the GPU path decodes bytes + blosc-zstd [+ crc32c])",
             names.join(", ")
         )),
     }
