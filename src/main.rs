@@ -17,6 +17,7 @@ mod output;
 mod plan;
 mod read;
 mod rechunk;
+mod verify;
 
 #[derive(Parser)]
 #[command(
@@ -65,6 +66,11 @@ enum Command {
     BenchRead(bench_read::Args),
     /// Print one blake3 hash over every file (relative path and bytes) of a store.
     Digest(digest::Args),
+    /// Check every shard index and every chunk of a store (its crc32c, or for stores
+    /// without checksums what can be checked: index checksums, frame headers, decoded
+    /// sizes); name each damaged chunk with the records and samples it holds; exit 1
+    /// if any.
+    Verify(verify::Args),
 }
 
 fn init_logging(verbose: u8, quiet: bool) {
@@ -128,6 +134,7 @@ fn main() -> ExitCode {
         Command::Read(a) => read::run(a),
         Command::BenchRead(a) => bench_read::run(a),
         Command::Digest(a) => digest::run(a),
+        Command::Verify(a) => verify::run(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -308,6 +308,66 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// Every chunk of `chunks` read by the IO threads and handed, with the decode
+    /// thread's decoder and buffer, to `visit` on the decode pool — each one, whatever
+    /// another's read or decode gave (for `verify`). At most a few units of chunks are
+    /// held between the two stages, so memory does not grow with the store.
+    pub fn visit_chunks<F>(&self, a: &Arc<AnyArray>, chunks: &[Vec<u64>], visit: &F)
+    where
+        F: Fn(&[u64], svar2_store::Result<Option<Vec<u8>>>, &mut Decoder, &mut Vec<u8>) + Sync,
+    {
+        let threads = self.pool.current_num_threads().max(1);
+        let unit = 32;
+        let (job_tx, job_rx) = unbounded::<std::ops::Range<usize>>();
+        for u in (0..chunks.len()).step_by(unit) {
+            let _ = job_tx.send(u..(u + unit).min(chunks.len()));
+        }
+        drop(job_tx);
+        type Read = Vec<svar2_store::Result<Option<Vec<u8>>>>;
+        let (read_tx, read_rx) = bounded::<(std::ops::Range<usize>, Read)>(2 * threads);
+        let counters = &self.counters;
+        std::thread::scope(|ts| {
+            for _ in 0..self.io_threads.min(chunks.len().div_ceil(unit)).max(1) {
+                let (job_rx, read_tx) = (job_rx.clone(), read_tx.clone());
+                ts.spawn(move || {
+                    for u in job_rx {
+                        let r: Read = chunks[u.clone()].iter().map(|idx| a.read(idx)).collect();
+                        if read_tx.send((u, r)).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(read_tx);
+            self.pool.in_place_scope(|s| {
+                for (u, reads) in read_rx.iter() {
+                    s.spawn(move |_| {
+                        DECODER.with(|cell| {
+                            let mut slot = cell.borrow_mut();
+                            if slot.is_none() {
+                                match Decoder::new() {
+                                    Ok(d) => *slot = Some((d, Vec::new())),
+                                    Err(_) => return,
+                                }
+                            }
+                            let (dec, buf) = slot.as_mut().expect("set above");
+                            for (idx, r) in chunks[u].iter().zip(reads) {
+                                if let Ok(Some(b)) = &r {
+                                    counters
+                                        .bytes_read
+                                        .fetch_add(b.len() as u64, Ordering::Relaxed);
+                                }
+                                visit(idx, r, dec, buf);
+                            }
+                        });
+                    });
+                }
+            });
+        });
+    }
+}
+
 /// Each chunk a batch touches once, with the patches it serves; in key order (a
 /// shard's chunks together).
 pub(crate) fn chunk_users(placements: &[Placement], chunk: &[u64]) -> Vec<(Vec<u64>, Vec<u32>)> {
