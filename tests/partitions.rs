@@ -460,3 +460,67 @@ fn partition_misuse_is_one_clear_line() {
     assert!(err.contains("the input changed; plan again"), "{err}");
     assert!(!out.exists(), "nothing written for a refused task");
 }
+
+/// A plan edited with its id recomputed (so the edit check passes): every number a
+/// task or finalize indexes by is checked first, and each bad one is refused in one
+/// line — never a panic, never a write.
+#[test]
+fn edited_plans_with_their_id_recomputed_are_refused() {
+    use svar2_convert::partition::PartitionPlan;
+    if !tools(
+        "edited_plans_with_their_id_recomputed_are_refused",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let gz = bgzip_indexed(&growth_vcf(d));
+    let plan_path = d.join("plan.json");
+    let out = d.join("out.zarr");
+    plan(&[&gz], &out, 3, &[], &plan_path);
+    let good: PartitionPlan = serde_json::from_slice(&std::fs::read(&plan_path).unwrap()).unwrap();
+    type Edit = fn(&mut PartitionPlan);
+    let edits: [(&str, Edit); 9] = [
+        ("no partitions", |p| p.partitions.clear()),
+        ("span contig", |p| p.partitions[0].spans[0].contig = 99),
+        ("span cut", |p| p.partitions[0].spans[0].cut = 99),
+        ("contig file", |p| p.contigs[0].file = 7),
+        ("partition number", |p| {
+            p.partitions[1].index = p.partitions[0].index
+        }),
+        ("chunk size", |p| p.geometry.variants_chunk = 0),
+        ("contig id", |p| p.contigs[0].rid = 999),
+        ("contig offset", |p| p.contigs[0].offset += 5),
+        ("no cuts", |p| p.contigs[0].cuts.clear()),
+    ];
+    for (what, edit) in edits {
+        let mut p = good.clone();
+        edit(&mut p);
+        p.id = String::new();
+        p.id = blake3::hash(&serde_json::to_vec(&p).unwrap())
+            .to_hex()
+            .to_string();
+        let edited = d.join("edited.json");
+        std::fs::write(&edited, serde_json::to_vec_pretty(&p).unwrap()).unwrap();
+        for args in [
+            vec![
+                "convert",
+                "-q",
+                "--plan",
+                edited.to_str().unwrap(),
+                "--partition",
+                "0",
+            ],
+            vec!["finalize", "-q", edited.to_str().unwrap()],
+        ] {
+            let o = svar2().args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(!o.status.success(), "{what}: {args:?} succeeded");
+            assert!(!err.contains("panicked"), "{what}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{what}: {err}");
+            assert!(err.contains("plan again"), "{what}: {err}");
+        }
+        assert!(!out.exists(), "{what}: something was written");
+    }
+}

@@ -263,7 +263,104 @@ impl PartitionPlan {
         if id.as_str() != plan.id {
             return Err(plan_error(path, "was edited after planning: plan again"));
         }
+        plan.check_numbers().map_err(|why| {
+            plan_error(
+                path,
+                format!("is not a plan svar2 writes ({why}): plan again"),
+            )
+        })?;
         Ok(plan)
+    }
+
+    /// Every number a task or finalize will index by, checked before any is used: a
+    /// plan edited with its id recomputed is refused in one line, never a panic.
+    fn check_numbers(&self) -> std::result::Result<(), String> {
+        let g = &self.geometry;
+        if g.variants_chunk == 0
+            || g.samples_chunk == 0
+            || g.variants_shard == 0
+            || g.samples_shard == 0
+        {
+            return Err("a chunk or shard of size 0".into());
+        }
+        if !g.variants_shard.is_multiple_of(g.variants_chunk)
+            || !g.samples_shard.is_multiple_of(g.samples_chunk)
+        {
+            return Err("shards that are not whole inner chunks".into());
+        }
+        if !(1..=9).contains(&g.zstd_level) {
+            return Err(format!("zstd level {}", g.zstd_level));
+        }
+        if self.inputs.is_empty() || self.partitions.is_empty() {
+            return Err("no inputs or no partitions".into());
+        }
+        let n = self.partitions.len();
+        let mut seen = vec![false; n];
+        for (i, p) in self.partitions.iter().enumerate() {
+            if p.index >= n || std::mem::replace(&mut seen[p.index], true) {
+                return Err(format!("partition {i} numbered {} of {n}", p.index));
+            }
+            if p.axis != i {
+                return Err(format!("partition {i} at axis place {}", p.axis));
+            }
+            if let Some((a, b)) = p.shard_rows {
+                if a > b {
+                    return Err(format!("partition {i}'s shard rows {a}..{b}"));
+                }
+            }
+            for sp in &p.spans {
+                let Some(c) = self.contigs.get(sp.contig) else {
+                    return Err(format!(
+                        "partition {i} names contig {} of {}",
+                        sp.contig,
+                        self.contigs.len()
+                    ));
+                };
+                if sp.cut >= c.cuts.len() {
+                    return Err(format!(
+                        "partition {i} names cut {} of contig {}",
+                        sp.cut, c.name
+                    ));
+                }
+            }
+        }
+        let mut offset = 0u64;
+        for c in &self.contigs {
+            if c.file as usize >= self.inputs.len() {
+                return Err(format!(
+                    "contig {} in input {} of {}",
+                    c.name,
+                    c.file,
+                    self.inputs.len()
+                ));
+            }
+            if c.cuts.is_empty() {
+                return Err(format!("contig {} without a cut", c.name));
+            }
+            let mut at = 0u64;
+            for &(beg, end) in &c.cuts {
+                if beg < at || end.is_some_and(|e| e < beg) {
+                    return Err(format!("contig {}'s cuts out of order", c.name));
+                }
+                at = end.unwrap_or(u64::MAX);
+            }
+            if c.offset != offset {
+                return Err(format!(
+                    "contig {} at offset {} where {offset} was expected",
+                    c.name, c.offset
+                ));
+            }
+            offset = offset
+                .checked_add(c.records)
+                .ok_or("record counts overflow")?;
+        }
+        if offset != self.records {
+            return Err(format!(
+                "contigs of {offset} records in a plan of {}",
+                self.records
+            ));
+        }
+        Ok(())
     }
 
     /// The plan as pretty JSON.
@@ -356,10 +453,11 @@ impl PartitionPlan {
         let paths: Vec<PathBuf> = self.inputs.iter().map(|i| i.path.clone()).collect();
         let cs = open_indexed(&paths, request)?;
         let same_order = cs.files.iter().map(|f| &f.path).eq(paths.iter());
-        let same_counts = self
-            .contigs
-            .iter()
-            .all(|c| cs.counts.get(c.rid as usize) == Some(&c.records));
+        let same_counts = self.contigs.iter().all(|c| {
+            cs.counts.get(c.rid as usize) == Some(&c.records)
+                && cs.schema.contigs[c.rid as usize].name == c.name
+                && cs.contigs.iter().any(|p| p.rid == c.rid)
+        });
         if !same_order
             || !same_counts
             || cs.schema.samples.len() as u64 != self.samples
