@@ -28,11 +28,22 @@ fn plan_equals_zarrs(store: &Path) -> usize {
                 stored.push((idx, bytes));
             }
         }
+        // The frames the host packs: each chunk's crc32c checked and removed.
+        let frames: Vec<Vec<u8>> = stored
+            .iter()
+            .map(|(idx, b)| a.checked(idx, b).unwrap().to_vec())
+            .collect();
+        if a.has_checksums() {
+            assert!(frames
+                .iter()
+                .zip(&stored)
+                .all(|(f, (_, b))| f.len() + 4 == b.len()));
+        }
         let n = a.chunk_nbytes();
-        let inputs: Vec<ChunkInput> = stored
+        let inputs: Vec<ChunkInput> = frames
             .iter()
             .zip(&keys)
-            .map(|((_, b), k)| ChunkInput {
+            .map(|(b, k)| ChunkInput {
                 key: k,
                 bytes: b,
                 nbytes: n,
@@ -162,18 +173,26 @@ fn device_patches_equal_the_cpu_readers() {
         dev.decode(plan).unwrap();
         assert!(dev.patches_to_host().unwrap() == want, "{store}: {array}");
     });
-    // A stream that parses but does not decompress: nvCOMP's status names the chunk.
+    let plan = undecodable_batch();
+    let e = dev.decode(&plan).unwrap_err().to_string();
+    assert!(e.starts_with("x/c/1"), "{e}");
+}
+
+/// A batch of two chunks whose second holds a stream that parses but does not
+/// decompress (its zstd magic number broken).
+fn undecodable_batch() -> BatchPlan {
     let codec = svar2_store::codec::InnerCodec::new(svar2_store::Dtype::I32, false, 1).unwrap();
-    let enc = codec
-        .encode(
-            &Raw::Fixed(svar2_store::blosc::testing::noise(40_000, 3)),
-            &[10_000],
-        )
-        .unwrap();
+    let values: Vec<u8> = (0..40_000u32).map(|i| (i % 7) as u8).collect();
+    let stored = codec.encode(&Raw::Fixed(values), &[10_000]).unwrap();
+    let enc = svar2_store::codecs::verified("x", "x", &stored)
+        .unwrap()
+        .to_vec();
+    let frame = svar2_store::blosc::Frame::parse("x", &enc, 40_000).unwrap();
+    let stream = frame.blocks[0].streams[0];
+    assert!(!stream.raw, "the values compress");
     let mut bad = enc.clone();
-    let n = bad.len();
-    bad[n - 8] ^= 0x55;
-    let plan = BatchPlan::build(&[
+    bad[stream.offset] ^= 0x55;
+    BatchPlan::build(&[
         ChunkInput {
             key: "x/c/0",
             bytes: &enc,
@@ -185,11 +204,17 @@ fn device_patches_equal_the_cpu_readers() {
             nbytes: 40_000,
         },
     ])
-    .unwrap();
-    if svar2_gpu::cpu::execute(&plan).is_err() {
-        let e = dev.decode(&plan).unwrap_err().to_string();
-        assert!(e.starts_with("x/c/1"), "{e}");
-    }
+    .unwrap()
+}
+
+/// The CPU executor (the kernels' arithmetic) names the chunk whose stream does not
+/// decompress; nvCOMP's status does the same on a device (above).
+#[test]
+fn a_stream_that_does_not_decompress_names_its_chunk() {
+    let e = svar2_gpu::cpu::execute(&undecodable_batch())
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("x/c/1"), "{e}");
 }
 
 #[test]

@@ -122,19 +122,70 @@ pub fn check() -> Result<Found, String> {
 mod tests {
     use super::*;
 
-    /// On a machine without a GPU the answer names what is missing; with one it
-    /// finds the libraries. Never a panic either way.
+    /// Whether the CUDA driver is installed, looked up apart from `load` (the loader
+    /// cache and the usual directories).
+    fn driver_installed() -> bool {
+        let cached = std::process::Command::new("ldconfig")
+            .arg("-p")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("libcuda.so.1"));
+        cached
+            || [
+                "/usr/lib/x86_64-linux-gnu",
+                "/usr/lib64",
+                "/usr/local/nvidia/lib64",
+            ]
+            .iter()
+            .any(|d| std::path::Path::new(d).join("libcuda.so.1").exists())
+    }
+
+    /// Without a driver the answer is exactly that; with one, the libraries are
+    /// found (the test set-up installs their wheels) or the missing one is named.
     #[test]
     fn check_names_what_is_missing() {
-        match check() {
-            Ok(f) => assert!(f.nvcomp.to_string_lossy().contains("nvcomp")),
-            Err(e) => assert!(
-                e == "no CUDA driver found (libcuda.so.1)"
-                    || e.starts_with("nvCOMP not found")
-                    || e.starts_with("NVRTC not found")
-                    || e.starts_with("SVAR2_"),
+        match (driver_installed(), check()) {
+            (false, r) => assert_eq!(r, Err("no CUDA driver found (libcuda.so.1)".into())),
+            (true, Ok(f)) => {
+                assert!(f.nvcomp.to_string_lossy().contains("nvcomp"), "{f:?}");
+                assert!(f.nvrtc.to_string_lossy().contains("nvrtc"), "{f:?}");
+            }
+            (true, Err(e)) => assert!(
+                e.starts_with("nvCOMP not found") || e.starts_with("NVRTC not found"),
                 "{e}"
             ),
         }
+    }
+
+    /// The libraries themselves, driver or not: found in the wheels the test set-up
+    /// installs, and a path given by the environment that does not load is named.
+    #[test]
+    fn nvcomp_and_nvrtc_are_found_or_named() {
+        let wheels = std::process::Command::new("python3")
+            .args(["-c", "import nvidia.libnvcomp, nvidia.cuda_nvrtc"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if wheels {
+            assert!(nvcomp().unwrap().to_string_lossy().contains("libnvcomp.so"));
+            assert!(nvrtc().unwrap().to_string_lossy().contains("libnvrtc.so"));
+        }
+        let w = Wanted {
+            env: "SVAR2_TEST_PROBE_NVCOMP",
+            ..NVCOMP
+        };
+        std::env::set_var(w.env, "/nonexistent/libnvcomp.so.5");
+        let e = find(&w)
+            .map(|(p, _)| p)
+            .expect_err("a path that does not exist does not load");
+        assert!(
+            e.starts_with("SVAR2_TEST_PROBE_NVCOMP=/nonexistent/libnvcomp.so.5: cannot load it"),
+            "{e}"
+        );
+        let none = Wanted {
+            env: "SVAR2_TEST_PROBE_UNSET",
+            module: "no_such_module_here",
+            names: &["libsvar2-no-such-library.so"],
+            ..NVCOMP
+        };
+        assert_eq!(find(&none).err(), Some(NVCOMP.install.to_string()));
     }
 }
