@@ -248,6 +248,16 @@ fn huge_values_are_handled_within_the_budget_or_refused() {
         &out,
         &["--max-mem", "256MiB", "--variants-chunk", "2"],
     );
+    if tools("huge_values: the wide field read back", &[Tool::ZarrPython]) {
+        // Every one of the million values; the record without the field is missing in
+        // every slot (an absent field, as bio2zarr stores it).
+        let got = sh_ok(&format!(
+            "python3 -c \"import zarr, numpy as np; a = zarr.open_group('{}', mode='r')['variant_XS'][:]; \
+             print(a.shape, int((a[1] == 7).sum()), int((a[0] == -1).sum()))\"",
+            out.display()
+        ));
+        assert_eq!(got.trim(), "(2, 1000000) 1000000 1000000");
+    }
     // A 1 MB allele is just a long string.
     let allele = "A".repeat(1 << 20);
     let long = format!("chr1 10 . {allele} C 30 PASS DP=1 GT:AD 0/1:1,2 1/1:0,3");

@@ -89,16 +89,7 @@ fn layouts_of_bio2zarr_v2_v3_and_svar2_stores() {
             .as_str()
             .unwrap()
             .contains("strings"));
-        // The planner's law: (v − 1 + Vc)/v × (s − 1 + Sc)/s for a 4096x1 patch.
-        let vc = gt["chunk"][0].as_f64().unwrap();
-        let sc = gt["chunk"][1].as_f64().unwrap();
-        let want = (4095.0 + vc) / 4096.0 * sc;
-        let got = gt["amplification"].as_f64().unwrap();
-        assert!(
-            (got - want).abs() < 1e-9,
-            "{}: {got} vs {want}",
-            store.display()
-        );
+        assert!(gt["amplification"].as_f64().is_some(), "{gt}");
     }
     // Sharded where svar2 wrote it, and within --max-amplification when planned for it.
     let r = inspect_json(&ours, "4096x1");
@@ -126,6 +117,39 @@ fn layouts_of_bio2zarr_v2_v3_and_svar2_stores() {
         if let Some(amp) = a["amplification"].as_f64() {
             assert!(amp <= 1.5, "{}: {amp}", a["name"]);
         }
+    }
+    // What inspect says a patch costs is what reading patches costs: bytes decoded
+    // per byte needed, measured by bench-read one patch per batch (so no chunk serves
+    // two patches), on a file long enough for 4096-variant patches.
+    let long = d.join("long.vcf");
+    std::fs::write(&long, svar2_vcf::testing::mixed_vcf(20, 9000, 5, false)).unwrap();
+    for (name, flags) in [("default", vec![]), ("patched", vec!["--patch", "4096x1"])] {
+        let store = d.join(format!("long-{name}.zarr"));
+        convert(&long, &store, &flags);
+        let said = array(&inspect_json(&store, "4096x1"), "call_genotype")["amplification"]
+            .as_f64()
+            .unwrap();
+        let o = svar2()
+            .args([
+                "bench-read",
+                "--patch",
+                "4096x1",
+                "--n",
+                "400",
+                "--batch",
+                "1",
+                "--json",
+            ])
+            .arg(&store)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let measured = r["decoded_per_useful"].as_f64().unwrap();
+        assert!(
+            (measured - said).abs() / said < 0.1,
+            "{name}: inspect says {said}, reading decodes {measured}"
+        );
     }
     // Not a store: one line, exit 1.
     let o = svar2().arg("inspect").arg(d).output().unwrap();

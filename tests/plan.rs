@@ -187,6 +187,35 @@ fn plan_writes_nothing_and_reports_geometry() {
     ] {
         assert!(text.contains(want), "missing {want:?} in\n{text}");
     }
+    // The geometry it prints is the JSON's, and the store convert then writes has it.
+    let j = plan_json(&data("all_fields.vcf"), &["--patch", "4096x1"]);
+    let p = &j["plan"];
+    let (v, s) = (
+        p["chunks"]["variants"].as_u64().unwrap(),
+        p["chunks"]["samples"].as_u64().unwrap(),
+    );
+    let (vs, ss) = (
+        p["variants_shard"].as_u64().unwrap(),
+        p["samples_shard"].as_u64().unwrap(),
+    );
+    let line = format!("inner {v} variants x {s} samples; shards {vs} x {ss}");
+    assert!(text.contains(&line), "{line} not in\n{text}");
+    let amp = p["amplification"].as_f64().unwrap();
+    assert!(
+        text.contains(&format!("amplification  {amp:.3}")),
+        "{amp} not in\n{text}"
+    );
+    convert(&data("all_fields.vcf"), &out, &["--patch", "4096x1"]);
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("call_genotype/zarr.json")).unwrap())
+            .unwrap();
+    let inner = &meta["codecs"][0]["configuration"]["chunk_shape"];
+    assert_eq!(inner[0].as_u64(), Some(v), "{meta}");
+    assert_eq!(inner[1].as_u64(), Some(s.min(4)), "{meta}");
+    assert_eq!(
+        meta["chunk_grid"]["configuration"]["chunk_shape"][0].as_u64(),
+        Some(vs)
+    );
 }
 
 /// `--max-mem` is a promise: the measured peak RSS of a conversion whose budget forces
@@ -240,6 +269,33 @@ fn measured_peak_rss_stays_under_max_mem() {
                 "{}: peak {kb} KiB over --max-mem {budget_mib}MiB (predicted {predicted})",
                 vcf.display()
             );
+            assert!(
+                predicted <= budget_mib << 20,
+                "the plan itself fits its budget"
+            );
+            // The budget changed how much was held at once, never a value: the same
+            // layout written without it gives the same bytes.
+            let p = &plan["plan"];
+            let same = dir.path().join("same.zarr");
+            let geometry = [
+                ("--variants-chunk", &p["chunks"]["variants"]),
+                ("--samples-chunk", &p["chunks"]["samples"]),
+                ("--variants-shard", &p["variants_shard"]),
+                ("--samples-shard", &p["samples_shard"]),
+            ];
+            let flags: Vec<String> = geometry
+                .iter()
+                .flat_map(|(f, v)| [f.to_string(), v.to_string()])
+                .collect();
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            convert(vcf, &same, &flags);
+            assert_eq!(
+                digest(&same),
+                digest(&out),
+                "{} at {budget_mib}MiB",
+                vcf.display()
+            );
+            std::fs::remove_dir_all(&same).unwrap();
         }
     }
 }

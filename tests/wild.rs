@@ -145,6 +145,17 @@ fn more_values_than_alleles_are_refused_and_fewer_are_padded() {
         a["variant_AC"]["dims"],
         serde_json::json!(["variants", "alt_alleles"])
     );
+    // The values as zarr-python reads them: what was given, then fill (−2) to the
+    // width; `.` is one missing value (−1) then fill, as htslib reads it (bio2zarr
+    // stores missing in every slot of a lone `.` INFO value: docs/store.md).
+    assert_eq!(
+        values(&a, "call_AD"),
+        serde_json::json!([[[1, -2, -2], [-1, -2, -2]], [[3, 4, -2], [-1, -2, -2]]])
+    );
+    assert_eq!(
+        values(&a, "variant_AC"),
+        serde_json::json!([[-1, -2], [1, -2]])
+    );
 }
 
 #[test]

@@ -35,6 +35,9 @@ def main(ref_path, ours_path):
             # the array out then (README, "Differences from bio2zarr").
             continue
         problems.append(f"{missing}: missing from our store")
+    for extra in sorted(our_names - ref_names):
+        # Both ways: an array svar2 adds is a difference too.
+        problems.append(f"{extra}: in our store, not in bio2zarr's")
     for name in sorted(ref_names & our_names):
         if name == "region_index":
             continue

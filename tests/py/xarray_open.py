@@ -12,6 +12,7 @@ import sys
 import warnings
 
 import xarray as xr
+import zarr
 
 
 def stores(root):
@@ -36,8 +37,19 @@ def main(args):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 ds = xr.open_zarr(s, consolidated=False)
-            # Every dimension has one length across the arrays that name it.
-            assert all(v > 0 or v == 0 for v in ds.sizes.values())
+            # Every array is a variable, and each dimension has the one length every
+            # array naming it gives it in its own metadata (read by zarr, not xarray).
+            g = zarr.open_group(s, mode="r")
+            lengths = {}
+            for name, a in g.arrays():
+                dims = list(getattr(a.metadata, "dimension_names", None)
+                            or a.attrs.get("_ARRAY_DIMENSIONS", []))
+                assert name in ds.variables, f"{name} is not a variable"
+                assert dims == list(ds[name].dims), (name, dims, ds[name].dims)
+                for d, n in zip(dims, a.shape):
+                    lengths.setdefault(d, set()).add(n)
+            for d, ns in lengths.items():
+                assert ns == {ds.sizes[d]}, (d, ns, ds.sizes[d])
         except Exception as e:  # noqa: BLE001 - report every failure the same way
             print(f"{s}: xarray.open_zarr failed: {e}")
             bad += 1
