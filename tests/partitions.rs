@@ -481,13 +481,16 @@ fn edited_plans_with_their_id_recomputed_are_refused() {
     plan(&[&gz], &out, 3, &[], &plan_path);
     let good: PartitionPlan = serde_json::from_slice(&std::fs::read(&plan_path).unwrap()).unwrap();
     type Edit = fn(&mut PartitionPlan);
-    let edits: [(&str, Edit); 9] = [
+    let edits: [(&str, Edit); 10] = [
         ("no partitions", |p| p.partitions.clear()),
         ("span contig", |p| p.partitions[0].spans[0].contig = 99),
         ("span cut", |p| p.partitions[0].spans[0].cut = 99),
         ("contig file", |p| p.contigs[0].file = 7),
         ("partition number", |p| {
             p.partitions[1].index = p.partitions[0].index
+        }),
+        ("axis place", |p| {
+            p.partitions[1].axis = p.partitions[0].axis
         }),
         ("chunk size", |p| p.geometry.variants_chunk = 0),
         ("contig id", |p| p.contigs[0].rid = 999),

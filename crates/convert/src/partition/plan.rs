@@ -295,13 +295,15 @@ impl PartitionPlan {
             return Err("no inputs or no partitions".into());
         }
         let n = self.partitions.len();
-        let mut seen = vec![false; n];
+        let mut places = vec![false; n];
         for (i, p) in self.partitions.iter().enumerate() {
-            if p.index >= n || std::mem::replace(&mut seen[p.index], true) {
-                return Err(format!("partition {i} numbered {} of {n}", p.index));
+            // Listed by number (tasks take `partitions[K]`); `axis` places them along
+            // the variants axis, each place once.
+            if p.index != i {
+                return Err(format!("partition {i} numbered {}", p.index));
             }
-            if p.axis != i {
-                return Err(format!("partition {i} at axis place {}", p.axis));
+            if p.axis >= n || std::mem::replace(&mut places[p.axis], true) {
+                return Err(format!("partition {i} at axis place {} of {n}", p.axis));
             }
             if let Some((a, b)) = p.shard_rows {
                 if a > b {
