@@ -46,6 +46,9 @@ pub struct ArraySpec {
     /// Name of the trailing dimension, when there is one.
     pub trailing_dim: String,
     pub description: String,
+    /// For an INFO/FORMAT field: its declared `Number=`, `Type=` and place in the
+    /// header, recorded as the array's `vcf_number`, `vcf_type`, `vcf_order`.
+    pub declared: Option<(String, &'static str, usize)>,
     /// The genotype column feeds several arrays; this is the column index that holds
     /// this array's values.
     pub column: usize,
@@ -134,6 +137,7 @@ impl ArraySet {
                 width,
                 trailing_dim: dim.into(),
                 description: description.into(),
+                declared: None,
                 column,
                 bitshuffle,
             });
@@ -229,6 +233,22 @@ impl ArraySet {
                 &dim,
                 &f.description,
             );
+            let number = match (f.ty, f.number) {
+                (VcfType::Flag, _) => "0".to_string(),
+                (_, VcfNumber::Fixed(n)) => n.to_string(),
+                (_, VcfNumber::A) => "A".into(),
+                (_, VcfNumber::R) => "R".into(),
+                (_, VcfNumber::G) => "G".into(),
+                (_, VcfNumber::Dot) => ".".into(),
+            };
+            let ty = match f.ty {
+                VcfType::Integer => "Integer",
+                VcfType::Float => "Float",
+                VcfType::Flag => "Flag",
+                VcfType::String => "String",
+                VcfType::Character => "Character",
+            };
+            set.arrays.last_mut().expect("just added").declared = Some((number, ty, i));
         }
         if schema.has_gt {
             add(
@@ -485,6 +505,17 @@ impl ArraySpec {
         d
     }
 
+    /// Its attributes: the description and, for a field, how the header declared it.
+    pub fn attributes(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut a = ArrayMeta::described(&self.description);
+        if let Some((number, ty, order)) = &self.declared {
+            a.insert("vcf_number".into(), number.clone().into());
+            a.insert("vcf_type".into(), (*ty).into());
+            a.insert("vcf_order".into(), (*order as u64).into());
+        }
+        a
+    }
+
     /// The array's metadata for `n` records under `layout`.
     pub fn metadata(
         &self,
@@ -502,7 +533,7 @@ impl ArraySpec {
             dtype: layout.dtype,
             bitshuffle: self.bitshuffle,
             level: geometry.zstd_level,
-            attributes: ArrayMeta::described(&self.description),
+            attributes: self.attributes(),
         }
     }
 
@@ -546,6 +577,7 @@ mod tests {
             width,
             trailing_dim: "d".into(),
             description: String::new(),
+            declared: None,
             column: 0,
             bitshuffle: false,
         }

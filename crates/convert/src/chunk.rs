@@ -401,6 +401,7 @@ mod tests {
             },
             trailing_dim: "d".into(),
             description: String::new(),
+            declared: None,
             column: 0,
             bitshuffle: false,
         }

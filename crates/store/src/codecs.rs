@@ -42,9 +42,19 @@ pub fn inner_codecs(dtype: Dtype, bitshuffle: bool, level: i32) -> Value {
 /// A chunk's stored bytes without their trailing crc32c, once it matches; `key` and
 /// `file` name the chunk and its shard file in the error.
 pub fn verified<'b>(key: &str, file: &str, stored: &'b [u8]) -> Result<&'b [u8]> {
-    let corrupt = |msg: String| Error::Corrupt {
-        key: key.to_string(),
-        msg: format!("{msg} (shard file {file})"),
+    verified_or(stored, || (key.to_string(), file.to_string()))
+}
+
+/// [`verified`] naming the chunk only when it is damaged (`names` gives its key and
+/// file): the reader checks every 4 KiB chunk, and formatting names costs more than
+/// the check.
+pub fn verified_or(stored: &[u8], names: impl FnOnce() -> (String, String)) -> Result<&[u8]> {
+    let corrupt = |msg: String| {
+        let (key, file) = names();
+        Error::Corrupt {
+            key,
+            msg: format!("{msg} (shard file {file})"),
+        }
     };
     let Some(split) = stored.len().checked_sub(CHECKSUM_BYTES) else {
         return Err(corrupt(format!(

@@ -15,6 +15,7 @@
 //! - [`key`]: chunk keys and their paths;
 //! - [`region`]: the region index readers use to find a genomic range;
 //! - [`metadata`]: array metadata, written and read back;
+//! - [`fields`]: which arrays are VCF fields and how they were declared;
 //! - [`layout`]: the layout of any Zarr v2 or v3 group's arrays, from metadata and files;
 //! - [`dir`]: the store directory (replace rules, lock, in-progress marker, digest);
 //! - [`any`]: any Zarr v2 or v3 VCF Zarr store, read chunk by chunk through zarrs;
@@ -29,6 +30,7 @@ pub mod codecs;
 pub mod dir;
 pub mod dtype;
 pub mod error;
+pub mod fields;
 pub mod grid;
 pub mod key;
 pub mod layout;
