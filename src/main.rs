@@ -15,9 +15,11 @@ mod flags;
 mod inspect;
 mod output;
 mod plan;
+mod query;
 mod read;
 mod rechunk;
 mod verify;
+mod view;
 
 #[derive(Parser)]
 #[command(
@@ -64,6 +66,11 @@ enum Command {
     /// Measure random patch reads: patches/s, useful and decoded GB/s, decoded bytes
     /// per useful byte, batch latency.
     BenchRead(bench_read::Args),
+    /// Print VCF or BCF of a store's records (any VCF Zarr store), with bcftools
+    /// view's flags: regions, targets, samples, -G/-h/-H, -O/-o, --write-index.
+    View(view::Args),
+    /// Print a store's records in a bcftools query format (-f), or its samples (-l).
+    Query(query::Args),
     /// Print one blake3 hash over every file (relative path and bytes) of a store.
     Digest(digest::Args),
     /// Check every shard index and every chunk of a store (its crc32c, or for stores
@@ -133,6 +140,8 @@ fn main() -> ExitCode {
         Command::Rechunk(a) => rechunk::run(a, quiet),
         Command::Read(a) => read::run(a),
         Command::BenchRead(a) => bench_read::run(a),
+        Command::View(a) => view::run(a),
+        Command::Query(a) => query::run(a),
         Command::Digest(a) => digest::run(a),
         Command::Verify(a) => verify::run(a),
     };

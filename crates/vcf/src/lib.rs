@@ -11,9 +11,12 @@
 //! one call set), `fastvcf` (text lines, line checks, htslib's text path), `extract`
 //! (records into batches; BCF FORMAT numbers in bulk), `direct` (text lines straight
 //! into batches, by htslib's rules), `source` (the streaming reader; inputs one after
-//! another), `pieces` (index-driven readers over pieces of contigs, in order);
+//! another), `pieces` (index-driven readers over pieces of contigs, in order); `block`
+//! (records as a store holds them: dense, padded), `write` (VCF text, VCF.gz and BCF
+//! from blocks, the header rebuilt), `query` (`bcftools query -f` formats);
 //! `testing` (test data and the two-path check; tests and the `testing` feature only).
 
+pub mod block;
 pub mod column;
 pub mod columns;
 pub mod direct;
@@ -25,9 +28,11 @@ mod hts;
 pub mod index;
 pub mod inputs;
 pub mod pieces;
+pub mod query;
 pub mod schema;
 pub mod source;
 pub mod truncation;
+pub mod write;
 
 pub use error::{Error, Result};
 #[cfg(any(test, feature = "testing"))]

@@ -1,0 +1,343 @@
+//! `bcftools query -f` formats over [`Block`]s: `%CHROM %POS %ID %REF %ALT %QUAL
+//! %FILTER %INFO %INFO/TAG %TAG %END %LINE`, per sample inside `[ … ]`: `%SAMPLE %GT
+//! %TGT %TAG`; `\t \n \\` escapes; `-H`'s header line. Values print as bcftools
+//! prints them (`.` for missing or absent, a Flag as `1`).
+
+use crate::block::Block;
+use crate::error::{Error, Result};
+use crate::schema::{Category, Schema};
+use crate::write::{put_cell, put_gt, put_tgt, Printer};
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tag {
+    Chrom,
+    Pos,
+    Id,
+    Ref,
+    Alt,
+    Qual,
+    Filter,
+    Info,
+    End,
+    Line,
+    /// An INFO field (index into the schema's fields).
+    InfoField(usize),
+    Sample,
+    Gt,
+    Tgt,
+    /// A FORMAT field, inside brackets.
+    FormatField(usize),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Text(Vec<u8>),
+    Tag(Tag, String),
+    /// `[ … ]`: repeated for every sample.
+    Samples(Vec<Token>),
+}
+
+/// A parsed `-f` format.
+#[derive(Debug, Clone)]
+pub struct Query {
+    tokens: Vec<Token>,
+}
+
+fn unescape(text: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut it = text.bytes().peekable();
+    while let Some(c) = it.next() {
+        if c == b'\\' {
+            match it.next() {
+                Some(b't') => out.push(b'\t'),
+                Some(b'n') => out.push(b'\n'),
+                Some(b'\\') => out.push(b'\\'),
+                Some(o) => {
+                    out.push(b'\\');
+                    out.push(o);
+                }
+                None => out.push(b'\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl Query {
+    /// Parses `format` against `schema`'s fields; an unknown tag is an error naming it.
+    pub fn parse(format: &str, schema: &Schema) -> Result<Query> {
+        let bad = |m: String| Error::Usage(format!("-f '{format}': {m}"));
+        let field = |name: &str, cat: Category| {
+            schema
+                .fields
+                .iter()
+                .position(|f| f.name == name && f.category == cat)
+        };
+        let mut stack: Vec<Vec<Token>> = vec![Vec::new()];
+        let mut text = String::new();
+        let b = format.as_bytes();
+        let mut i = 0;
+        let flush = |text: &mut String, stack: &mut Vec<Vec<Token>>| {
+            if !text.is_empty() {
+                stack
+                    .last_mut()
+                    .expect("a level")
+                    .push(Token::Text(unescape(text)));
+                text.clear();
+            }
+        };
+        while i < b.len() {
+            match b[i] {
+                b'[' => {
+                    flush(&mut text, &mut stack);
+                    if stack.len() > 1 {
+                        return Err(bad("nested [ ]".into()));
+                    }
+                    stack.push(Vec::new());
+                    i += 1;
+                }
+                b']' => {
+                    flush(&mut text, &mut stack);
+                    if stack.len() < 2 {
+                        return Err(bad("a ] without its [".into()));
+                    }
+                    let inner = stack.pop().expect("checked");
+                    stack
+                        .last_mut()
+                        .expect("a level")
+                        .push(Token::Samples(inner));
+                    i += 1;
+                }
+                b'%' if b.get(i + 1) == Some(&b'%') => {
+                    text.push('%');
+                    i += 2;
+                }
+                b'%' => {
+                    flush(&mut text, &mut stack);
+                    let start = i + 1;
+                    let mut end = start;
+                    while end < b.len()
+                        && (b[end].is_ascii_alphanumeric()
+                            || b[end] == b'_'
+                            || b[end] == b'/'
+                            || b[end] == b'.')
+                    {
+                        end += 1;
+                    }
+                    let name = &format[start..end];
+                    let in_samples = stack.len() > 1;
+                    let tag = match (name, in_samples) {
+                        ("CHROM", _) => Tag::Chrom,
+                        ("POS", _) => Tag::Pos,
+                        ("ID", _) => Tag::Id,
+                        ("REF", _) => Tag::Ref,
+                        ("ALT", _) => Tag::Alt,
+                        ("QUAL", _) => Tag::Qual,
+                        ("FILTER", _) => Tag::Filter,
+                        ("INFO", _) => Tag::Info,
+                        ("END", _) => Tag::End,
+                        ("LINE", _) => Tag::Line,
+                        ("SAMPLE", true) => Tag::Sample,
+                        ("GT", true) => Tag::Gt,
+                        ("TGT", true) => Tag::Tgt,
+                        (n, _) if n.starts_with("INFO/") => Tag::InfoField(
+                            field(&n[5..], Category::Info)
+                                .ok_or_else(|| bad(format!("no INFO/{} in the header", &n[5..])))?,
+                        ),
+                        (n, true) if n.starts_with("FORMAT/") || n.starts_with("FMT/") => {
+                            let t = n.split_once('/').map_or(n, |x| x.1);
+                            Tag::FormatField(
+                                field(t, Category::Format)
+                                    .ok_or_else(|| bad(format!("no FORMAT/{t} in the header")))?,
+                            )
+                        }
+                        (n, true) => Tag::FormatField(
+                            field(n, Category::Format)
+                                .ok_or_else(|| bad(format!("no FORMAT/{n} in the header")))?,
+                        ),
+                        (n, false) => Tag::InfoField(
+                            field(n, Category::Info)
+                                .ok_or_else(|| bad(format!("no INFO/{n} in the header")))?,
+                        ),
+                    };
+                    if matches!(tag, Tag::Sample | Tag::Gt | Tag::Tgt) && !in_samples {
+                        return Err(bad(format!("%{name} belongs inside [ ]")));
+                    }
+                    stack
+                        .last_mut()
+                        .expect("a level")
+                        .push(Token::Tag(tag, name.to_string()));
+                    i = end;
+                }
+                c => {
+                    text.push(c as char);
+                    i += 1;
+                    // (multi-byte UTF-8 text passes through byte by byte)
+                    if c >= 0x80 {
+                        let s = &format[i - 1..];
+                        let ch = s.chars().next().unwrap_or(' ');
+                        text.pop();
+                        text.push(ch);
+                        i += ch.len_utf8() - 1;
+                    }
+                }
+            }
+        }
+        flush(&mut text, &mut stack);
+        if stack.len() != 1 {
+            return Err(bad("a [ without its ]".into()));
+        }
+        Ok(Query {
+            tokens: stack.pop().expect("one level"),
+        })
+    }
+
+    /// Whether the format reads FORMAT values (so samples must be read).
+    pub fn uses_samples(&self) -> bool {
+        self.tokens
+            .iter()
+            .any(|t| matches!(t, Token::Samples(_) | Token::Tag(Tag::Line, _)))
+    }
+
+    /// `-H`: `# [1]CHROM\t[2]POS …`, per sample `[n]NAME:TAG`.
+    pub fn header(&self, samples: &[String]) -> Vec<u8> {
+        let mut out = b"# ".to_vec();
+        let mut n = 0;
+        let label = |tag: &Tag, name: &str| -> String {
+            match tag {
+                Tag::InfoField(_) => name.strip_prefix("INFO/").unwrap_or(name).to_string(),
+                _ => name.to_string(),
+            }
+        };
+        for t in &self.tokens {
+            match t {
+                Token::Text(x) => out.extend_from_slice(x),
+                Token::Tag(tag, name) => {
+                    n += 1;
+                    out.extend_from_slice(format!("[{n}]{}", label(tag, name)).as_bytes());
+                }
+                Token::Samples(inner) => {
+                    for s in samples {
+                        for t in inner {
+                            match t {
+                                Token::Text(x) => out.extend_from_slice(x),
+                                Token::Tag(Tag::Sample, _) => {
+                                    n += 1;
+                                    out.extend_from_slice(format!("[{n}]SAMPLE").as_bytes());
+                                }
+                                Token::Tag(tag, name) => {
+                                    n += 1;
+                                    let tag_name = match tag {
+                                        Tag::Gt | Tag::Tgt => "GT".to_string(),
+                                        _ => name.rsplit('/').next().unwrap_or(name).to_string(),
+                                    };
+                                    out.extend_from_slice(
+                                        format!("[{n}]{s}:{tag_name}").as_bytes(),
+                                    );
+                                }
+                                Token::Samples(_) => {}
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Appends record `r` of `b` formatted.
+    pub fn put_record(
+        &self,
+        p: &mut Printer,
+        schema: &Schema,
+        b: &Block,
+        r: usize,
+        out: &mut Vec<u8>,
+    ) {
+        for t in &self.tokens {
+            match t {
+                Token::Text(x) => out.extend_from_slice(x),
+                Token::Tag(tag, _) => self.put_site(tag, p, schema, b, r, out),
+                Token::Samples(inner) => {
+                    p.find_present(b, r);
+                    for j in 0..b.n_samples {
+                        for t in inner {
+                            match t {
+                                Token::Text(x) => out.extend_from_slice(x),
+                                Token::Tag(tag, _) => {
+                                    put_call(tag, p, schema, b, r, j, out);
+                                }
+                                Token::Samples(_) => {}
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn put_site(
+        &self,
+        tag: &Tag,
+        p: &mut Printer,
+        schema: &Schema,
+        b: &Block,
+        r: usize,
+        out: &mut Vec<u8>,
+    ) {
+        match tag {
+            Tag::Chrom => out.extend_from_slice(schema.contig_label(b.contig[r] as i64).as_bytes()),
+            Tag::Pos => out.extend_from_slice(b.pos[r].to_string().as_bytes()),
+            Tag::Id => out.extend_from_slice(b.id.get(r)),
+            Tag::Ref => p.put_ref(b, r, out),
+            Tag::Alt => p.put_alt(b, r, out),
+            Tag::Qual => p.put_qual(b, r, out),
+            Tag::Filter => p.put_filter(b, r, out),
+            Tag::Info => p.put_info(b, r, out),
+            Tag::End => {
+                out.extend_from_slice((b.pos[r] + b.rlen[r].max(1) - 1).to_string().as_bytes())
+            }
+            Tag::Line => p.put_record(b, r, out),
+            Tag::InfoField(k) => match b.info.iter().find(|f| f.field == *k) {
+                Some(f) => p.put_info_value(f, r, out),
+                None => out.push(b'.'),
+            },
+            // Sample tags outside brackets are refused by `parse`.
+            Tag::Sample | Tag::Gt | Tag::Tgt | Tag::FormatField(_) => out.push(b'.'),
+        }
+    }
+}
+
+fn put_call(
+    tag: &Tag,
+    p: &mut Printer,
+    schema: &Schema,
+    b: &Block,
+    r: usize,
+    j: usize,
+    out: &mut Vec<u8>,
+) {
+    let call = r * b.n_samples + j;
+    match tag {
+        Tag::Sample => out.extend_from_slice(schema.samples[j].as_bytes()),
+        Tag::Gt => match &b.gt {
+            Some(g) => put_gt(g, call, out),
+            None => out.push(b'.'),
+        },
+        Tag::Tgt => match &b.gt {
+            Some(g) => put_tgt(b, r, g, call, out),
+            None => out.push(b'.'),
+        },
+        Tag::FormatField(k) => match b.format.iter().position(|f| f.field == *k) {
+            Some(i) if p.is_present(i) => put_cell(&b.format[i], call, p.floats(), out),
+            _ => out.push(b'.'),
+        },
+        // Site tags inside brackets print the site's value, as bcftools does.
+        other => {
+            let q = Query { tokens: Vec::new() };
+            q.put_site(other, p, schema, b, r, out);
+        }
+    }
+}

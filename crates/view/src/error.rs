@@ -1,0 +1,23 @@
+//! The view's errors: the store's (a damaged chunk names its key), the VCF side's, or a
+//! request that cannot be served (an unknown contig or sample, named).
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Reader(#[from] svar2_reader::Error),
+    #[error(transparent)]
+    Store(#[from] svar2_store::Error),
+    #[error(transparent)]
+    Vcf(#[from] svar2_vcf::Error),
+    #[error("{0}")]
+    Usage(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// A write to a reader that went away (`| head`): the caller ends quietly.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Vcf(e) if svar2_vcf::write::is_broken_pipe(e))
+    }
+}

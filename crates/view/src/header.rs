@@ -1,0 +1,140 @@
+//! The VCF header facts of a store: samples, contigs (with lengths), FILTERs, INFO and
+//! FORMAT fields with Number, Type and Description, and the `##` lines convert kept.
+//! svar2 stores record each field's declared `vcf_number` and `vcf_type`; other stores
+//! (bio2zarr's) fall back to what the array's shape and data type say.
+
+use crate::error::{Error, Result};
+use serde_json::Value;
+use svar2_reader::Store;
+use svar2_store::any::AnyArray;
+use svar2_vcf::schema::{Category, Contig, FieldDef, Filter, Schema, VcfNumber, VcfType};
+
+fn number_of(a: &AnyArray) -> VcfNumber {
+    let inferred =
+        svar2_store::fields::inferred_number(&a.name, a.dtype, &a.layout.dimension_names);
+    let n = a
+        .attributes
+        .get("vcf_number")
+        .and_then(Value::as_str)
+        .unwrap_or(&inferred);
+    match n {
+        "A" => VcfNumber::A,
+        "R" => VcfNumber::R,
+        "G" => VcfNumber::G,
+        "." => VcfNumber::Dot,
+        n => n.parse().map(VcfNumber::Fixed).unwrap_or(VcfNumber::Dot),
+    }
+}
+
+fn type_of(a: &AnyArray) -> VcfType {
+    let t = a
+        .attributes
+        .get("vcf_type")
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| svar2_store::fields::inferred_type(a.dtype));
+    match t {
+        "Float" => VcfType::Float,
+        "Flag" => VcfType::Flag,
+        "String" => VcfType::String,
+        "Character" => VcfType::Character,
+        _ => VcfType::Integer,
+    }
+}
+
+/// The header facts of `store`.
+pub fn schema_of(store: &Store) -> Result<Schema> {
+    let g = store.group();
+    let bad = |m: String| Error::Usage(format!("{}: {m}", g.root.display()));
+    let strings = |name: &str| -> Result<Vec<String>> {
+        match g.array(name) {
+            Some(a) => a.read_strings().map_err(Error::from),
+            None => Ok(Vec::new()),
+        }
+    };
+    let names = store.contig_names().to_vec();
+    let lengths: Option<Vec<i64>> = match g.array("contig_length") {
+        Some(a) => Some(a.read_rows_i64(0, a.shape()[0])?),
+        None => None,
+    };
+    let contigs = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| Contig {
+            name: name.clone(),
+            length: lengths.as_ref().and_then(|l| l.get(i).copied()),
+            hts_rid: None,
+        })
+        .collect::<Vec<_>>();
+    let filter_ids = strings("filter_id")?;
+    let filter_descriptions = strings("filter_description")?;
+    let filters = filter_ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| Filter {
+            id: id.clone(),
+            description: filter_descriptions.get(i).cloned().unwrap_or_default(),
+        })
+        .collect();
+    let mut fields = Vec::new();
+    for (category, prefix) in [(Category::Info, "variant_"), (Category::Format, "call_")] {
+        let mut arrays: Vec<&std::sync::Arc<AnyArray>> = g
+            .arrays
+            .iter()
+            .filter(|a| a.name.starts_with(prefix))
+            .filter(|a| svar2_store::fields::is_field(&a.name, &a.layout.dimension_names))
+            .collect();
+        // The header's order where convert recorded it, else the names'.
+        arrays.sort_by_key(|a| {
+            (
+                a.attributes
+                    .get("vcf_order")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(u64::MAX),
+                a.name.clone(),
+            )
+        });
+        for a in arrays {
+            fields.push(FieldDef {
+                category,
+                name: a.name[prefix.len()..].to_string(),
+                number: number_of(a),
+                ty: type_of(a),
+                description: a
+                    .attributes
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            });
+        }
+    }
+    let meta_information = g
+        .attributes
+        .get("vcf_meta_information")
+        .and_then(Value::as_array)
+        .map(|pairs| {
+            pairs
+                .iter()
+                .filter_map(|p| {
+                    let p = p.as_array()?;
+                    Some((
+                        p.first()?.as_str()?.to_string(),
+                        p.get(1)?.as_str()?.to_string(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if names.is_empty() {
+        return Err(bad("no contigs (contig_id is empty)".into()));
+    }
+    Ok(Schema {
+        samples: store.sample_names().to_vec(),
+        declared_contigs: contigs.len(),
+        contigs,
+        filters,
+        fields,
+        has_gt: g.array("call_genotype").is_some(),
+        meta_information,
+    })
+}

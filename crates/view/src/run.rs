@@ -1,0 +1,359 @@
+//! `view` and `query`: the rows to print, read block by block (a thread reads and
+//! formats the next blocks while this one is written; records are split over the
+//! decode pool to format), each block written whole — so a damaged chunk stops the
+//! output at a line boundary, and memory holds a few blocks, not the store.
+
+use crate::error::{Error, Result};
+use crate::header::schema_of;
+use crate::rows::Sources;
+use crate::select::{rows_in, Region, Targets};
+use rayon::prelude::*;
+use std::path::PathBuf;
+use svar2_reader::{Reader, Store};
+use svar2_vcf::block::{Block, Dense, FieldValues};
+use svar2_vcf::query::Query;
+use svar2_vcf::schema::{Category, FieldDef, Schema, VcfNumber, VcfType};
+use svar2_vcf::write::{header_text, OutputType, Printer, Sink};
+
+/// What `view` prints, as bcftools' flags say it.
+#[derive(Debug, Clone)]
+pub struct ViewOptions {
+    /// `-r/-R`: records overlapping these (empty: every record).
+    pub regions: Vec<Region>,
+    /// `-t/-T`: records whose POS lies in these.
+    pub targets: Option<Targets>,
+    /// `-s/-S`: store sample columns, in output order (`None`: all).
+    pub samples: Option<Vec<u64>>,
+    /// `-G` makes it false: no FORMAT, no samples.
+    pub genotypes: bool,
+    /// `-h`: the header only; `-H`: no header.
+    pub header_only: bool,
+    pub no_header: bool,
+    pub output: Option<PathBuf>,
+    pub kind: OutputType,
+    pub write_index: bool,
+    pub threads: usize,
+    /// Recompute INFO/AC and INFO/AN for a sample subset (bcftools' default; `-I` off).
+    pub update_info: bool,
+}
+
+/// What a run printed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Printed {
+    pub records: u64,
+}
+
+/// Records per block: inner-chunk rows of the genotypes, fewer for very wide stores
+/// (a block's decoded values stay near 64 MiB).
+fn block_rows(store: &Store, samples: usize) -> usize {
+    let chunk = store
+        .group()
+        .array("call_genotype")
+        .or_else(|| store.group().array("variant_position"))
+        .map_or(1000, |a| a.chunk_shape()[0].max(1) as usize);
+    let per_row = 16 * samples.max(1);
+    chunk.min((64 << 20) / per_row).max(1)
+}
+
+/// Runs of consecutive rows, each at most `max` long.
+fn runs(rows: &[u64], max: usize) -> Vec<Vec<u64>> {
+    let mut out: Vec<Vec<u64>> = Vec::new();
+    for &r in rows {
+        match out.last_mut() {
+            Some(run) if run.len() < max && *run.last().expect("non-empty") + 1 == r => run.push(r),
+            _ => out.push(vec![r]),
+        }
+    }
+    out
+}
+
+/// The rows to print: every row, or those overlapping the regions, less those the
+/// targets drop (by POS, read chunk by chunk).
+fn rows_to_print(store: &Store, regions: &[Region], targets: Option<&Targets>) -> Result<Vec<u64>> {
+    let n = store.array("variant_position")?.shape()[0];
+    let rows: Vec<u64> = if regions.is_empty() {
+        (0..n).collect()
+    } else {
+        rows_in(store, regions)?
+    };
+    let Some(t) = targets else { return Ok(rows) };
+    let pos = store.array("variant_position")?;
+    let contig = store.array("variant_contig")?;
+    let names = store.contig_names();
+    let mut kept = Vec::with_capacity(rows.len());
+    for run in runs(&rows, 1 << 16) {
+        let (r0, r1) = (run[0], run[run.len() - 1] + 1);
+        let (p, c) = (pos.read_rows_i64(r0, r1)?, contig.read_rows_i64(r0, r1)?);
+        for (i, &r) in run.iter().enumerate() {
+            let name = names.get(c[i] as usize).map_or("", String::as_str);
+            if t.keeps(name, p[i]) {
+                kept.push(r);
+            }
+        }
+    }
+    Ok(kept)
+}
+
+/// The schema printed: the chosen samples in order; AC and AN declared when they are
+/// recomputed.
+fn output_schema(store: &Store, o: &ViewOptions) -> Result<(Schema, Vec<u64>, bool)> {
+    let mut schema = schema_of(store)?;
+    let all: Vec<u64> = (0..schema.samples.len() as u64).collect();
+    let columns = o.samples.clone().unwrap_or(all);
+    schema.samples = columns
+        .iter()
+        .map(|&c| schema.samples[c as usize].clone())
+        .collect();
+    let recompute = o.update_info && o.samples.is_some() && o.genotypes && schema.has_gt;
+    if recompute {
+        for (name, number, description) in [
+            ("AC", VcfNumber::A, "Allele count in genotypes"),
+            (
+                "AN",
+                VcfNumber::Fixed(1),
+                "Total number of alleles in called genotypes",
+            ),
+        ] {
+            if !schema
+                .fields
+                .iter()
+                .any(|f| f.category == Category::Info && f.name == name)
+            {
+                let at = schema
+                    .fields
+                    .iter()
+                    .take_while(|f| f.category == Category::Info)
+                    .count();
+                schema.fields.insert(
+                    at,
+                    FieldDef {
+                        category: Category::Info,
+                        name: name.into(),
+                        number,
+                        ty: VcfType::Integer,
+                        description: description.into(),
+                    },
+                );
+            }
+        }
+    }
+    Ok((schema, columns, recompute))
+}
+
+/// INFO/AC and INFO/AN of the block's records from the genotypes of its samples, as
+/// `bcftools view -s` recomputes them.
+fn recompute_ac_an(schema: &Schema, b: &mut Block) {
+    let Some(g) = &b.gt else { return };
+    let field = |name: &str| {
+        schema
+            .fields
+            .iter()
+            .position(|f| f.category == Category::Info && f.name == name)
+            .expect("declared by output_schema")
+    };
+    let (ac_field, an_field) = (field("AC"), field("AN"));
+    let width = b.allele_width.saturating_sub(1).max(1);
+    let mut ac = vec![-2i32; b.n * width];
+    let mut an = vec![0i32; b.n];
+    for r in 0..b.n {
+        let alts = (1..b.allele_width)
+            .take_while(|&k| !b.alleles.get(r * b.allele_width + k).is_empty())
+            .count();
+        for k in 0..alts {
+            ac[r * width + k] = 0;
+        }
+        for j in 0..b.n_samples {
+            let at = (r * b.n_samples + j) * g.ploidy;
+            for i in at..at + g.ploidy {
+                let a = g.alleles.int(i).unwrap_or(-2);
+                if a >= 0 {
+                    an[r] += 1;
+                    if a >= 1 && (a as usize) <= alts {
+                        ac[r * width + a as usize - 1] += 1;
+                    }
+                }
+            }
+        }
+    }
+    // In place where the store has them (bcftools updates them where they stand),
+    // else last.
+    for (field, width, values) in [(ac_field, width, ac), (an_field, 1, an)] {
+        let new = FieldValues {
+            field,
+            width,
+            values: Dense::I32(values),
+        };
+        match b.info.iter_mut().find(|f| f.field == field) {
+            Some(f) => *f = new,
+            None => b.info.push(new),
+        }
+    }
+}
+
+/// Formats a block's records in parallel parts (a printer each, from `make`), in order.
+fn format_block<'s, M, F>(reader: &Reader, b: &Block, threads: usize, make: M, line: F) -> Vec<u8>
+where
+    M: Fn() -> Printer<'s> + Sync,
+    F: Fn(&mut Printer<'s>, &Block, usize, &mut Vec<u8>) + Sync,
+{
+    let parts = threads.max(1).min(b.n.max(1));
+    let per = b.n.div_ceil(parts).max(1);
+    let bufs: Vec<Vec<u8>> = reader.install(|| {
+        (0..parts)
+            .into_par_iter()
+            .map(|k| {
+                let mut out = Vec::with_capacity(per * 64);
+                let mut p = make();
+                for r in k * per..((k + 1) * per).min(b.n) {
+                    line(&mut p, b, r, &mut out);
+                }
+                out
+            })
+            .collect()
+    });
+    bufs.concat()
+}
+
+/// Reads `rows` in blocks on a helper thread and hands each formatted block, in
+/// order, to `write`.
+fn pipeline<R, F, W>(
+    reader: &Reader,
+    rows: &[u64],
+    block: usize,
+    read: R,
+    format: F,
+    mut write: W,
+) -> Result<u64>
+where
+    R: Fn(&[u64]) -> Result<Block> + Sync,
+    F: Fn(&mut Block) -> Vec<u8> + Sync,
+    W: FnMut(&[u8]) -> Result<()>,
+{
+    let _ = reader;
+    let runs = runs(rows, block);
+    let (tx, rx) = crossbeam_channel::bounded::<Result<(usize, Vec<u8>)>>(2);
+    let mut printed = 0u64;
+    std::thread::scope(|s| -> Result<()> {
+        s.spawn(|| {
+            let tx = tx; // dropped when the reads end, which ends the loop below
+            for run in &runs {
+                let r = read(run).map(|mut b| (b.n, format(&mut b)));
+                let failed = r.is_err();
+                if tx.send(r).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        let rx = rx;
+        for r in rx.iter() {
+            let (n, text) = r?;
+            write(&text)?;
+            printed += n as u64;
+        }
+        Ok(())
+    })?;
+    Ok(printed)
+}
+
+/// `svar2 view`: VCF/BCF of the store's records.
+pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> {
+    let (schema, columns, recompute) = output_schema(store, o)?;
+    let header = header_text(&schema, o.genotypes);
+    // BCF carries its header whatever -H says (its records are coded against it).
+    let text = matches!(o.kind, OutputType::Vcf | OutputType::VcfGz);
+    let written = if o.no_header && text {
+        ""
+    } else {
+        header.as_str()
+    };
+    // Everything that can refuse the request is checked before the header is written.
+    let rows = match o.header_only {
+        true => Vec::new(),
+        false => rows_to_print(store, &o.regions, o.targets.as_ref())?,
+    };
+    let sources = Sources::new(store, &schema, columns.clone(), o.genotypes)?;
+    let mut sink = Sink::create(o.output.as_deref(), o.kind, o.threads, written)?;
+    if o.header_only {
+        sink.finish(false, o.threads)?;
+        return Ok(Printed::default());
+    }
+    let block = block_rows(store, columns.len());
+    let threads = reader.threads();
+    let genotypes = o.genotypes;
+    let records = pipeline(
+        reader,
+        &rows,
+        block,
+        |run| sources.read(reader, run),
+        |b| {
+            if recompute {
+                recompute_ac_an(&schema, b);
+            }
+            format_block(
+                reader,
+                b,
+                threads,
+                || Printer::new(&schema, genotypes),
+                |p, b, r, out| p.put_record(b, r, out),
+            )
+        },
+        |text| sink.write_lines(text).map_err(Error::from),
+    )?;
+    sink.finish(o.write_index, o.threads)?;
+    Ok(Printed { records })
+}
+
+/// What `query` prints.
+#[derive(Debug, Clone)]
+pub struct QueryOptions {
+    pub format: String,
+    pub regions: Vec<Region>,
+    pub targets: Option<Targets>,
+    pub samples: Option<Vec<u64>>,
+    /// `-H`: the header line first.
+    pub header: bool,
+}
+
+/// `svar2 query`: `bcftools query -f` over the store's records, to `out`.
+pub fn query(
+    store: &Store,
+    reader: &Reader,
+    o: &QueryOptions,
+    out: &mut dyn std::io::Write,
+) -> Result<Printed> {
+    let mut schema = schema_of(store)?;
+    let all: Vec<u64> = (0..schema.samples.len() as u64).collect();
+    let columns = o.samples.clone().unwrap_or(all);
+    schema.samples = columns
+        .iter()
+        .map(|&c| schema.samples[c as usize].clone())
+        .collect();
+    let q = Query::parse(&o.format, &schema)?;
+    let io = |e: std::io::Error| Error::Usage(format!("standard output: {e}"));
+    let rows = rows_to_print(store, &o.regions, o.targets.as_ref())?;
+    let samples = q.uses_samples();
+    let sources = Sources::new(store, &schema, columns.clone(), samples)?;
+    if o.header {
+        out.write_all(&q.header(&schema.samples)).map_err(io)?;
+    }
+    let block = block_rows(store, if samples { columns.len() } else { 0 });
+    let threads = reader.threads();
+    let records = pipeline(
+        reader,
+        &rows,
+        block,
+        |run| sources.read(reader, run),
+        |b| {
+            format_block(
+                reader,
+                b,
+                threads,
+                || Printer::new(&schema, true),
+                |p, b, r, out| q.put_record(p, &schema, b, r, out),
+            )
+        },
+        |text| out.write_all(text).map_err(io),
+    )?;
+    out.flush().map_err(io)?;
+    Ok(Printed { records })
+}

@@ -1,0 +1,123 @@
+//! `svar2 view`: VCF or BCF of a store's records, with bcftools view's flags.
+
+use std::path::PathBuf;
+use svar2_vcf::write::OutputType;
+use svar2_view::select::{parse_regions, read_regions_file, sample_columns, Targets};
+
+#[derive(clap::Args)]
+#[command(disable_help_flag = true)]
+pub struct Args {
+    /// The store (any VCF Zarr store).
+    store: PathBuf,
+    /// Print help (-h is --header-only, as in bcftools).
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// Regions: records overlapping them (CHR, CHR:POS, CHR:BEG-END, CHR:BEG-;
+    /// comma-separated; 1-based, inclusive), found through the region index.
+    #[arg(short = 'r', long)]
+    regions: Option<String>,
+    /// A regions file (CHR BEG END, tab-separated, 1-based inclusive; .bed: 0-based).
+    #[arg(short = 'R', long = "regions-file", conflicts_with = "regions")]
+    regions_file: Option<PathBuf>,
+    /// Targets: records whose POS lies in them; a leading ^ excludes them.
+    #[arg(short = 't', long)]
+    targets: Option<String>,
+    /// A targets file, as for -R; a leading ^ excludes.
+    #[arg(short = 'T', long = "targets-file", conflicts_with = "targets")]
+    targets_file: Option<PathBuf>,
+    /// Samples to print, comma-separated, in that order; a leading ^ excludes them.
+    #[arg(short = 's', long)]
+    samples: Option<String>,
+    /// A file of sample names, one per line; a leading ^ (^FILE) excludes them.
+    #[arg(short = 'S', long = "samples-file", conflicts_with = "samples")]
+    samples_file: Option<PathBuf>,
+    /// No genotypes: drop FORMAT and the sample columns.
+    #[arg(short = 'G', long = "drop-genotypes")]
+    drop_genotypes: bool,
+    /// Print the header only.
+    #[arg(short = 'h', long = "header-only")]
+    header_only: bool,
+    /// Print no header (VCF text).
+    #[arg(short = 'H', long = "no-header")]
+    no_header: bool,
+    /// Output type: v (VCF), z (bgzipped VCF), b (BCF), u (uncompressed BCF); default
+    /// from -o's extension (.vcf.gz, .bcf), else v.
+    #[arg(short = 'O', long = "output-type", value_parser = OutputType::parse)]
+    output_type: Option<OutputType>,
+    /// Output file (default: standard output).
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    /// Write a CSI index beside -o (VCF.gz or BCF).
+    #[arg(long)]
+    write_index: bool,
+    /// Keep INFO/AC and INFO/AN as stored when -s/-S subsets the samples (by default
+    /// they are recomputed for the samples printed, as bcftools does).
+    #[arg(short = 'I', long = "no-update")]
+    no_update: bool,
+    /// Threads compressing the output (reading and formatting use every usable core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+/// -R/-T files or lists into regions.
+fn regions(
+    list: Option<&str>,
+    file: Option<&std::path::Path>,
+) -> svar2_view::Result<Vec<svar2_view::select::Region>> {
+    match (list, file) {
+        (Some(l), _) => parse_regions(l),
+        (None, Some(f)) => read_regions_file(f),
+        (None, None) => Ok(Vec::new()),
+    }
+}
+
+pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let store = svar2_reader::Store::open(&a.store)?;
+    let threads = svar2_planner::host::Host::system().cores().usable;
+    let reader = svar2_reader::Reader::new(threads, 4)?;
+    let targets = match (&a.targets, &a.targets_file) {
+        (Some(t), _) => Some(Targets::parse(t)?),
+        (None, Some(f)) => {
+            let (exclude, path) = match f.to_str().and_then(|s| s.strip_prefix('^')) {
+                Some(p) => (true, PathBuf::from(p)),
+                None => (false, f.clone()),
+            };
+            Some(Targets {
+                regions: read_regions_file(&path)?,
+                exclude,
+            })
+        }
+        (None, None) => None,
+    };
+    let kind = a.output_type.unwrap_or_else(|| {
+        let name = a
+            .output
+            .as_ref()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.ends_with(".gz") || name.ends_with(".bgz") {
+            OutputType::VcfGz
+        } else if name.ends_with(".bcf") {
+            OutputType::Bcf
+        } else {
+            OutputType::Vcf
+        }
+    });
+    let o = svar2_view::ViewOptions {
+        regions: regions(a.regions.as_deref(), a.regions_file.as_deref())?,
+        targets,
+        samples: sample_columns(&store, a.samples.as_deref(), a.samples_file.as_deref())?,
+        genotypes: !a.drop_genotypes,
+        header_only: a.header_only,
+        no_header: a.no_header,
+        output: a.output,
+        kind,
+        write_index: a.write_index,
+        threads: a.threads,
+        update_info: !a.no_update,
+    };
+    match svar2_view::view(&store, &reader, &o) {
+        Err(e) if e.is_broken_pipe() => Ok(()),
+        r => Ok(r.map(|_| ())?),
+    }
+}
