@@ -54,9 +54,10 @@ pub struct Args {
     /// they are recomputed for the samples printed, as bcftools does).
     #[arg(short = 'I', long = "no-update")]
     no_update: bool,
-    /// Threads compressing the output (reading and formatting use every usable core).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    /// Threads compressing -Oz/-Ob output (default: every usable core; reading and
+    /// formatting use them too, in turns).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 /// -R/-T files or lists into regions.
@@ -113,7 +114,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         output: a.output,
         kind,
         write_index: a.write_index,
-        threads: a.threads,
+        threads: a.threads.unwrap_or(threads),
         update_info: !a.no_update,
     };
     match svar2_view::view(&store, &reader, &o) {

@@ -111,6 +111,12 @@ fn kill_at_random_moments_never_leaves_a_complete_looking_store() {
             );
             let vz = sh(&format!("vcztools view {} > /dev/null", out.display()));
             assert!(!vz.status.success(), "vcztools read an interrupted store");
+            let o = svar2().arg("view").arg(&out).output().unwrap();
+            assert!(!o.status.success(), "svar2 view read an interrupted store");
+            assert!(
+                o.stdout.is_empty(),
+                "svar2 view printed from an interrupted store"
+            );
         }
         // The same command again: starts over and gives the uninterrupted bytes.
         let o = spawn(&gz, &out, extra).wait_with_output().unwrap();

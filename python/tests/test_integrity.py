@@ -1,7 +1,7 @@
 """One flipped bit anywhere in a store's chunk data or shard indexes is always caught:
 1,000 random single-bit flips, each run through `svar2 verify`, `svar2 read`,
-`svar2 bench-read`, `svar2 rechunk` and the Python `store.read` — every one fails
-naming the damaged chunk, none panics, none prints a wrong value."""
+`svar2 bench-read`, `svar2 rechunk`, `svar2 view` and the Python `store.read` — every
+one fails naming the damaged chunk, none panics, none prints a wrong value."""
 
 import json
 import os
@@ -78,6 +78,7 @@ def test_every_single_bit_flip_is_caught(flip_store, tmp_path):
     good_read = {c: run(svar, "read", "--region", c, flip_store) for c in contigs}
     run(svar, "rechunk", "-q", "--patch", "64x2", flip_store, tmp_path / "good.zarr")
     good_rechunk = run(svar, "digest", tmp_path / "good.zarr")
+    good_view = run(svar, "view", flip_store)
     lists = {}
     for name, info in numeric.items():
         p = tmp_path / f"{name}.json"
@@ -96,7 +97,8 @@ def test_every_single_bit_flip_is_caught(flip_store, tmp_path):
         shutil.copytree(flip_store, c)
         copies.append(c)
     lock = threading.Lock()
-    problems, caught = [], {"verify": 0, "read": 0, "bench-read": 0, "rechunk": 0, "python": 0}
+    problems, caught = [], {"verify": 0, "read": 0, "bench-read": 0, "rechunk": 0, "python": 0,
+                          "view": 0}
 
     def one(worker, f, bit):
         store = copies[worker]
@@ -122,6 +124,17 @@ def test_every_single_bit_flip_is_caught(flip_store, tmp_path):
                 found.append(("rechunk", r.returncode == 0 and digest.stdout == good_rechunk, r))
             else:
                 found.append(("rechunk", r.returncode != 0 and array in r.stderr, r))
+            # view: the damaged array named, exit 1, and what it printed is whole lines
+            # of the undamaged output; arrays view never reads (the masks, and the region
+            # index without -r) print the undamaged output.
+            r = subprocess.run([svar, "view", store], capture_output=True, text=True,
+                               errors="replace")
+            if array in ("region_index", "call_genotype_mask", "variant_id_mask"):
+                found.append(("view", r.returncode == 0 and r.stdout == good_view, r))
+            else:
+                whole = r.stdout == "" or r.stdout.endswith("\n")
+                found.append(("view", r.returncode == 1 and array in r.stderr and whole
+                              and good_view.startswith(r.stdout), r))
             if array in numeric:
                 r = subprocess.run([svar, "bench-read", "--array", array, "--patches",
                                     lists[array], store], capture_output=True, text=True)
@@ -173,4 +186,5 @@ def test_every_single_bit_flip_is_caught(flip_store, tmp_path):
     kinds = sorted({(t, f.split("/")[0]) for t, f, _, _ in problems})
     assert not problems, (kinds, problems[:3])
     assert caught["verify"] == FLIPS and caught["rechunk"] == FLIPS, caught
+    assert caught["view"] == FLIPS, caught
     assert caught["python"] > FLIPS // 2 and caught["read"] > 50, caught

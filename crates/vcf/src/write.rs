@@ -141,6 +141,10 @@ impl FloatText {
 }
 
 fn put_int(v: i64, out: &mut Vec<u8>) {
+    if (0..10).contains(&v) {
+        out.push(b'0' + v as u8);
+        return;
+    }
     let mut b = itoa::Buffer::new();
     out.extend_from_slice(b.format(v).as_bytes());
 }
@@ -167,18 +171,62 @@ fn is_missing(d: &Dense, i: usize) -> bool {
     }
 }
 
+/// Of cell `[at, at + width)`: how many values come before the fill, and whether one
+/// of them is not missing. Typed loops: this runs for every field of every call.
+fn cell_extent(d: &Dense, at: usize, width: usize) -> (usize, bool) {
+    fn scan<T: Copy + PartialEq>(v: &[T], fill: T, missing: T) -> (usize, bool) {
+        let mut value = false;
+        for (k, &x) in v.iter().enumerate() {
+            if x == fill {
+                return (k, value);
+            }
+            value |= x != missing;
+        }
+        (v.len(), value)
+    }
+    let c = at..at + width;
+    match d {
+        Dense::I8(v) => scan(&v[c], -2, -1),
+        Dense::I16(v) => scan(&v[c], -2, -1),
+        Dense::I32(v) => scan(&v[c], -2, -1),
+        Dense::I64(v) => scan(&v[c], -2, -1),
+        Dense::F32(v) => scan(&v[c], F32_FILL, F32_MISSING),
+        Dense::Char(v) => scan(&v[c], 0, '.' as u32),
+        Dense::Bool(_) => (width, true),
+        Dense::Str(_) => {
+            let n = c.clone().take_while(|&i| !is_fill(d, i)).count();
+            (n, (at..at + n).any(|i| !is_missing(d, i)))
+        }
+    }
+}
+
 /// The values of cell `[at, at + width)` up to the fill; `None` when there are none
 /// or all are missing (the field is then left out, or printed `.`).
 fn cell_end(d: &Dense, at: usize, width: usize) -> Option<usize> {
-    let mut end = at;
-    while end < at + width && !is_fill(d, end) {
-        end += 1;
-    }
-    (at..end).any(|i| !is_missing(d, i)).then_some(end)
+    let (n, value) = cell_extent(d, at, width);
+    value.then_some(at + n)
 }
 
 /// Appends cell values `[at, end)` comma-joined, missing as `.`.
 fn put_values(d: &Dense, at: usize, end: usize, floats: &mut FloatText, out: &mut Vec<u8>) {
+    fn ints<T: Copy + Into<i64>>(v: &[T], out: &mut Vec<u8>) {
+        for (k, &x) in v.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            match x.into() {
+                -1 => out.push(b'.'),
+                x => put_int(x, out),
+            }
+        }
+    }
+    match d {
+        Dense::I8(v) => return ints(&v[at..end], out),
+        Dense::I16(v) => return ints(&v[at..end], out),
+        Dense::I32(v) => return ints(&v[at..end], out),
+        Dense::I64(v) => return ints(&v[at..end], out),
+        _ => {}
+    }
     for i in at..end {
         if i > at {
             out.push(b',');
@@ -196,7 +244,7 @@ fn put_values(d: &Dense, at: usize, end: usize, floats: &mut FloatText, out: &mu
                 out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
             }
             Dense::Bool(v) => put_int(v[i] as i64, out),
-            _ => put_int(d.int(i).expect("an integer kind"), out),
+            _ => unreachable!("integers printed above"),
         }
     }
 }
@@ -205,14 +253,9 @@ fn put_values(d: &Dense, at: usize, end: usize, floats: &mut FloatText, out: &mu
 /// ones as `.` (so `.,.` stays `.,.`), or `.` when it has none.
 pub fn put_cell(f: &FieldValues, cell: usize, floats: &mut FloatText, out: &mut Vec<u8>) {
     let at = cell * f.width;
-    let mut end = at;
-    while end < at + f.width && !is_fill(&f.values, end) {
-        end += 1;
-    }
-    if end == at {
-        out.push(b'.');
-    } else {
-        put_values(&f.values, at, end, floats, out);
+    match cell_extent(&f.values, at, f.width).0 {
+        0 => out.push(b'.'),
+        n => put_values(&f.values, at, at + n, floats, out),
     }
 }
 
@@ -251,6 +294,35 @@ pub fn put_gt(g: &Genotypes, call: usize, out: &mut Vec<u8>) {
     if n == 0 {
         out.push(b'.');
     }
+}
+
+/// `\tA|B` for calls `[at, at + n)` when each is two one-digit (or missing) alleles
+/// — most records of most call sets, four bytes a call without a branch per byte;
+/// false, with nothing written, when some call is not.
+fn put_diploid_calls(g: &Genotypes, at: usize, n: usize, out: &mut Vec<u8>) -> bool {
+    let (2, Dense::I8(v)) = (g.ploidy, &g.alleles) else {
+        return false;
+    };
+    let calls = &v[at * 2..(at + n) * 2];
+    let phased = g.phased.get(at..at + n);
+    if calls.iter().any(|&a| !(-1..=9).contains(&a)) {
+        return false;
+    }
+    let digit = |a: i8| if a < 0 { b'.' } else { b'0' + a as u8 };
+    let start = out.len();
+    out.resize(start + 4 * n, 0);
+    for (j, (dst, c)) in out[start..]
+        .chunks_exact_mut(4)
+        .zip(calls.chunks_exact(2))
+        .enumerate()
+    {
+        let sep = match phased {
+            Some(p) if p[j] != 0 => b'|',
+            _ => b'/',
+        };
+        dst.copy_from_slice(&[b'\t', digit(c[0]), sep, digit(c[1])]);
+    }
+    true
 }
 
 /// The alleles of a call as bases (`%TGT`): `A|G`, `.` for missing.
@@ -468,6 +540,14 @@ impl<'s> Printer<'s> {
         }
         if keys == 0 {
             out.push(b'.');
+        }
+        if self.present.is_empty() {
+            if let Some(g) = &b.gt {
+                if put_diploid_calls(g, r * s, s, out) {
+                    out.push(b'\n');
+                    return;
+                }
+            }
         }
         for j in 0..s {
             out.push(b'\t');

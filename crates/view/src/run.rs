@@ -190,19 +190,49 @@ fn recompute_ac_an(schema: &Schema, b: &mut Block) {
     }
 }
 
+/// Text buffers handed back by the writer once written, for the next blocks: a fresh
+/// multi-MiB buffer per block costs more in page faults than formatting it.
+struct Buffers {
+    give: crossbeam_channel::Sender<Vec<u8>>,
+    take: crossbeam_channel::Receiver<Vec<u8>>,
+}
+
+impl Buffers {
+    fn new() -> Buffers {
+        let (give, take) = crossbeam_channel::unbounded();
+        Buffers { give, take }
+    }
+
+    fn get(&self) -> Vec<u8> {
+        self.take.try_recv().unwrap_or_default()
+    }
+
+    fn put(&self, mut b: Vec<u8>) {
+        b.clear();
+        let _ = self.give.send(b);
+    }
+}
+
 /// Formats a block's records in parallel parts (a printer each, from `make`), in order.
-fn format_block<'s, M, F>(reader: &Reader, b: &Block, threads: usize, make: M, line: F) -> Vec<u8>
+fn format_block<'s, M, F>(
+    reader: &Reader,
+    b: &Block,
+    threads: usize,
+    buffers: &Buffers,
+    make: M,
+    line: F,
+) -> Vec<Vec<u8>>
 where
     M: Fn() -> Printer<'s> + Sync,
     F: Fn(&mut Printer<'s>, &Block, usize, &mut Vec<u8>) + Sync,
 {
     let parts = threads.max(1).min(b.n.max(1));
     let per = b.n.div_ceil(parts).max(1);
-    let bufs: Vec<Vec<u8>> = reader.install(|| {
+    reader.install(|| {
         (0..parts)
             .into_par_iter()
             .map(|k| {
-                let mut out = Vec::with_capacity(per * 64);
+                let mut out = buffers.get();
                 let mut p = make();
                 for r in k * per..((k + 1) * per).min(b.n) {
                     line(&mut p, b, r, &mut out);
@@ -210,34 +240,26 @@ where
                 out
             })
             .collect()
-    });
-    bufs.concat()
+    })
 }
 
 /// Reads `rows` in blocks on a helper thread and hands each formatted block, in
 /// order, to `write`.
-fn pipeline<R, F, W>(
-    reader: &Reader,
-    rows: &[u64],
-    block: usize,
-    read: R,
-    format: F,
-    mut write: W,
-) -> Result<u64>
+fn pipeline<R, F, W>(rows: &[u64], block: usize, read: R, format: F, mut write: W) -> Result<u64>
 where
     R: Fn(&[u64]) -> Result<Block> + Sync,
-    F: Fn(&mut Block) -> Vec<u8> + Sync,
+    F: Fn(&mut Block, &Buffers) -> Vec<Vec<u8>> + Sync,
     W: FnMut(&[u8]) -> Result<()>,
 {
-    let _ = reader;
     let runs = runs(rows, block);
-    let (tx, rx) = crossbeam_channel::bounded::<Result<(usize, Vec<u8>)>>(2);
+    let buffers = Buffers::new();
+    let (tx, rx) = crossbeam_channel::bounded::<Result<(usize, Vec<Vec<u8>>)>>(2);
     let mut printed = 0u64;
     std::thread::scope(|s| -> Result<()> {
         s.spawn(|| {
             let tx = tx; // dropped when the reads end, which ends the loop below
             for run in &runs {
-                let r = read(run).map(|mut b| (b.n, format(&mut b)));
+                let r = read(run).map(|mut b| (b.n, format(&mut b, &buffers)));
                 let failed = r.is_err();
                 if tx.send(r).is_err() || failed {
                     return;
@@ -246,8 +268,11 @@ where
         });
         let rx = rx;
         for r in rx.iter() {
-            let (n, text) = r?;
-            write(&text)?;
+            let (n, parts) = r?;
+            for text in parts {
+                write(&text)?;
+                buffers.put(text);
+            }
             printed += n as u64;
         }
         Ok(())
@@ -281,11 +306,10 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
     let threads = reader.threads();
     let genotypes = o.genotypes;
     let records = pipeline(
-        reader,
         &rows,
         block,
         |run| sources.read(reader, run),
-        |b| {
+        |b, buffers| {
             if recompute {
                 recompute_ac_an(&schema, b);
             }
@@ -293,6 +317,7 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
                 reader,
                 b,
                 threads,
+                buffers,
                 || Printer::new(&schema, genotypes),
                 |p, b, r, out| p.put_record(b, r, out),
             )
@@ -339,15 +364,15 @@ pub fn query(
     let block = block_rows(store, if samples { columns.len() } else { 0 });
     let threads = reader.threads();
     let records = pipeline(
-        reader,
         &rows,
         block,
         |run| sources.read(reader, run),
-        |b| {
+        |b, buffers| {
             format_block(
                 reader,
                 b,
                 threads,
+                buffers,
                 || Printer::new(&schema, true),
                 |p, b, r, out| q.put_record(p, &schema, b, r, out),
             )

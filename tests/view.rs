@@ -1,0 +1,268 @@
+//! `svar2 view` and `svar2 query` against bcftools: regions, targets and sample
+//! subsets print what `bcftools view` prints of the input (AC/AN recomputed as it
+//! does), every `svar2 query` format string in the README prints what `bcftools
+//! query` prints, `--write-index` makes an index bcftools uses, and bad requests and
+//! damaged stores end with one line and exit 1 (never a half-written line).
+//! (The whole-file round trips, -Ov/-Oz/-Ob, are in oracles.rs.)
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("command runs")
+}
+
+fn ok(what: &str, o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).expect("utf-8")
+}
+
+/// `svar2 view ARGS STORE -o OUT` (VCF); asserts success.
+fn view_to(store: &Path, out: &Path, args: &[&str]) {
+    let o = run(svar2().arg("view").args(args).arg("-o").arg(out).arg(store));
+    ok(&format!("svar2 view {args:?}"), o);
+}
+
+/// `bcftools view ARGS INPUT -o OUT` (VCF); asserts success.
+fn bcftools_to(input: &Path, out: &Path, args: &[&str]) {
+    let o = run(Command::new("bcftools")
+        .arg("view")
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .arg(input));
+    ok(&format!("bcftools view {args:?}"), o);
+}
+
+/// Every column and field of `file`, as a store keeps them (see [`query_all`]).
+fn query(file: &Path) -> String {
+    query_all(file, None)
+}
+
+/// The same selection through bcftools (from the indexed input) and svar2 (from the
+/// store): equal queries of every field.
+fn same_selection(input: &Path, store: &Path, dir: &Path, args: &[&str]) {
+    let (want, got) = (dir.join("want.vcf"), dir.join("got.vcf"));
+    bcftools_to(input, &want, args);
+    view_to(store, &got, args);
+    assert_same_lines(&format!("view {args:?}"), &query(&want), &query(&got));
+    let n = |p: &Path| sh_ok(&format!("bcftools view -H {} | wc -l", p.display()));
+    assert_eq!(n(&want), n(&got), "records of view {args:?}");
+}
+
+#[test]
+fn regions_targets_and_samples_equal_bcftools_view() {
+    if !tools(
+        "regions_targets_and_samples_equal_bcftools_view",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let [_, gz, _] = forms(&data("all_fields.vcf"), d, "af");
+    let samples = d.join("samples.txt");
+    std::fs::write(&samples, "样本3\nNA00001\n").unwrap();
+    let bed = d.join("regions.bed");
+    std::fs::write(&bed, "chr1\t149\t300\nchr3\t0\t5\n").unwrap();
+    let tiny = [
+        "--variants-chunk",
+        "2",
+        "--variants-shard",
+        "4",
+        "--samples-chunk",
+        "2",
+        "--samples-shard",
+        "4",
+    ];
+    for geometry in [&tiny[..], &[]] {
+        let store = d.join("af.zarr");
+        convert(&gz, &store, geometry);
+        let s = samples.to_str().unwrap();
+        let excluded = format!("^{s}");
+        let b = bed.to_str().unwrap();
+        let cases: Vec<Vec<&str>> = vec![
+            vec!["-r", "chr1:150-450"],
+            vec!["-r", "chrX:1500-3000,chr3:1-5", "-s", "Zoë,NA00001"],
+            vec!["-r", "chr1:500"],
+            vec!["-s", "^NA00001"],
+            vec!["-s", "s-4 x,Zoë"],
+            vec!["-S", s],
+            vec!["-S", &excluded, "-r", "chr1"],
+            vec!["-R", b, "-s", "Zoë"],
+            vec!["-t", "chr1:150-450"],
+            vec!["-t", "^chr1:150-450,chr3"],
+            vec!["-G", "-r", "chr2"],
+            vec!["-I", "-s", "NA00001"],
+        ];
+        for args in &cases {
+            same_selection(&gz, &store, d, args);
+        }
+    }
+    // A real-sized store: the corpus's small file, a region with 10 samples.
+    let Some(small) = need_corpus(
+        "regions_targets_and_samples_equal_bcftools_view (corpus part)",
+        "sim_small.vcf.gz",
+    ) else {
+        return;
+    };
+    let store = d.join("small.zarr");
+    convert(
+        &small,
+        &store,
+        &["--variants-chunk", "500", "--samples-chunk", "30"],
+    );
+    let ten = "tsk_90,tsk_3,tsk_31,tsk_32,tsk_33,tsk_60,tsk_61,tsk_7,tsk_8,tsk_99";
+    same_selection(
+        &small,
+        &store,
+        d,
+        &["-r", "chr1:100000-900000,chr3", "-s", ten],
+    );
+    same_selection(&small, &store, d, &["-r", "chr2:2000000-", "-s", "^tsk_0"]);
+}
+
+/// The `svar2 query` lines of README.md, run on the store of `all_fields.vcf` and,
+/// with `bcftools query`, on the file itself: the same output for each.
+#[test]
+fn readme_query_formats_equal_bcftools_query() {
+    if !tools(
+        "readme_query_formats_equal_bcftools_query",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let [_, gz, _] = forms(&data("all_fields.vcf"), d, "af");
+    let store = d.join("store.zarr");
+    convert(&gz, &store, &[]);
+    // bcftools reads the file as the store keeps it (INFO in header order: `%INFO`).
+    let stored = d.join("stored.vcf.gz");
+    sh_ok(&format!(
+        "python3 {} {} | bgzip > {s} && bcftools index {s}",
+        py("as_stored.py"),
+        gz.display(),
+        s = stored.display()
+    ));
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines: Vec<&str> = readme
+        .lines()
+        .map(|l| l.split("  #").next().unwrap().trim())
+        .filter(|l| l.starts_with("svar2 query ") && l.ends_with(" store.zarr"))
+        .collect();
+    assert!(lines.len() >= 5, "README shows svar2 query: {lines:?}");
+    for line in lines {
+        let args = &line["svar2 query ".len()..line.len() - " store.zarr".len()];
+        let want = sh_ok(&format!("bcftools query {args} {}", stored.display()));
+        let got = sh_ok(&format!(
+            "{} query {args} {}",
+            env!("CARGO_BIN_EXE_svar2"),
+            store.display()
+        ));
+        assert!(!want.is_empty(), "{line} prints something");
+        assert_same_lines(line, &want, &got);
+    }
+}
+
+#[test]
+fn written_index_serves_bcftools_regions() {
+    if !tools("written_index_serves_bcftools_regions", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let [_, gz, _] = forms(&data("all_fields.vcf"), d, "af");
+    let store = d.join("af.zarr");
+    convert(&gz, &store, &[]);
+    for (name, kind) in [("out.vcf.gz", "z"), ("out.bcf", "b")] {
+        let out = d.join(name);
+        let o = run(svar2()
+            .args(["view", "-O", kind, "--write-index", "-o"])
+            .arg(&out)
+            .arg(&store));
+        ok("view --write-index", o);
+        assert!(PathBuf::from(format!("{}.csi", out.display())).exists());
+        let r = "chr1:150-450";
+        assert_same_lines(
+            &format!("{name} by its index"),
+            &query_all(&gz, Some(r)),
+            &query_all(&out, Some(r)),
+        );
+    }
+}
+
+/// One line on stderr naming `needle`, exit 1, nothing on stdout.
+fn fails_naming(o: Output, needle: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "exit 1: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "names {needle}: {err}");
+    assert!(o.stdout.is_empty(), "prints nothing");
+}
+
+#[test]
+fn bad_requests_and_damaged_stores_end_in_one_line() {
+    if !tools(
+        "bad_requests_and_damaged_stores_end_in_one_line",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let store = d.join("af.zarr");
+    convert(&data("all_fields.vcf"), &store, &[]);
+    let view = |args: &[&str], s: &Path| run(svar2().arg("view").args(args).arg(s));
+    fails_naming(view(&["-r", "chrZ:1-10"], &store), "chrZ");
+    fails_naming(view(&["-s", "NA00001,nobody"], &store), "nobody");
+    fails_naming(
+        run(svar2()
+            .args(["query", "-f", "%POS\\t%INFO/NOPE\\n"])
+            .arg(&store)),
+        "NOPE",
+    );
+    fails_naming(view(&[], d), "not a");
+    // A region matching nothing: the header, no records, exit 0 (as bcftools).
+    let o = view(&["-r", "chr2:1-10"], &store);
+    let text = ok("empty region", o);
+    assert!(text.lines().last().unwrap().starts_with("#CHROM"), "{text}");
+
+    // A closed pipe ends quietly.
+    let growth = growth_vcf(d);
+    let big = d.join("growth.zarr");
+    convert(&growth, &big, &GROWTH_GEOMETRY);
+    let o = sh(&format!(
+        "{} view {} | head -c 1000 > /dev/null",
+        env!("CARGO_BIN_EXE_svar2"),
+        big.display()
+    ));
+    assert!(
+        o.stderr.is_empty(),
+        "quiet on a closed pipe: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    // A damaged genotype chunk midway: one line naming the array, exit 1, and the
+    // output ends with whole lines only, fewer than the store's records.
+    let shard = big.join("call_genotype/c/3/0/0");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[100] ^= 0x10;
+    std::fs::write(&shard, bytes).unwrap();
+    let o = view(&["-H"], &big);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("call_genotype"), "{err}");
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.is_empty() || text.ends_with('\n'), "whole lines only");
+    let columns = 9 + 23;
+    assert!(text.lines().all(|l| l.split('\t').count() == columns));
+    assert!(text.lines().count() < 3000, "stopped at the damage");
+}
