@@ -55,43 +55,67 @@ fn block_rows(store: &Store, samples: usize) -> usize {
     chunk.min((64 << 20) / per_row).max(1)
 }
 
-/// Runs of consecutive rows, each at most `max` long.
-fn runs(rows: &[u64], max: usize) -> Vec<Vec<u64>> {
-    let mut out: Vec<Vec<u64>> = Vec::new();
+/// Rows as runs of consecutive rows (`[start, end)`, ascending): a whole store is one
+/// run, so the selection's memory does not grow with the store.
+type Runs = Vec<std::ops::Range<u64>>;
+
+/// Ascending rows as runs.
+fn runs_of(rows: &[u64]) -> Runs {
+    let mut out: Runs = Vec::new();
     for &r in rows {
         match out.last_mut() {
-            Some(run) if run.len() < max && *run.last().expect("non-empty") + 1 == r => run.push(r),
-            _ => out.push(vec![r]),
+            Some(run) if run.end == r => run.end += 1,
+            _ => out.push(r..r + 1),
         }
     }
     out
 }
 
+/// The runs cut into pieces of at most `max` rows, in order.
+fn pieces(runs: &Runs, max: usize) -> impl Iterator<Item = std::ops::Range<u64>> + '_ {
+    let max = max.max(1) as u64;
+    runs.iter().flat_map(move |r| {
+        (r.start..r.end)
+            .step_by(max as usize)
+            .map(move |a| a..(a + max).min(r.end))
+    })
+}
+
 /// The rows to print: every row, or those overlapping the regions, less those the
-/// targets drop (by POS, read chunk by chunk).
-fn rows_to_print(store: &Store, regions: &[Region], targets: Option<&Targets>) -> Result<Vec<u64>> {
+/// targets drop (by POS, read 64 Ki rows at a time).
+fn rows_to_print(store: &Store, regions: &[Region], targets: Option<&Targets>) -> Result<Runs> {
     let n = store.array("variant_position")?.shape()[0];
-    let rows: Vec<u64> = if regions.is_empty() {
-        (0..n).collect()
+    let rows: Runs = if regions.is_empty() {
+        vec![0..n]
     } else {
-        rows_in(store, regions)?
+        runs_of(&rows_in(store, regions)?)
     };
     let Some(t) = targets else { return Ok(rows) };
     let pos = store.array("variant_position")?;
     let contig = store.array("variant_contig")?;
     let names = store.contig_names();
-    let mut kept = Vec::with_capacity(rows.len());
-    for run in runs(&rows, 1 << 16) {
-        let (r0, r1) = (run[0], run[run.len() - 1] + 1);
-        let (p, c) = (pos.read_rows_i64(r0, r1)?, contig.read_rows_i64(r0, r1)?);
-        for (i, &r) in run.iter().enumerate() {
+    let mut kept: Vec<u64> = Vec::new();
+    let mut out: Runs = Vec::new();
+    for piece in pieces(&rows, 1 << 16) {
+        let (p, c) = (
+            pos.read_rows_i64(piece.start, piece.end)?,
+            contig.read_rows_i64(piece.start, piece.end)?,
+        );
+        kept.clear();
+        for (i, r) in piece.enumerate() {
             let name = names.get(c[i] as usize).map_or("", String::as_str);
             if t.keeps(name, p[i]) {
                 kept.push(r);
             }
         }
+        for run in runs_of(&kept) {
+            match out.last_mut() {
+                Some(last) if last.end == run.start => last.end = run.end,
+                _ => out.push(run),
+            }
+        }
     }
-    Ok(kept)
+    Ok(out)
 }
 
 /// The schema printed: the chosen samples in order; AC and AN declared when they are
@@ -245,21 +269,23 @@ where
 
 /// Reads `rows` in blocks on a helper thread and hands each formatted block, in
 /// order, to `write`.
-fn pipeline<R, F, W>(rows: &[u64], block: usize, read: R, format: F, mut write: W) -> Result<u64>
+fn pipeline<R, F, W>(rows: &Runs, block: usize, read: R, format: F, mut write: W) -> Result<u64>
 where
     R: Fn(&[u64]) -> Result<Block> + Sync,
     F: Fn(&mut Block, &Buffers) -> Vec<Vec<u8>> + Sync,
     W: FnMut(&[u8]) -> Result<()>,
 {
-    let runs = runs(rows, block);
     let buffers = Buffers::new();
     let (tx, rx) = crossbeam_channel::bounded::<Result<(usize, Vec<Vec<u8>>)>>(2);
     let mut printed = 0u64;
     std::thread::scope(|s| -> Result<()> {
         s.spawn(|| {
             let tx = tx; // dropped when the reads end, which ends the loop below
-            for run in &runs {
-                let r = read(run).map(|mut b| (b.n, format(&mut b, &buffers)));
+            let mut ids = Vec::with_capacity(block);
+            for piece in pieces(rows, block) {
+                ids.clear();
+                ids.extend(piece);
+                let r = read(&ids).map(|mut b| (b.n, format(&mut b, &buffers)));
                 let failed = r.is_err();
                 if tx.send(r).is_err() || failed {
                     return;
@@ -293,7 +319,7 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
     };
     // Everything that can refuse the request is checked before the header is written.
     let rows = match o.header_only {
-        true => Vec::new(),
+        true => Runs::new(),
         false => rows_to_print(store, &o.regions, o.targets.as_ref())?,
     };
     let sources = Sources::new(store, &schema, columns.clone(), o.genotypes)?;
