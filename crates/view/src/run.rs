@@ -86,7 +86,7 @@ fn pieces(runs: &Runs, max: usize) -> impl Iterator<Item = std::ops::Range<u64>>
 fn rows_to_print(store: &Store, regions: &[Region], targets: Option<&Targets>) -> Result<Runs> {
     let n = store.array("variant_position")?.shape()[0];
     let rows: Runs = if regions.is_empty() {
-        vec![0..n]
+        std::iter::once(0..n).collect()
     } else {
         runs_of(&rows_in(store, regions)?)
     };
