@@ -143,3 +143,67 @@ pub fn split_paths(
     }
     Ok((paths, output))
 }
+
+/// Which records and samples `view` and `query` print: bcftools' -r/-R, -t/-T, -s/-S.
+#[derive(Args)]
+pub struct SelectionArgs {
+    /// Regions: records overlapping them (CHR, CHR:POS, CHR:BEG-END, CHR:BEG-;
+    /// comma-separated; 1-based, inclusive), found through the region index.
+    #[arg(short = 'r', long)]
+    regions: Option<String>,
+    /// A regions file (CHR BEG END, tab-separated, 1-based inclusive; .bed: 0-based).
+    #[arg(short = 'R', long = "regions-file", conflicts_with = "regions")]
+    regions_file: Option<PathBuf>,
+    /// Targets: records whose POS lies in them; a leading ^ excludes them.
+    #[arg(short = 't', long)]
+    targets: Option<String>,
+    /// A targets file, as for -R; ^FILE excludes.
+    #[arg(short = 'T', long = "targets-file", conflicts_with = "targets")]
+    targets_file: Option<PathBuf>,
+    /// Samples, comma-separated, in that order; a leading ^ excludes them.
+    #[arg(short = 's', long)]
+    samples: Option<String>,
+    /// A file of sample names, one per line; ^FILE excludes them.
+    #[arg(short = 'S', long = "samples-file", conflicts_with = "samples")]
+    samples_file: Option<PathBuf>,
+}
+
+/// [`SelectionArgs`] resolved against a store.
+pub struct Selection {
+    pub regions: Vec<svar2_view::select::Region>,
+    pub targets: Option<svar2_view::select::Targets>,
+    /// Store sample columns in output order (`None`: all).
+    pub samples: Option<Vec<u64>>,
+}
+
+impl SelectionArgs {
+    /// Reads the files and names the flags give, checked against `store`.
+    pub fn resolve(&self, store: &svar2_reader::Store) -> svar2_view::Result<Selection> {
+        use svar2_view::select::{parse_regions, read_regions_file, sample_columns, Targets};
+        let regions = match (&self.regions, &self.regions_file) {
+            (Some(l), _) => parse_regions(l)?,
+            (None, Some(f)) => read_regions_file(f)?,
+            (None, None) => Vec::new(),
+        };
+        let targets = match (&self.targets, &self.targets_file) {
+            (Some(t), _) => Some(Targets::parse(t)?),
+            (None, Some(f)) => {
+                let (exclude, path) = match f.to_str().and_then(|s| s.strip_prefix('^')) {
+                    Some(p) => (true, PathBuf::from(p)),
+                    None => (false, f.clone()),
+                };
+                Some(Targets {
+                    regions: read_regions_file(&path)?,
+                    exclude,
+                })
+            }
+            (None, None) => None,
+        };
+        let samples = sample_columns(store, self.samples.as_deref(), self.samples_file.as_deref())?;
+        Ok(Selection {
+            regions,
+            targets,
+            samples,
+        })
+    }
+}

@@ -2,7 +2,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use svar2_view::select::{parse_regions, read_regions_file, sample_columns, Targets};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -19,28 +18,16 @@ pub struct Args {
     /// Print a header line naming the columns.
     #[arg(short = 'H', long = "print-header")]
     print_header: bool,
-    /// Regions (records overlapping them), as for view.
-    #[arg(short = 'r', long)]
-    regions: Option<String>,
-    /// A regions file.
-    #[arg(short = 'R', long = "regions-file", conflicts_with = "regions")]
-    regions_file: Option<PathBuf>,
-    /// Targets (records whose POS lies in them; ^ excludes).
-    #[arg(short = 't', long)]
-    targets: Option<String>,
-    /// Samples, comma-separated, in that order (^ excludes).
-    #[arg(short = 's', long)]
-    samples: Option<String>,
-    /// A file of sample names (^FILE excludes).
-    #[arg(short = 'S', long = "samples-file", conflicts_with = "samples")]
-    samples_file: Option<PathBuf>,
+    #[command(flatten)]
+    selection: crate::flags::SelectionArgs,
 }
 
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let store = svar2_reader::Store::open(&a.store)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-    let columns = sample_columns(&store, a.samples.as_deref(), a.samples_file.as_deref())?;
+    let selection = a.selection.resolve(&store)?;
+    let columns = selection.samples;
     if a.list_samples {
         let names = store.sample_names();
         let cols: Vec<u64> = columns.unwrap_or_else(|| (0..names.len() as u64).collect());
@@ -54,15 +41,10 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     let threads = svar2_planner::host::Host::system().cores().usable;
     let reader = svar2_reader::Reader::new(threads, 4)?;
-    let regions = match (&a.regions, &a.regions_file) {
-        (Some(l), _) => parse_regions(l)?,
-        (None, Some(f)) => read_regions_file(f)?,
-        (None, None) => Vec::new(),
-    };
     let o = svar2_view::QueryOptions {
         format: a.format.expect("clap requires -f without -l"),
-        regions,
-        targets: a.targets.as_deref().map(Targets::parse).transpose()?,
+        regions: selection.regions,
+        targets: selection.targets,
         samples: columns,
         header: a.print_header,
     };

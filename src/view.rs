@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 use svar2_vcf::write::OutputType;
-use svar2_view::select::{parse_regions, read_regions_file, sample_columns, Targets};
 
 #[derive(clap::Args)]
 #[command(disable_help_flag = true)]
@@ -12,25 +11,8 @@ pub struct Args {
     /// Print help (-h is --header-only, as in bcftools).
     #[arg(long, action = clap::ArgAction::Help)]
     help: Option<bool>,
-    /// Regions: records overlapping them (CHR, CHR:POS, CHR:BEG-END, CHR:BEG-;
-    /// comma-separated; 1-based, inclusive), found through the region index.
-    #[arg(short = 'r', long)]
-    regions: Option<String>,
-    /// A regions file (CHR BEG END, tab-separated, 1-based inclusive; .bed: 0-based).
-    #[arg(short = 'R', long = "regions-file", conflicts_with = "regions")]
-    regions_file: Option<PathBuf>,
-    /// Targets: records whose POS lies in them; a leading ^ excludes them.
-    #[arg(short = 't', long)]
-    targets: Option<String>,
-    /// A targets file, as for -R; a leading ^ excludes.
-    #[arg(short = 'T', long = "targets-file", conflicts_with = "targets")]
-    targets_file: Option<PathBuf>,
-    /// Samples to print, comma-separated, in that order; a leading ^ excludes them.
-    #[arg(short = 's', long)]
-    samples: Option<String>,
-    /// A file of sample names, one per line; a leading ^ (^FILE) excludes them.
-    #[arg(short = 'S', long = "samples-file", conflicts_with = "samples")]
-    samples_file: Option<PathBuf>,
+    #[command(flatten)]
+    selection: crate::flags::SelectionArgs,
     /// No genotypes: drop FORMAT and the sample columns.
     #[arg(short = 'G', long = "drop-genotypes")]
     drop_genotypes: bool,
@@ -60,36 +42,11 @@ pub struct Args {
     threads: Option<usize>,
 }
 
-/// -R/-T files or lists into regions.
-fn regions(
-    list: Option<&str>,
-    file: Option<&std::path::Path>,
-) -> svar2_view::Result<Vec<svar2_view::select::Region>> {
-    match (list, file) {
-        (Some(l), _) => parse_regions(l),
-        (None, Some(f)) => read_regions_file(f),
-        (None, None) => Ok(Vec::new()),
-    }
-}
-
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let store = svar2_reader::Store::open(&a.store)?;
     let threads = svar2_planner::host::Host::system().cores().usable;
     let reader = svar2_reader::Reader::new(threads, 4)?;
-    let targets = match (&a.targets, &a.targets_file) {
-        (Some(t), _) => Some(Targets::parse(t)?),
-        (None, Some(f)) => {
-            let (exclude, path) = match f.to_str().and_then(|s| s.strip_prefix('^')) {
-                Some(p) => (true, PathBuf::from(p)),
-                None => (false, f.clone()),
-            };
-            Some(Targets {
-                regions: read_regions_file(&path)?,
-                exclude,
-            })
-        }
-        (None, None) => None,
-    };
+    let selection = a.selection.resolve(&store)?;
     let kind = a.output_type.unwrap_or_else(|| {
         let name = a
             .output
@@ -105,9 +62,9 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     });
     let o = svar2_view::ViewOptions {
-        regions: regions(a.regions.as_deref(), a.regions_file.as_deref())?,
-        targets,
-        samples: sample_columns(&store, a.samples.as_deref(), a.samples_file.as_deref())?,
+        regions: selection.regions,
+        targets: selection.targets,
+        samples: selection.samples,
         genotypes: !a.drop_genotypes,
         header_only: a.header_only,
         no_header: a.no_header,

@@ -6,19 +6,6 @@ mod common;
 use common::*;
 use std::path::Path;
 
-/// Small shards so the 9-record fixture spans several inner chunks and shards on both
-/// axes; and the default geometry.
-const TINY: &[&str] = &[
-    "--variants-chunk",
-    "2",
-    "--variants-shard",
-    "4",
-    "--samples-chunk",
-    "2",
-    "--samples-shard",
-    "4",
-];
-
 /// Round trip of every form of a fixture under a geometry, whole file and regions.
 fn round_trip(src: &Path, name: &str, geometry: &[&str], regions: &[&str]) {
     let dir = test_dir();
@@ -54,7 +41,12 @@ fn round_trip_every_field_type_and_number() {
         return;
     }
     let regions = ["chr1:150-450", "chrX:1500-3000,chr3:1-5", "chr1:500"];
-    round_trip(&data("all_fields.vcf"), "all_fields", TINY, &regions);
+    round_trip(
+        &data("all_fields.vcf"),
+        "all_fields",
+        TINY_GEOMETRY,
+        &regions,
+    );
     round_trip(&data("all_fields.vcf"), "all_fields", &[], &regions);
 }
 
@@ -72,9 +64,9 @@ fn round_trip_format_heavy_mixed_file() {
     let dir = test_dir();
     let src = dir.path().join("mixed_src.vcf");
     std::fs::write(&src, svar2_vcf::testing::mixed_vcf(6, 240, 7, false)).unwrap();
-    round_trip(&src, "mixed", TINY, &["c1:100-400", "c2"]);
+    round_trip(&src, "mixed", TINY_GEOMETRY, &["c1:100-400", "c2"]);
     let [_, gz, bcf] = forms(&src, dir.path(), "mixed2");
-    assert_same_as_bio2zarr(&gz, TINY);
+    assert_same_as_bio2zarr(&gz, TINY_GEOMETRY);
     assert_same_as_bio2zarr(&bcf, &[]);
 }
 
@@ -183,7 +175,7 @@ fn same_arrays_as_bio2zarr() {
     }
     let dir = test_dir();
     let [_, gz, bcf] = forms(&data("all_fields.vcf"), dir.path(), "all_fields");
-    assert_same_as_bio2zarr(&gz, TINY);
+    assert_same_as_bio2zarr(&gz, TINY_GEOMETRY);
     assert_same_as_bio2zarr(&bcf, &[]);
     let src = growth_vcf(dir.path());
     let [_, ggz, _] = forms(&src, dir.path(), "growth");
@@ -302,7 +294,7 @@ fn zarr_python_and_tensorstore_read_every_array() {
     }
     let dir = test_dir();
     let store = dir.path().join("r.zarr");
-    convert(&data("all_fields.vcf"), &store, TINY);
+    convert(&data("all_fields.vcf"), &store, TINY_GEOMETRY);
     let out = sh_ok(&format!(
         "python3 {} {}",
         py("open_everywhere.py"),
@@ -341,7 +333,7 @@ fn header_without_contig_lines() {
     ));
     for input in [&src, &gz] {
         let store = dir.path().join("nc.zarr");
-        convert(input, &store, TINY);
+        convert(input, &store, TINY_GEOMETRY);
         assert_same_lines(
             "no ##contig round trip",
             &query_all(input, None),

@@ -71,17 +71,7 @@ fn regions_targets_and_samples_equal_bcftools_view() {
     std::fs::write(&samples, "样本3\nNA00001\n").unwrap();
     let bed = d.join("regions.bed");
     std::fs::write(&bed, "chr1\t149\t300\nchr3\t0\t5\n").unwrap();
-    let tiny = [
-        "--variants-chunk",
-        "2",
-        "--variants-shard",
-        "4",
-        "--samples-chunk",
-        "2",
-        "--samples-shard",
-        "4",
-    ];
-    for geometry in [&tiny[..], &[]] {
+    for geometry in [TINY_GEOMETRY, &[]] {
         let store = d.join("af.zarr");
         convert(&gz, &store, geometry);
         let s = samples.to_str().unwrap();

@@ -21,6 +21,19 @@ pub const GROWTH_GEOMETRY: [&str; 8] = [
     "20",
 ];
 
+/// Small shards so a 9-record fixture spans several inner chunks and shards on both
+/// axes.
+pub const TINY_GEOMETRY: &[&str] = &[
+    "--variants-chunk",
+    "2",
+    "--variants-shard",
+    "4",
+    "--samples-chunk",
+    "2",
+    "--samples-shard",
+    "4",
+];
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -328,6 +341,17 @@ pub fn query_all(input: &Path, region: Option<&str>) -> String {
 /// The store printed back as VCF by `svar2 view` (`-r region`), then queried like
 /// [`query_all`].
 pub fn query_store(input: &Path, store: &Path, region: Option<&str>) -> String {
+    query_printed(input, store, region, env!("CARGO_BIN_EXE_svar2"))
+}
+
+/// The store printed back by plain vcztools (an independent reader: bio2zarr stores
+/// and one inner chunk per shard), then queried like [`query_all`].
+pub fn query_vcztools(input: &Path, store: &Path, region: Option<&str>) -> String {
+    query_printed(input, store, region, "vcztools")
+}
+
+/// `PRINTER view [-r region] STORE | bcftools query` with every field of `input`.
+fn query_printed(input: &Path, store: &Path, region: Option<&str>, printer: &str) -> String {
     let fmt = sh_ok(&format!(
         "python3 {} {}",
         py("query_format.py"),
@@ -335,8 +359,7 @@ pub fn query_store(input: &Path, store: &Path, region: Option<&str>) -> String {
     ));
     let r = region.map(|r| format!("-r {r}")).unwrap_or_default();
     sh_ok(&format!(
-        "{} view {r} {} | bcftools query -f '{fmt}' -",
-        env!("CARGO_BIN_EXE_svar2"),
+        "{printer} view {r} {} | bcftools query -f '{fmt}' -",
         store.display()
     ))
 }
@@ -365,21 +388,6 @@ pub fn query_view_as(input: &Path, store: &Path, kind: &str) -> String {
     let q = sh_ok(&format!("bcftools query -f '{fmt}' {}", out.display()));
     std::fs::remove_file(&out).ok();
     q
-}
-
-/// The store printed back by plain vcztools (an independent reader: bio2zarr stores
-/// and one inner chunk per shard), then queried like [`query_all`].
-pub fn query_vcztools(input: &Path, store: &Path, region: Option<&str>) -> String {
-    let fmt = sh_ok(&format!(
-        "python3 {} {}",
-        py("query_format.py"),
-        input.display()
-    ));
-    let r = region.map(|r| format!("-r {r}")).unwrap_or_default();
-    sh_ok(&format!(
-        "vcztools view {r} {} | bcftools query -f '{fmt}' -",
-        store.display()
-    ))
 }
 
 /// Asserts two multi-line texts are equal, showing the first differing line.

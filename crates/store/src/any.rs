@@ -661,45 +661,44 @@ impl AnyArray {
             path: self.name.clone().into(),
             msg: "a string array, read as rows of numbers".into(),
         })?;
-        let shape = self.shape().to_vec();
-        if shape.is_empty() {
-            return Err(Error::NotStore {
-                path: self.name.clone().into(),
-                msg: "a 0-dimensional array where rows were expected".into(),
-            });
-        }
-        let (r0, r1) = (r0.min(shape[0]), r1.min(shape[0]));
-        let mut lo = vec![0u64; shape.len()];
-        let mut hi = shape.clone();
-        (lo[0], hi[0]) = (r0, r1);
-        let box_shape: Vec<u64> = lo.iter().zip(&hi).map(|(l, h)| h - l).collect();
-        let mut out = vec![0u8; box_shape.iter().product::<u64>() as usize * e];
-        if r1 <= r0 || shape.contains(&0) {
-            return Ok(out);
-        }
-        let chunk = self.chunk_shape();
-        for idx in crate::block::blocks(&lo, &hi, &chunk) {
-            let Raw::Fixed(bytes) = self.decode(&idx, self.read(&idx)?)? else {
+        let rows = self.rows_box(r0, r1)?;
+        let mut out = vec![0u8; rows.values() * e];
+        self.each_chunk_of_rows(&rows, |idx, raw, s, d, n| {
+            let Raw::Fixed(bytes) = raw else {
                 return Err(Error::Chunk {
-                    key: self.key(&idx),
+                    key: self.key(idx),
                     msg: "not fixed-size values".into(),
                 });
             };
-            let origin: Vec<u64> = idx.iter().zip(&chunk).map(|(i, c)| i * c).collect();
-            let clo: Vec<u64> = lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
-            let chi: Vec<u64> = (0..lo.len())
-                .map(|d| hi[d].min(origin[d] + chunk[d]))
-                .collect();
-            crate::block::for_each_run(&clo, &chi, &origin, &chunk, &lo, &box_shape, |s, d, n| {
-                out[d * e..(d + n) * e].copy_from_slice(&bytes[s * e..(s + n) * e])
-            });
-        }
+            out[d * e..(d + n) * e].copy_from_slice(&bytes[s * e..(s + n) * e]);
+            Ok(())
+        })?;
         Ok(out)
     }
 
     /// Rows `[r0, r1)` of a string array (every value of the other axes, C order),
     /// chunk by chunk, checksums checked.
     pub fn read_rows_strings(&self, r0: u64, r1: u64) -> Result<Vec<Vec<u8>>> {
+        let rows = self.rows_box(r0, r1)?;
+        let mut out = vec![Vec::new(); rows.values()];
+        self.each_chunk_of_rows(&rows, |idx, raw, s, d, n| {
+            let Raw::Strings { bytes, offsets } = raw else {
+                return Err(Error::Chunk {
+                    key: self.key(idx),
+                    msg: "not strings".into(),
+                });
+            };
+            for k in 0..n {
+                let (a, b) = (offsets[s + k], offsets[s + k + 1]);
+                out[d + k] = bytes[a..b].to_vec();
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Rows `[r0, r1)` clamped to the array, as a box over all its axes.
+    fn rows_box(&self, r0: u64, r1: u64) -> Result<RowsBox> {
         let shape = self.shape().to_vec();
         if shape.is_empty() {
             return Err(Error::NotStore {
@@ -711,32 +710,41 @@ impl AnyArray {
         let mut lo = vec![0u64; shape.len()];
         let mut hi = shape.clone();
         (lo[0], hi[0]) = (r0, r1);
-        let box_shape: Vec<u64> = lo.iter().zip(&hi).map(|(l, h)| h - l).collect();
-        let mut out = vec![Vec::new(); box_shape.iter().product::<u64>() as usize];
-        if r1 <= r0 || shape.contains(&0) {
-            return Ok(out);
+        Ok(RowsBox { lo, hi })
+    }
+
+    /// The row readers' walk: each chunk over `rows` read, decoded and handed to
+    /// `copy` once per run of values, as (chunk, its values, source offset,
+    /// destination offset, count).
+    fn each_chunk_of_rows(
+        &self,
+        rows: &RowsBox,
+        mut copy: impl FnMut(&[u64], &Raw, usize, usize, usize) -> Result<()>,
+    ) -> Result<()> {
+        let (lo, hi) = (&rows.lo, &rows.hi);
+        let box_shape = rows.shape();
+        if rows.values() == 0 {
+            return Ok(());
         }
         let chunk = self.chunk_shape();
-        for idx in crate::block::blocks(&lo, &hi, &chunk) {
-            let Raw::Strings { bytes, offsets } = self.decode(&idx, self.read(&idx)?)? else {
-                return Err(Error::Chunk {
-                    key: self.key(&idx),
-                    msg: "not strings".into(),
-                });
-            };
+        for idx in crate::block::blocks(lo, hi, &chunk) {
+            let raw = self.decode(&idx, self.read(&idx)?)?;
             let origin: Vec<u64> = idx.iter().zip(&chunk).map(|(i, c)| i * c).collect();
             let clo: Vec<u64> = lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
             let chi: Vec<u64> = (0..lo.len())
                 .map(|d| hi[d].min(origin[d] + chunk[d]))
                 .collect();
-            crate::block::for_each_run(&clo, &chi, &origin, &chunk, &lo, &box_shape, |s, d, n| {
-                for k in 0..n {
-                    let (a, b) = (offsets[s + k], offsets[s + k + 1]);
-                    out[d + k] = bytes[a..b].to_vec();
+            let mut failed = None;
+            crate::block::for_each_run(&clo, &chi, &origin, &chunk, lo, &box_shape, |s, d, n| {
+                if failed.is_none() {
+                    failed = copy(&idx, &raw, s, d, n).err();
                 }
             });
+            if let Some(e) = failed {
+                return Err(e);
+            }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Rows `[r0, r1)` of an integer array, widened to i64 (the region index is read
@@ -802,5 +810,22 @@ impl AnyArray {
             }
         }
         Ok(names)
+    }
+}
+
+/// A box of whole rows of an array: `[lo, hi)` on every axis.
+struct RowsBox {
+    lo: Vec<u64>,
+    hi: Vec<u64>,
+}
+
+impl RowsBox {
+    fn shape(&self) -> Vec<u64> {
+        self.lo.iter().zip(&self.hi).map(|(l, h)| h - l).collect()
+    }
+
+    /// Values it holds.
+    fn values(&self) -> usize {
+        self.shape().iter().product::<u64>() as usize
     }
 }

@@ -259,14 +259,18 @@ pub fn put_cell(f: &FieldValues, cell: usize, floats: &mut FloatText, out: &mut 
     }
 }
 
+/// `|` for a phased call, else `/`.
+fn separator(g: &Genotypes, call: usize) -> u8 {
+    match g.phased.get(call) {
+        Some(&p) if p != 0 => b'|',
+        _ => b'/',
+    }
+}
+
 /// The genotype of one call: alleles up to the fill, `.` missing, `|` or `/`.
 pub fn put_gt(g: &Genotypes, call: usize, out: &mut Vec<u8>) {
     let at = call * g.ploidy;
-    let sep = if g.phased.get(call).copied().unwrap_or(0) != 0 {
-        b'|'
-    } else {
-        b'/'
-    };
+    let sep = separator(g, call);
     if let (2, Dense::I8(v)) = (g.ploidy, &g.alleles) {
         let (a, b) = (v[at], v[at + 1]);
         if (-1..=9).contains(&a) && (-1..=9).contains(&b) {
@@ -328,11 +332,7 @@ fn put_diploid_calls(g: &Genotypes, at: usize, n: usize, out: &mut Vec<u8>) -> b
 /// The alleles of a call as bases (`%TGT`): `A|G`, `.` for missing.
 pub fn put_tgt(block: &Block, r: usize, g: &Genotypes, call: usize, out: &mut Vec<u8>) {
     let at = call * g.ploidy;
-    let sep = if g.phased.get(call).copied().unwrap_or(0) != 0 {
-        b'|'
-    } else {
-        b'/'
-    };
+    let sep = separator(g, call);
     let mut n = 0;
     for i in at..at + g.ploidy {
         let a = g.alleles.int(i).unwrap_or(-2);

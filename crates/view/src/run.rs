@@ -118,16 +118,25 @@ fn rows_to_print(store: &Store, regions: &[Region], targets: Option<&Targets>) -
     Ok(out)
 }
 
-/// The schema printed: the chosen samples in order; AC and AN declared when they are
-/// recomputed.
-fn output_schema(store: &Store, o: &ViewOptions) -> Result<(Schema, Vec<u64>, bool)> {
+/// The store's header facts with the chosen sample columns (all when `None`), in
+/// order, and those columns.
+fn chosen_schema(store: &Store, samples: Option<&Vec<u64>>) -> Result<(Schema, Vec<u64>)> {
     let mut schema = schema_of(store)?;
-    let all: Vec<u64> = (0..schema.samples.len() as u64).collect();
-    let columns = o.samples.clone().unwrap_or(all);
+    let columns = match samples {
+        Some(c) => c.clone(),
+        None => (0..schema.samples.len() as u64).collect(),
+    };
     schema.samples = columns
         .iter()
         .map(|&c| schema.samples[c as usize].clone())
         .collect();
+    Ok((schema, columns))
+}
+
+/// The schema printed: the chosen samples in order; AC and AN declared when they are
+/// recomputed.
+fn output_schema(store: &Store, o: &ViewOptions) -> Result<(Schema, Vec<u64>, bool)> {
+    let (mut schema, columns) = chosen_schema(store, o.samples.as_ref())?;
     let recompute = o.update_info && o.samples.is_some() && o.genotypes && schema.has_gt;
     if recompute {
         for (name, number, description) in [
@@ -372,13 +381,7 @@ pub fn query(
     o: &QueryOptions,
     out: &mut dyn std::io::Write,
 ) -> Result<Printed> {
-    let mut schema = schema_of(store)?;
-    let all: Vec<u64> = (0..schema.samples.len() as u64).collect();
-    let columns = o.samples.clone().unwrap_or(all);
-    schema.samples = columns
-        .iter()
-        .map(|&c| schema.samples[c as usize].clone())
-        .collect();
+    let (schema, columns) = chosen_schema(store, o.samples.as_ref())?;
     let q = Query::parse(&o.format, &schema)?;
     let io = |e: std::io::Error| Error::Usage(format!("standard output: {e}"));
     let rows = rows_to_print(store, &o.regions, o.targets.as_ref())?;
