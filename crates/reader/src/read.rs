@@ -261,15 +261,7 @@ impl Reader {
                     let (jobs, placements, a, fail) = (&jobs, &placements, a, &fail);
                     let chunk = &chunk;
                     s.spawn(move |_| {
-                        DECODER.with(|cell| {
-                            let mut slot = cell.borrow_mut();
-                            if slot.is_none() {
-                                match Decoder::new() {
-                                    Ok(d) => *slot = Some((d, Vec::new())),
-                                    Err(e) => return fail(e.into()),
-                                }
-                            }
-                            let (dec, buf) = slot.as_mut().expect("set above");
+                        let decoded = with_decoder(|dec, buf| {
                             for ((idx, users), stored) in jobs[u].iter().zip(stored) {
                                 if let Some(b) = &stored {
                                     counters
@@ -296,6 +288,9 @@ impl Reader {
                                 scatter(idx, users, chunk, placements, buf, e, outp);
                             }
                         });
+                        if let Err(e) = decoded {
+                            fail(e.into());
+                        }
                     });
                 }
             });
@@ -313,10 +308,12 @@ impl Reader {
     /// thread's decoder and buffer, to `visit` on the decode pool — each one, whatever
     /// another's read or decode gave (for `verify`). At most a few units of chunks are
     /// held between the two stages, so memory does not grow with the store.
-    pub fn visit_chunks<F>(&self, a: &Arc<AnyArray>, chunks: &[Vec<u64>], visit: &F)
+    pub fn visit_chunks<F>(&self, a: &Arc<AnyArray>, chunks: &[Vec<u64>], visit: &F) -> Result<()>
     where
         F: Fn(&[u64], svar2_store::Result<Option<Vec<u8>>>, &mut Decoder, &mut Vec<u8>) + Sync,
     {
+        let error_slot: Mutex<Option<svar2_store::Error>> = Mutex::new(None);
+        let first_err = &error_slot;
         let threads = self.pool.current_num_threads().max(1);
         let unit = 32;
         let (job_tx, job_rx) = unbounded::<std::ops::Range<usize>>();
@@ -343,16 +340,8 @@ impl Reader {
             self.pool.in_place_scope(|s| {
                 for (u, reads) in read_rx.iter() {
                     s.spawn(move |_| {
-                        DECODER.with(|cell| {
-                            let mut slot = cell.borrow_mut();
-                            if slot.is_none() {
-                                match Decoder::new() {
-                                    Ok(d) => *slot = Some((d, Vec::new())),
-                                    Err(_) => return,
-                                }
-                            }
-                            let (dec, buf) = slot.as_mut().expect("set above");
-                            for (idx, r) in chunks[u].iter().zip(reads) {
+                        let visited = with_decoder(|dec, buf| {
+                            for (idx, r) in chunks[u.clone()].iter().zip(reads) {
                                 if let Ok(Some(b)) = &r {
                                     counters
                                         .bytes_read
@@ -361,11 +350,33 @@ impl Reader {
                                 visit(idx, r, dec, buf);
                             }
                         });
+                        if let Err(e) = visited {
+                            first_err.lock().expect("error slot").get_or_insert(e);
+                        }
                     });
                 }
             });
         });
+        // A decode thread that could not make its decoder visited nothing: an error,
+        // never chunks passed over quietly.
+        match error_slot.into_inner().expect("error slot") {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
     }
+}
+
+/// Runs `f` with this decode thread's decoder and scratch buffer, made on first use
+/// (each thread keeps its zstd context).
+fn with_decoder<R>(f: impl FnOnce(&mut Decoder, &mut Vec<u8>) -> R) -> svar2_store::Result<R> {
+    DECODER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some((Decoder::new()?, Vec::new()));
+        }
+        let (dec, buf) = slot.as_mut().expect("set above");
+        Ok(f(dec, buf))
+    })
 }
 
 /// Each chunk a batch touches once, with the patches it serves; in key order (a

@@ -61,7 +61,7 @@ pub fn verify(store: &AnyGroup, reader: &Reader) -> Result<Report> {
     let mut arrays = Vec::new();
     let mut damaged = Vec::new();
     for a in &store.arrays {
-        let (check, mut found) = verify_array(reader, a);
+        let (check, mut found) = verify_array(reader, a)?;
         arrays.push(check);
         damaged.append(&mut found);
     }
@@ -89,7 +89,7 @@ fn coverage(a: &AnyArray, idx: &[u64]) -> ([u64; 2], Option<[u64; 2]>) {
     (span(v), s.map(span))
 }
 
-fn verify_array(reader: &Reader, a: &Arc<AnyArray>) -> (ArrayCheck, Vec<Damage>) {
+fn verify_array(reader: &Reader, a: &Arc<AnyArray>) -> Result<(ArrayCheck, Vec<Damage>)> {
     let chunk = a.chunk_shape();
     let shape = a.shape().to_vec();
     let stored = AtomicU64::new(0);
@@ -143,7 +143,7 @@ fn verify_array(reader: &Reader, a: &Arc<AnyArray>) -> (ArrayCheck, Vec<Damage>)
             hi[0] = (lo[0] + rows_per_slab * chunk[0]).min(shape[0]);
             let slab = blocks(&lo, &hi, &chunk);
             total += slab.len() as u64;
-            reader.visit_chunks(a, &slab, &visit);
+            reader.visit_chunks(a, &slab, &visit)?;
             lo[0] = hi[0];
         }
     }
@@ -165,16 +165,14 @@ fn verify_array(reader: &Reader, a: &Arc<AnyArray>) -> (ArrayCheck, Vec<Damage>)
             _ => merged.push(d),
         }
     }
-    (
-        ArrayCheck {
-            name: a.name.clone(),
-            chunks: total,
-            stored: stored.into_inner(),
-            checksums: a.has_checksums(),
-            damaged: merged.len() as u64,
-        },
-        merged,
-    )
+    let check = ArrayCheck {
+        name: a.name.clone(),
+        chunks: total,
+        stored: stored.into_inner(),
+        checksums: a.has_checksums(),
+        damaged: merged.len() as u64,
+    };
+    Ok((check, merged))
 }
 
 impl Report {
