@@ -34,7 +34,7 @@ if (( ${#need_apt[@]} )); then
   fi
 fi
 if ! command -v cargo >/dev/null; then
-  echo "setup: cargo not found; install Rust from https://rustup.rs (stable >= 1.85)" >&2
+  echo "setup: cargo not found; install Rust from https://rustup.rs (stable >= 1.89)" >&2
   exit 1
 fi
 if (( want_test )); then
