@@ -23,7 +23,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let store = svar2_reader::Store::open(&a.store)?;
+    let store = svar2_reader::Store::open_with(&a.store, svar2_reader::store::Access::Stream)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     let selection = a.selection.resolve(&store)?;

@@ -43,7 +43,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let store = svar2_reader::Store::open(&a.store)?;
+    let store = svar2_reader::Store::open_with(&a.store, svar2_reader::store::Access::Stream)?;
     let threads = svar2_planner::host::Host::system().cores().usable;
     let reader = svar2_reader::Reader::new(threads, 4)?;
     let selection = a.selection.resolve(&store)?;

@@ -52,7 +52,7 @@ fn plan_equals_zarrs(store: &Path) -> usize {
         let plan = BatchPlan::build(&inputs).unwrap();
         let out = svar2_gpu::cpu::execute(&plan).unwrap();
         for ((idx, bytes), range) in stored.iter().zip(&plan.chunks) {
-            let Raw::Fixed(want) = a.decode(idx, Some(bytes.clone())).unwrap() else {
+            let Raw::Fixed(want) = a.decode(idx, Some(&bytes[..])).unwrap() else {
                 panic!("{}: not fixed-size", a.name)
             };
             assert!(out[range.clone()] == want[..], "{}", a.key(idx));

@@ -4,12 +4,13 @@
 
 use crate::error::{Error, Result};
 use crate::patch::Patch;
-use crate::read::{chunk_users, for_each_use, Reader};
+use crate::read::{chunk_users, for_each_use, Jobs, Reader};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use svar2_gpu::plan::{BatchPlan, Rect};
 use svar2_store::any::AnyArray;
 use svar2_store::codec::Raw;
+use svar2_store::stored::Stored;
 
 /// Runs (source offset, destination offset, length in bytes) merged into rectangles:
 /// consecutive runs of one length at constant strides become one.
@@ -52,7 +53,7 @@ impl Reader {
         let (placements, total) = Reader::place(a, patches)?;
         let e = a.dtype.size().expect("checked by place");
         let chunk = a.chunk_shape();
-        let jobs = chunk_users(&placements, &chunk);
+        let jobs = chunk_users(&placements, &chunk, a.shape());
         let stored = self.read_all(a, &jobs)?;
         let counters = &self.counters;
         let mut plan = BatchPlan::default();
@@ -67,7 +68,7 @@ impl Reader {
                 Some(b) if a.blosc_frames() => {
                     plan.push_frame(&a.key(idx), a.checked(idx, &b)?, nbytes)?
                 }
-                other => match a.decode(idx, other)? {
+                other => match a.decode(idx, other.as_deref())? {
                     Raw::Fixed(bytes) => plan.push_decoded(&a.key(idx), &bytes),
                     Raw::Strings { .. } => {
                         return Err(Error::Usage(format!("{}: a string array", a.name)))
@@ -97,16 +98,15 @@ impl Reader {
 
     /// Every chunk of `jobs` read, the IO threads each taking a run of consecutive
     /// chunks (a shard's, mostly).
-    fn read_all(
-        &self,
-        a: &Arc<AnyArray>,
-        jobs: &[(Vec<u64>, Vec<u32>)],
-    ) -> Result<Vec<Option<Vec<u8>>>> {
+    fn read_all(&self, a: &Arc<AnyArray>, jobs: &Jobs) -> Result<Vec<Option<Stored>>> {
         let per = jobs.len().div_ceil(self.io_threads()).max(1);
-        let parts: Vec<svar2_store::Result<Vec<Option<Vec<u8>>>>> = std::thread::scope(|s| {
-            let handles: Vec<_> = jobs
-                .chunks(per)
-                .map(|part| s.spawn(move || part.iter().map(|(idx, _)| a.read(idx)).collect()))
+        let parts: Vec<svar2_store::Result<Vec<Option<Stored>>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..jobs.len())
+                .step_by(per)
+                .map(|p| {
+                    let part = p..(p + per).min(jobs.len());
+                    s.spawn(move || part.map(|j| a.read(jobs.idx(j))).collect())
+                })
                 .collect();
             handles
                 .into_iter()

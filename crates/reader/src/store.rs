@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+pub use svar2_store::any::Access;
 use svar2_store::any::{AnyArray, AnyGroup};
 
 /// An open store.
@@ -17,9 +18,16 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens any VCF Zarr store (svar2's sharded v3, any other Zarr v2 or v3).
+    /// Opens any VCF Zarr store (svar2's sharded v3, any other Zarr v2 or v3) for
+    /// random patch reads (shard files mapped: see [`Access::Random`]).
     pub fn open(path: &Path) -> Result<Store> {
-        let group = AnyGroup::open(path)?;
+        Self::open_with(path, Access::Random)
+    }
+
+    /// [`open`](Self::open) for reads of the given kind: [`Access::Stream`] for a
+    /// pass over the whole store (`svar2 view`, `query`).
+    pub fn open_with(path: &Path, access: Access) -> Result<Store> {
+        let group = AnyGroup::open_with(path, access)?;
         let names = |a: &str| -> Result<Vec<String>> {
             Ok(group
                 .array(a)

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use svar2_store::any::{AnyArray, AnyGroup};
 use svar2_store::block::blocks;
+use svar2_store::stored::Stored;
 
 /// One damaged chunk (or shard index) and what it holds.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -110,7 +111,7 @@ fn verify_array(reader: &Reader, a: &Arc<AnyArray>) -> Result<(ArrayCheck, Vec<D
             error,
         });
     };
-    let visit = |idx: &[u64], r: svar2_store::Result<Option<Vec<u8>>>, dec: &mut _, buf: &mut _| {
+    let visit = |idx: &[u64], r: svar2_store::Result<Option<Stored>>, dec: &mut _, buf: &mut _| {
         let bytes = match r {
             Ok(Some(b)) => b,
             Ok(None) => return,
@@ -118,9 +119,9 @@ fn verify_array(reader: &Reader, a: &Arc<AnyArray>) -> Result<(ArrayCheck, Vec<D
         };
         stored.fetch_add(1, Ordering::Relaxed);
         let checked = if a.dtype.size().is_some() {
-            a.decode_into(idx, Some(bytes), dec, buf, None)
+            a.decode_into(idx, Some(&bytes), dec, buf, None)
         } else {
-            a.decode(idx, Some(bytes)).map(|_| ())
+            a.decode(idx, Some(&bytes)).map(|_| ())
         };
         if let Err(e) = checked {
             damage(idx, e.to_string());

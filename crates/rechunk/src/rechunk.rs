@@ -349,7 +349,8 @@ fn fetch(
     drop(job_tx);
     let threads = pool.current_num_threads().max(1);
     // Read-ahead is bounded: at most two encoded chunks per decoder wait.
-    let (read_tx, read_rx) = bounded::<(Vec<u64>, Result<Option<Vec<u8>>>)>(2 * threads);
+    let (read_tx, read_rx) =
+        bounded::<(Vec<u64>, Result<Option<svar2_store::stored::Stored>>)>(2 * threads);
     let (permit_tx, permit_rx) = bounded::<()>(2 * threads);
     for _ in 0..2 * threads {
         let _ = permit_tx.send(());
@@ -379,7 +380,7 @@ fn fetch(
                     let _ = permit_rx.recv();
                     let (a, done_tx, permit_tx) = (a.clone(), done_tx.clone(), permit_tx.clone());
                     pool.spawn(move || {
-                        let d = a.decode(&idx, stored).map_err(Error::from);
+                        let d = a.decode(&idx, stored.as_deref()).map_err(Error::from);
                         let _ = done_tx.send((idx, d));
                         let _ = permit_tx.send(());
                     });

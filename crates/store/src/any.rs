@@ -9,6 +9,7 @@ use crate::codec::Raw;
 use crate::error::{Error, Result};
 use crate::layout::{read_group, ArrayLayout};
 use crate::shard;
+use crate::stored::Stored;
 use crate::Dtype;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -126,19 +127,146 @@ struct InnerReads {
     inner: Vec<u64>,
     per_shard: Vec<u64>,
     chain: CodecChain,
+    /// Map shard files into memory ([`Access::Random`]) rather than `pread` them.
+    map: bool,
     /// Shards opened so far, with their indexes (`None`: the shard is not stored),
-    /// bounded.
+    /// bounded; keyed by shard grid position.
     shards: Mutex<HashMap<Vec<u64>, Arc<Option<OpenShard>>>>,
 }
 
-/// An open shard file and its index.
-struct OpenShard {
-    file: std::fs::File,
-    index: ShardIndex,
+/// An open shard file, its index checked.
+enum OpenShard {
+    /// The file mapped into memory (no system call, copy or buffer per chunk); its
+    /// index is the mapping's tail from `index_at`.
+    Mapped {
+        map: Arc<memmap2::Mmap>,
+        index_at: usize,
+    },
+    /// Read with `pread` (not mapped, or it cannot be); the index read from the tail.
+    File { file: std::fs::File, index: Vec<u8> },
 }
 
-/// A shard's index: each inner chunk's (offset, length), `None` when not stored.
-type ShardIndex = Vec<Option<(u64, u64)>>;
+// A mapped file that another program truncates while it is mapped faults the reading
+// process (SIGBUS) where `pread` would fail: svar2 never rewrites a finished store's
+// shards in place (`--force` removes files; an unlinked file stays mapped, whole).
+
+impl OpenShard {
+    /// The checked index bytes [`shard::entry`] reads.
+    fn index(&self) -> &[u8] {
+        match self {
+            OpenShard::Mapped { map, index_at } => &map[*index_at..],
+            OpenShard::File { index, .. } => index,
+        }
+    }
+}
+
+/// `file` (of `len` bytes) mapped, when it can be.
+fn map_file(file: &std::fs::File, len: u64) -> Option<memmap2::Mmap> {
+    if len == 0 || usize::try_from(len).is_err() {
+        return None;
+    }
+    // SAFETY: the map is only read, through ranges checked against the file's size
+    // when the index was checked; a shard is written whole before its store is
+    // complete and never modified in place afterwards (see above for a file another
+    // program truncates).
+    let map = unsafe { memmap2::Mmap::map(file) }.ok()?;
+    (map.len() as u64 == len).then_some(map)
+}
+
+/// A shard's grid position: the shard holding inner chunk `idx` (on the stack for
+/// the usual ranks: one per 4 KiB chunk on the reader's hot path).
+fn shard_position(r: &InnerReads, idx: &[u64]) -> ShardPosition {
+    let mut at = ShardPosition::Stack([0; 8], idx.len());
+    match &mut at {
+        ShardPosition::Stack(s, _) if idx.len() <= 8 => {
+            for (d, (i, p)) in idx.iter().zip(&r.per_shard).enumerate() {
+                s[d] = i / p;
+            }
+        }
+        _ => at = ShardPosition::Heap(idx.iter().zip(&r.per_shard).map(|(i, p)| i / p).collect()),
+    }
+    at
+}
+
+/// A shard grid position, on the stack up to 8 axes.
+enum ShardPosition {
+    Stack([u64; 8], usize),
+    Heap(Vec<u64>),
+}
+
+impl PartialEq for ShardPosition {
+    fn eq(&self, other: &ShardPosition) -> bool {
+        **self == **other
+    }
+}
+
+impl std::ops::Deref for ShardPosition {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        match self {
+            ShardPosition::Stack(s, n) => &s[..*n],
+            ShardPosition::Heap(v) => v,
+        }
+    }
+}
+
+/// Where inner chunk `idx` lies in its open shard: `(shard, offset, length)`, `None`
+/// when the shard or the chunk is not stored. (`check_index` bounded every span by
+/// the file's size.)
+fn located<'s>(
+    shard: &'s Option<OpenShard>,
+    r: &InnerReads,
+    idx: &[u64],
+) -> Option<(&'s OpenShard, usize, usize)> {
+    let shard = shard.as_ref()?;
+    let pos = idx
+        .iter()
+        .zip(&r.per_shard)
+        .fold(0u64, |pos, (i, p)| pos * p + i % p);
+    let (off, len) = shard::entry(shard.index(), pos as usize)?;
+    Some((shard, off as usize, len as usize))
+}
+
+/// One thread's reads of an array's chunks ([`AnyArray::chunk_reader`]).
+pub struct ChunkReader<'a> {
+    array: &'a AnyArray,
+    /// The shard last read from, and its position.
+    shard: Option<(ShardPosition, Arc<Option<OpenShard>>)>,
+    buf: Vec<u8>,
+}
+
+impl ChunkReader<'_> {
+    /// Chunk `idx`'s stored bytes, as [`AnyArray::read`] gives them (`None`: not
+    /// stored), borrowed until the next read.
+    pub fn read(&mut self, idx: &[u64]) -> Result<Option<&[u8]>> {
+        let a = self.array;
+        let Some(r) = &a.inner else {
+            return Ok(match a.read(idx)? {
+                Some(b) => {
+                    self.buf = b.into_vec();
+                    Some(&self.buf)
+                }
+                None => None,
+            });
+        };
+        let sidx = shard_position(r, idx);
+        if self.shard.as_ref().is_none_or(|(at, _)| *at != sidx) {
+            self.shard = Some((sidx, a.shard_of(r, idx)?));
+        }
+        let (_, shard) = self.shard.as_ref().expect("set above");
+        let Some((shard, off, len)) = located(shard, r, idx) else {
+            return Ok(None);
+        };
+        match shard {
+            OpenShard::Mapped { map, .. } => Ok(Some(&map[off..off + len])),
+            OpenShard::File { file, .. } => {
+                self.buf.resize(len, 0);
+                a.pread(file, idx, off, &mut self.buf)?;
+                Ok(Some(&self.buf))
+            }
+        }
+    }
+}
 
 /// Shards kept open at once (each holds a file handle and 16 bytes per inner chunk).
 const MAX_OPEN_SHARDS: usize = 512;
@@ -146,7 +274,12 @@ const MAX_OPEN_SHARDS: usize = 512;
 /// The inner-chunk reader of a sharded array, when its shards are the common kind:
 /// index at the end, coded `[bytes, crc32c]` (svar2's, zarr-python's and
 /// tensorstore's default). Other shards are decoded whole through zarrs.
-fn inner_reads(root: &Path, layout: &ArrayLayout, meta: &Value) -> Option<InnerReads> {
+fn inner_reads(
+    root: &Path,
+    layout: &ArrayLayout,
+    meta: &Value,
+    access: Access,
+) -> Option<InnerReads> {
     let shard = layout.shard.as_ref()?;
     let codecs = meta.get("codecs")?.as_array()?;
     if codecs.len() != 1 {
@@ -181,8 +314,22 @@ fn inner_reads(root: &Path, layout: &ArrayLayout, meta: &Value) -> Option<InnerR
         per_shard: shard.iter().zip(&inner).map(|(s, i)| s / i).collect(),
         inner,
         chain,
+        map: access == Access::Random,
         shards: Mutex::new(HashMap::new()),
     })
+}
+
+/// How a store's chunks will be read, which decides how shard files are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Every chunk about once, in order (rechunk, verify, view): `pread` into owned
+    /// buffers, so the process's resident memory is only its own buffers.
+    Stream,
+    /// Random patches, again and again (the patch reader, Python, training): shard
+    /// files mapped into memory, each chunk a slice of the page cache. The pages it
+    /// touches count in the process's resident set as file-backed (shared) memory,
+    /// which the kernel reclaims like any page cache.
+    Random,
 }
 
 /// A VCF Zarr store.
@@ -259,6 +406,11 @@ impl AnyGroup {
     /// Opens the group at `root`: every array must be one zarrs reads, with a data
     /// type and dimension names VCF Zarr uses, and the standard arrays must be there.
     pub fn open(root: &Path) -> Result<AnyGroup> {
+        Self::open_with(root, Access::Stream)
+    }
+
+    /// [`open`](Self::open), for reads of the given kind.
+    pub fn open_with(root: &Path, access: Access) -> Result<AnyGroup> {
         let not_vcf = |msg: String| Error::NotStore {
             path: root.into(),
             msg,
@@ -329,7 +481,7 @@ impl AnyGroup {
                 "zarr.json"
             }));
             let inner = match (zarr_format, &meta) {
-                (3, Some(m)) => inner_reads(root, &layout, m),
+                (3, Some(m)) => inner_reads(root, &layout, m, access),
                 _ => None,
             };
             let blosc_frames = meta
@@ -424,7 +576,7 @@ impl AnyArray {
     }
 
     /// Reads a chunk's stored bytes (`None`: not stored, so all fill). IO only.
-    pub fn read(&self, idx: &[u64]) -> Result<Option<Vec<u8>>> {
+    pub fn read(&self, idx: &[u64]) -> Result<Option<Stored>> {
         if let Some(r) = &self.inner {
             return self.read_inner(r, idx);
         }
@@ -438,7 +590,7 @@ impl AnyArray {
         if got.is_none() {
             self.check_still_there(idx)?;
         }
-        Ok(got)
+        Ok(got.map(Stored::owned))
     }
 
     /// A missing chunk is all fill only while the array itself is still there.
@@ -455,58 +607,107 @@ impl AnyArray {
         })
     }
 
-    fn read_inner(&self, r: &InnerReads, idx: &[u64]) -> Result<Option<Vec<u8>>> {
-        let sidx: Vec<u64> = idx.iter().zip(&r.per_shard).map(|(i, p)| i / p).collect();
-        let key = self.array.chunk_key(&sidx).to_string();
+    fn read_inner(&self, r: &InnerReads, idx: &[u64]) -> Result<Option<Stored>> {
+        let shard = self.shard_of(r, idx)?;
+        let Some((shard, off, len)) = located(&shard, r, idx) else {
+            return Ok(None);
+        };
+        match shard {
+            OpenShard::Mapped { map, .. } => Ok(Some(Stored::mapped(map.clone(), off, len))),
+            OpenShard::File { file, .. } => {
+                let mut bytes = vec![0u8; len];
+                self.pread(file, idx, off, &mut bytes)?;
+                Ok(Some(Stored::owned(bytes)))
+            }
+        }
+    }
+
+    /// `out.len()` bytes at `off` of the shard file holding inner chunk `idx`.
+    fn pread(&self, file: &std::fs::File, idx: &[u64], off: usize, out: &mut [u8]) -> Result<()> {
+        file.read_exact_at(out, off as u64)
+            .map_err(|e| Error::Chunk {
+                key: self.key(idx),
+                msg: format!("cannot read ({e})"),
+            })
+    }
+
+    /// The open shard holding inner chunk `idx` (opened and cached on first use).
+    fn shard_of(&self, r: &InnerReads, idx: &[u64]) -> Result<Arc<Option<OpenShard>>> {
+        let sidx = shard_position(r, idx);
+        let cached = r.shards.lock().expect("shard cache").get(&*sidx).cloned();
+        match cached {
+            Some(s) => Ok(s),
+            None => self.open_shard(r, idx, &sidx),
+        }
+    }
+
+    /// A reader of this array's chunks for one thread's run of reads: it keeps the
+    /// shard it last read from (no lock, no reference count per chunk: two decode
+    /// threads touching one counter per 4 KiB chunk cost 5 % of a patch read) and one
+    /// buffer for bytes that are not mapped.
+    pub fn chunk_reader(&self) -> ChunkReader<'_> {
+        ChunkReader {
+            array: self,
+            shard: None,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Opens shard `sidx` (holding inner chunk `idx`) and reads its index from the
+    /// tail, into the cache (`None`: not stored).
+    fn open_shard(
+        &self,
+        r: &InnerReads,
+        idx: &[u64],
+        sidx: &[u64],
+    ) -> Result<Arc<Option<OpenShard>>> {
+        let key = self.array.chunk_key(sidx).to_string();
         let path = r.root.join(&key);
         let io = |e: std::io::Error| Error::Chunk {
             key: key.clone(),
             msg: format!("cannot read ({e})"),
         };
-        let cached = r.shards.lock().expect("shard cache").get(&sidx).cloned();
-        let shard = match cached {
-            Some(i) => i,
-            None => {
-                let n = r.per_shard.iter().product::<u64>() as usize;
-                let open = match std::fs::File::open(&path) {
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        self.check_still_there(idx)?;
-                        None
-                    }
-                    Err(e) => return Err(io(e)),
-                    Ok(file) => {
-                        let len = file.metadata().map_err(io)?.len();
-                        let want = shard::index_len(n) as u64;
-                        let mut tail = vec![0u8; want.min(len) as usize];
-                        file.read_exact_at(&mut tail, len.saturating_sub(want))
-                            .map_err(io)?;
-                        let index = shard::parse_index(&key, &tail, n, len)?;
-                        Some(OpenShard { file, index })
+        let n = r.per_shard.iter().product::<u64>() as usize;
+        let open = match std::fs::File::open(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.check_still_there(idx)?;
+                None
+            }
+            Err(e) => return Err(io(e)),
+            Ok(file) => {
+                let len = file.metadata().map_err(io)?.len();
+                let want = shard::index_len(n) as u64;
+                let tail_at = len.saturating_sub(want);
+                let map = if r.map { map_file(&file, len) } else { None };
+                let shard = match map {
+                    Some(map) => OpenShard::Mapped {
+                        map: Arc::new(map),
+                        index_at: tail_at as usize,
+                    },
+                    None => {
+                        let mut index = vec![0u8; want.min(len) as usize];
+                        file.read_exact_at(&mut index, tail_at).map_err(io)?;
+                        OpenShard::File { file, index }
                     }
                 };
-                let open = Arc::new(open);
-                let mut cache = r.shards.lock().expect("shard cache");
-                if cache.len() >= MAX_OPEN_SHARDS {
-                    cache.clear();
-                }
-                cache.insert(sidx.clone(), open.clone());
-                open
+                shard::check_index(&key, shard.index(), n, len)?;
+                Some(shard)
             }
         };
-        let Some(shard) = shard.as_ref() else {
-            return Ok(None);
-        };
-        let pos = idx
-            .iter()
-            .zip(&r.per_shard)
-            .fold(0u64, |pos, (i, p)| pos * p + i % p);
-        let Some((off, len)) = shard.index[pos as usize] else {
-            return Ok(None);
-        };
-        // (parse_index bounded `off + len` by the file's size.)
-        let mut bytes = vec![0u8; len as usize];
-        shard.file.read_exact_at(&mut bytes, off).map_err(io)?;
-        Ok(Some(bytes))
+        let open = Arc::new(open);
+        let mut cache = r.shards.lock().expect("shard cache");
+        if cache.len() >= MAX_OPEN_SHARDS {
+            cache.clear();
+        }
+        cache.insert(sidx.to_vec(), open.clone());
+        Ok(open)
+    }
+
+    /// Whether chunks are read from shard files mapped into memory (opened for
+    /// [`Access::Random`], the shards sharded the common way): a read is a slice of
+    /// the page cache, cheap enough to make on a decode thread.
+    pub fn reads_from_memory(&self) -> bool {
+        self.inner.as_ref().is_some_and(|r| r.map)
     }
 
     /// Whether the chunks are blosc-zstd frames of little-endian elements (what
@@ -556,19 +757,18 @@ impl AnyArray {
     /// Decodes a fixed-size chunk into `out` (resized to [`chunk_nbytes`]
     /// (Self::chunk_nbytes)): blosc-zstd frames through `dec` (a reused context, no
     /// c-blosc), anything else through zarrs.
-    /// With `wanted` (byte ranges), a blosc frame is unshuffled only
-    /// there and the other bytes of `out` are left as they were; other codecs decode
-    /// everything.
+    /// With `wanted` (byte ranges), a blosc frame may be unshuffled only there (the
+    /// other bytes of `out` are then undefined); other codecs decode everything.
     pub fn decode_into(
         &self,
         idx: &[u64],
-        stored: Option<Vec<u8>>,
+        stored: Option<&[u8]>,
         dec: &mut crate::blosc::Decoder,
         out: &mut Vec<u8>,
         wanted: Option<&[(usize, usize)]>,
     ) -> Result<()> {
         let n = self.chunk_nbytes();
-        if let (true, Some(bytes)) = (self.blosc_frames, &stored) {
+        if let (true, Some(bytes)) = (self.blosc_frames, stored) {
             out.resize(n, 0);
             let bytes = self.checked(idx, bytes)?;
             // The chunk key is formatted only for an error (this is the reader's hot
@@ -597,7 +797,7 @@ impl AnyArray {
 
     /// Decodes a chunk read by [`read`](Self::read) into its full chunk shape
     /// (C order); a chunk that is not stored is the fill value. CPU only.
-    pub fn decode(&self, idx: &[u64], stored: Option<Vec<u8>>) -> Result<Raw> {
+    pub fn decode(&self, idx: &[u64], stored: Option<&[u8]>) -> Result<Raw> {
         let err = |msg: String| Error::Chunk {
             key: self.key(idx),
             msg,
@@ -618,7 +818,7 @@ impl AnyArray {
             Some(r) => &r.chain,
             None => &*self.array.codecs(),
         };
-        if let Some(b) = &stored {
+        if let Some(b) = stored {
             // The same one-line message as the blosc path's for a bad checksum (the
             // chain's own crc32c codec checks it again).
             self.checked(idx, b)?;
@@ -626,7 +826,7 @@ impl AnyArray {
         let bytes = match stored {
             Some(b) => chain
                 .decode(
-                    b.into(),
+                    std::borrow::Cow::Borrowed(b),
                     &shape,
                     self.array.data_type(),
                     self.array.fill_value(),
@@ -728,7 +928,7 @@ impl AnyArray {
         }
         let chunk = self.chunk_shape();
         for idx in crate::block::blocks(lo, hi, &chunk) {
-            let raw = self.decode(&idx, self.read(&idx)?)?;
+            let raw = self.decode(&idx, self.read(&idx)?.as_deref())?;
             let origin: Vec<u64> = idx.iter().zip(&chunk).map(|(i, c)| i * c).collect();
             let clo: Vec<u64> = lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
             let chi: Vec<u64> = (0..lo.len())
@@ -791,7 +991,7 @@ impl AnyArray {
         let c = self.chunk_shape()[0].max(1);
         let mut names = Vec::with_capacity(n as usize);
         for k in 0..n.div_ceil(c) {
-            match self.decode(&[k], self.read(&[k])?)? {
+            match self.decode(&[k], self.read(&[k])?.as_deref())? {
                 Raw::Strings { bytes, offsets } => {
                     let take = (n - k * c).min(c) as usize;
                     names.extend(

@@ -45,6 +45,9 @@ pub fn copy_run(dst: &mut [u8], src: &[u8]) {
     }
 }
 
+/// Ranks whose scratch lives on the stack in [`for_each_run`].
+const STACK_RANK: usize = 8;
+
 /// Calls `f(source offset, target offset, length)`, in elements, for every run of the
 /// box `[lo, hi)` (array coordinates), where the source block starts at `src_origin`
 /// with shape `src_shape` and the target block at `dst_origin` with shape `dst_shape`.
@@ -65,14 +68,24 @@ pub fn for_each_run(
     if (0..rank).any(|d| hi[d] <= lo[d]) {
         return;
     }
-    let strides = |shape: &[u64]| {
-        let mut s = vec![1u64; rank];
-        for d in (0..rank - 1).rev() {
-            s[d] = s[d + 1] * shape[d + 1];
-        }
-        s
+    // Strides and the odometer on the stack for the ranks arrays have (one call per
+    // chunk a patch touches: the reader's hot path), on the heap past that.
+    let mut on_stack = [0u64; 3 * STACK_RANK];
+    let mut spilled = Vec::new();
+    let scratch: &mut [u64] = if rank <= STACK_RANK {
+        &mut on_stack[..3 * rank]
+    } else {
+        spilled.resize(3 * rank, 0);
+        &mut spilled
     };
-    let (ss, ds) = (strides(src_shape), strides(dst_shape));
+    let (ss, rest) = scratch.split_at_mut(rank);
+    let (ds, at) = rest.split_at_mut(rank);
+    for (strides, shape) in [(&mut *ss, src_shape), (&mut *ds, dst_shape)] {
+        strides[rank - 1] = 1;
+        for d in (0..rank - 1).rev() {
+            strides[d] = strides[d + 1] * shape[d + 1];
+        }
+    }
     // Trailing axes the box spans whole in both blocks are contiguous in both: one
     // run covers them (a genotype chunk's ploidy axis: runs of a row of calls, not of
     // one call's two alleles).
@@ -105,9 +118,9 @@ pub fn for_each_run(
     let step = k - 1;
     let count = hi[step] - lo[step];
     let (s_step, d_step) = (ss[step] as usize, ds[step] as usize);
-    let mut at = lo.to_vec();
+    at.copy_from_slice(lo);
     loop {
-        let (so, dof) = offsets(&at);
+        let (so, dof) = offsets(at);
         let (mut so, mut dof) = (so as usize, dof as usize);
         for _ in 0..count {
             f(so, dof, run);

@@ -18,6 +18,7 @@
 //! - [`fields`]: which arrays are VCF fields and how they were declared;
 //! - [`layout`]: the layout of any Zarr v2 or v3 group's arrays, from metadata and files;
 //! - [`dir`]: the store directory (replace rules, lock, in-progress marker, digest);
+//! - [`stored`]: a chunk's stored bytes, owned or in a mapped shard file;
 //! - [`any`]: any Zarr v2 or v3 VCF Zarr store, read chunk by chunk through zarrs;
 //! - [`block`]: boxes of an array (chunks, tiles, patches) and copies between them;
 //! - [`blosc`]: blosc frames parsed and decoded without c-blosc (reader, GPU path).
@@ -37,6 +38,7 @@ pub mod layout;
 pub mod metadata;
 pub mod region;
 pub mod shard;
+pub mod stored;
 
 pub use dtype::Dtype;
 pub use error::{Error, Result};

@@ -3,7 +3,7 @@
 //! Empty inner chunks get the 2^64−1 sentinel; a shard with none stored is not written.
 //!
 //! A reader that fetches byte ranges reads the index from the shard's tail alone
-//! ([`index_len`], [`parse_index`]), then only the chunks it needs; every offset and
+//! ([`index_len`], [`check_index`], [`entry`]), then only the chunks it needs; every offset and
 //! length is checked against the shard's size before anything is allocated from it.
 
 use crate::error::{Error, Result};
@@ -50,15 +50,33 @@ pub fn index_len(n: usize) -> usize {
 }
 
 /// Parses a shard's index from its tail bytes alone (`tail` = the last
-/// [`index_len`]`(n)` bytes of a `shard_len`-byte shard). Each entry is checked: the
-/// checksum, and every chunk within the data before the index, so an entry can never
-/// ask for more bytes than the file has. `key` names the shard in errors.
+/// [`index_len`]`(n)` bytes of a `shard_len`-byte shard), checked as [`check_index`].
+/// `key` names the shard in errors.
 pub fn parse_index(
     key: &str,
     tail: &[u8],
     n: usize,
     shard_len: u64,
 ) -> Result<Vec<Option<(u64, u64)>>> {
+    check_index(key, tail, n, shard_len)?;
+    Ok((0..n).map(|i| entry(tail, i)).collect())
+}
+
+/// Inner chunk `i`'s (offset, length) in an index [`check_index`] accepted; `None`
+/// when not stored. (Readers keep the checked index bytes — the tail of a mapped
+/// shard, or the bytes read — and look entries up here: no table built per shard.)
+#[inline]
+pub fn entry(tail: &[u8], i: usize) -> Option<(u64, u64)> {
+    let e = &tail[i * 16..i * 16 + 16];
+    let off = u64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
+    let len = u64::from_le_bytes(e[8..].try_into().expect("8 bytes"));
+    (off != EMPTY || len != EMPTY).then_some((off, len))
+}
+
+/// Checks a shard's index, its tail bytes alone: the checksum, every chunk within the
+/// data before the index (so an entry can never ask for more bytes than the file
+/// has), and no two chunks sharing bytes.
+pub fn check_index(key: &str, tail: &[u8], n: usize, shard_len: u64) -> Result<()> {
     let bad = |msg: String| Error::Corrupt {
         key: key.to_string(),
         msg,
@@ -74,29 +92,32 @@ pub fn parse_index(
     if crc32c::crc32c(entries).to_le_bytes() != crc {
         return Err(bad("index checksum mismatch".into()));
     }
-    let spans: Vec<Option<(u64, u64)>> = entries
-        .chunks_exact(16)
-        .enumerate()
-        .map(|(i, e)| {
-            let off = u64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
-            let len = u64::from_le_bytes(e[8..].try_into().expect("8 bytes"));
-            if off == EMPTY && len == EMPTY {
-                return Ok(None);
+    // Writers lay chunks out in index order, so one pass checks them for shared
+    // bytes; any other order is sorted first.
+    let (mut last_end, mut in_order) = (0u64, true);
+    for i in 0..n {
+        let Some((off, len)) = entry(tail, i) else {
+            continue;
+        };
+        match off.checked_add(len) {
+            Some(end) if end <= data_len => {
+                in_order &= off >= last_end;
+                last_end = end;
             }
-            match off.checked_add(len) {
-                Some(end) if end <= data_len => Ok(Some((off, len))),
-                _ => Err(bad(format!(
+            _ => {
+                return Err(bad(format!(
                     "inner chunk {i} at offset {off}, {len} bytes, lies outside the \
                      {data_len} bytes of chunk data"
-                ))),
+                )))
             }
-        })
-        .collect::<Result<_>>()?;
+        }
+    }
+    if in_order {
+        return Ok(());
+    }
     // Two entries sharing bytes: a forged or damaged index (no writer shares them).
-    let mut stored: Vec<(u64, u64, usize)> = spans
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| s.map(|(o, l)| (o, l, i)))
+    let mut stored: Vec<(u64, u64, usize)> = (0..n)
+        .filter_map(|i| entry(tail, i).map(|(o, l)| (o, l, i)))
         .collect();
     stored.sort_unstable();
     for w in stored.windows(2) {
@@ -108,7 +129,7 @@ pub fn parse_index(
             )));
         }
     }
-    Ok(spans)
+    Ok(())
 }
 
 /// Splits a whole shard into its inner chunks, checking the index as [`parse_index`].
