@@ -8,6 +8,7 @@ use svar2_reader::{bench, patch as patches, Reader, Store};
 #[derive(clap::Args)]
 pub struct Args {
     /// The store directory (any VCF Zarr store).
+    #[arg(value_parser = crate::flags::local_path)]
     store: PathBuf,
     /// Patch shape VARIANTSxSAMPLES (all ploidy values are read).
     #[arg(long, default_value = "4096x1")]
@@ -33,9 +34,11 @@ pub struct Args {
     /// Write the drawn patch list (JSON rows [variant_start, n_variants,
     /// sample_start, n_samples]) here, for peer tools.
     #[arg(long)]
+    #[arg(value_parser = crate::flags::local_path)]
     emit_patches: Option<PathBuf>,
     /// Read this patch list instead of drawing one.
     #[arg(long)]
+    #[arg(value_parser = crate::flags::local_path)]
     patches: Option<PathBuf>,
     /// Print the figures as JSON.
     #[arg(long)]

@@ -14,10 +14,12 @@ pub struct Args {
     /// new, empty, or an interrupted svar2 store (an existing Zarr store only
     /// with --force; anything else is refused).
     #[arg(required_unless_present = "plan_file", num_args = 1.., value_name = "PATH")]
+    #[arg(value_parser = crate::flags::local_path)]
     paths: Vec<PathBuf>,
     /// Convert one partition of a plan `svar2 plan --partitions N -o PLAN` wrote
     /// (inputs, output and layout come from the plan; give --partition).
     #[arg(long = "plan", value_name = "PLAN", requires = "partition", conflicts_with_all = ["paths", "inputs", "force"])]
+    #[arg(value_parser = crate::flags::local_path)]
     plan_file: Option<PathBuf>,
     /// With --plan: the partition this task converts (0 to N-1; a Slurm array
     /// task passes $SLURM_ARRAY_TASK_ID). Memory and cores are this machine's.
@@ -25,6 +27,7 @@ pub struct Args {
     partition: Option<usize>,
     /// A file listing the inputs, one path per line (then give only OUTPUT).
     #[arg(long, value_name = "FILE")]
+    #[arg(value_parser = crate::flags::local_path)]
     inputs: Option<PathBuf>,
     #[command(flatten)]
     planning: PlanningArgs,

@@ -10,6 +10,7 @@ use svar2_planner::Requested;
 #[derive(clap::Args)]
 pub struct Args {
     /// The plan `svar2 plan --partitions N -o PLAN` wrote.
+    #[arg(value_parser = crate::flags::local_path)]
     plan: PathBuf,
     #[command(flatten)]
     budget: BudgetArgs,

@@ -98,6 +98,14 @@ impl PlanningArgs {
     }
 }
 
+/// A path argument, refused when it is a URL (`s3://…`): not a local folder called
+/// `s3:`.
+pub fn local_path(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    svar2_store::dir::refuse_url(&p).map_err(|e| e.to_string())?;
+    Ok(p)
+}
+
 /// Whether a path is named like an input (`-`, .vcf, .vcf.gz, .bcf, .gz, .bgz).
 fn input_like(p: &Path) -> bool {
     let n = p.to_string_lossy();
@@ -140,6 +148,10 @@ pub fn split_paths(
         if paths.is_empty() {
             return Err(format!("--inputs {}: lists no files", list.display()));
         }
+        for p in &paths {
+            svar2_store::dir::refuse_url(p)
+                .map_err(|e| format!("--inputs {}: {e}", list.display()))?;
+        }
     }
     Ok((paths, output))
 }
@@ -153,18 +165,21 @@ pub struct SelectionArgs {
     regions: Option<String>,
     /// A regions file (CHR BEG END, tab-separated, 1-based inclusive; .bed: 0-based).
     #[arg(short = 'R', long = "regions-file", conflicts_with = "regions")]
+    #[arg(value_parser = crate::flags::local_path)]
     regions_file: Option<PathBuf>,
     /// Targets: records whose POS lies in them; a leading ^ excludes them.
     #[arg(short = 't', long)]
     targets: Option<String>,
     /// A targets file, as for -R; ^FILE excludes.
     #[arg(short = 'T', long = "targets-file", conflicts_with = "targets")]
+    #[arg(value_parser = crate::flags::local_path)]
     targets_file: Option<PathBuf>,
     /// Samples, comma-separated, in that order; a leading ^ excludes them.
     #[arg(short = 's', long)]
     samples: Option<String>,
     /// A file of sample names, one per line; ^FILE excludes them.
     #[arg(short = 'S', long = "samples-file", conflicts_with = "samples")]
+    #[arg(value_parser = crate::flags::local_path)]
     samples_file: Option<PathBuf>,
 }
 

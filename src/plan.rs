@@ -11,9 +11,11 @@ pub struct Args {
     /// the conversion would write (not touched; recognised as not named like an
     /// input: .vcf, .vcf.gz, .bcf, .gz, `-`).
     #[arg(required_unless_present = "inputs", num_args = 0.., value_name = "PATH")]
+    #[arg(value_parser = crate::flags::local_path)]
     paths: Vec<PathBuf>,
     /// A file listing the inputs, one path per line.
     #[arg(long, value_name = "FILE")]
+    #[arg(value_parser = crate::flags::local_path)]
     inputs: Option<PathBuf>,
     #[command(flatten)]
     planning: PlanningArgs,
@@ -34,6 +36,7 @@ pub struct Args {
     partitions: Option<usize>,
     /// With --partitions: write the plan to this file (the tasks read it).
     #[arg(short = 'o', long, value_name = "PLAN", requires = "partitions")]
+    #[arg(value_parser = crate::flags::local_path)]
     output_plan: Option<PathBuf>,
 }
 

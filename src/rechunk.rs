@@ -8,8 +8,10 @@ use svar2_planner::size::human;
 #[derive(clap::Args)]
 pub struct Args {
     /// The store to read (not changed).
+    #[arg(value_parser = crate::flags::local_path)]
     input: PathBuf,
     /// Output store directory (the same rules as convert's).
+    #[arg(value_parser = crate::flags::local_path)]
     output: PathBuf,
     #[command(flatten)]
     layout: LayoutArgs,

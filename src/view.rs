@@ -7,6 +7,7 @@ use svar2_vcf::write::OutputType;
 #[command(disable_help_flag = true)]
 pub struct Args {
     /// The store (any VCF Zarr store).
+    #[arg(value_parser = crate::flags::local_path)]
     store: PathBuf,
     /// Print help (-h is --header-only, as in bcftools).
     #[arg(long, action = clap::ArgAction::Help)]
@@ -28,6 +29,7 @@ pub struct Args {
     output_type: Option<OutputType>,
     /// Output file (default: standard output).
     #[arg(short = 'o', long)]
+    #[arg(value_parser = crate::flags::local_path)]
     output: Option<PathBuf>,
     /// Write a CSI index beside -o (VCF.gz or BCF).
     #[arg(long)]

@@ -163,3 +163,42 @@ fn digest_refuses_an_incomplete_store() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a complete store"));
 }
+
+#[test]
+fn urls_are_refused_by_name_never_written_as_a_local_folder() {
+    let dir = test_dir();
+    let d = dir.path();
+    let input = data("all_fields.vcf");
+    let store = d.join("local.zarr");
+    convert(&input, &store, &[]);
+    let url = "s3://bucket/cohort.zarr";
+    let (inp, st) = (input.to_str().unwrap(), store.to_str().unwrap());
+    for args in [
+        vec!["convert", inp, url],
+        vec!["convert", url, st],
+        vec!["plan", "--dry-run", inp, url],
+        vec!["rechunk", st, url],
+        vec!["rechunk", "gs://b/x.vcz", st],
+        vec!["inspect", url],
+        vec!["read", "--region", "20", url],
+        vec!["bench-read", url],
+        vec!["view", "https://host/x.zarr"],
+        vec!["query", "-f", "%POS\n", url],
+        vec!["digest", url],
+        vec!["verify", url],
+    ] {
+        let out = svar2().current_dir(d).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            err.contains("URL") && err.contains("local paths only"),
+            "{args:?}: {err}"
+        );
+        for folder in ["s3:", "gs:", "https:"] {
+            assert!(
+                !d.join(folder).exists(),
+                "{args:?} wrote a local {folder} folder"
+            );
+        }
+    }
+}

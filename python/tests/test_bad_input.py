@@ -16,6 +16,18 @@ def test_missing_path():
         svar2.open("/no/such/dir/no-such.zarr")
 
 
+def test_urls_are_refused_by_name(tmp_path, format_vcf, svar2_store, monkeypatch):
+    # Never a local folder called "s3:" that the user takes for the bucket.
+    monkeypatch.chdir(tmp_path)
+    for call in (lambda: svar2.open("s3://bucket/cohort.zarr"),
+                 lambda: svar2.convert(format_vcf, "s3://bucket/cohort.zarr"),
+                 lambda: svar2.rechunk(svar2_store, "gs://bucket/ml.zarr", patch="4096x1"),
+                 lambda: svar2.inspect("https://host/cohort.zarr")):
+        with pytest.raises(svar2.Error, match="local paths only"):
+            call()
+    assert not any(tmp_path.iterdir()), list(tmp_path.iterdir())
+
+
 def test_not_a_store(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(svar2.Error):

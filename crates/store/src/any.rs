@@ -411,6 +411,7 @@ impl AnyGroup {
 
     /// [`open`](Self::open), for reads of the given kind.
     pub fn open_with(root: &Path, access: Access) -> Result<AnyGroup> {
+        crate::dir::refuse_url(root)?;
         let not_vcf = |msg: String| Error::NotStore {
             path: root.into(),
             msg,

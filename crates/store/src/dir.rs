@@ -106,9 +106,33 @@ fn refuse(root: &Path, existing: &Existing, force: bool) -> Result<()> {
     }
 }
 
+/// Refuses a URL (`s3://bucket/x.zarr`, `gs://`, `https://`) given as a path: the
+/// operating system would take it for a relative folder named `s3:`, and a user
+/// would believe the data went to the bucket.
+pub fn refuse_url(path: &Path) -> Result<()> {
+    let s = path.to_string_lossy();
+    if let Some((scheme, _)) = s.split_once("://") {
+        let is_scheme = scheme
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c));
+        if is_scheme {
+            return Err(Error::Url {
+                url: s.to_string(),
+                scheme: scheme.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Checks, changing nothing, that a conversion may write `root` (so a conversion
 /// that cannot start fails before its plan's probe runs).
 pub fn check_output(root: &Path, force: bool) -> Result<()> {
+    refuse_url(root)?;
     if fs::symlink_metadata(root).is_err() {
         return Ok(());
     }
@@ -140,6 +164,7 @@ impl StoreDir {
     /// A finished store or a foreign directory is replaced only with `force`; an
     /// interrupted svar2 conversion is started again from scratch (said in the log).
     pub fn create(root: &Path, force: bool) -> Result<StoreDir> {
+        refuse_url(root)?;
         if fs::symlink_metadata(root).is_ok() {
             refuse(root, &classify(root)?, force)?;
         }
@@ -181,6 +206,7 @@ impl StoreDir {
     /// Other partitions' files are kept, and nothing is removed on error: a partition
     /// that fails is run again.
     pub fn join(root: &Path, job: &str) -> Result<StoreDir> {
+        refuse_url(root)?;
         let marker_text = format!("svar2 {} job {job}\n", env!("CARGO_PKG_VERSION"));
         if fs::symlink_metadata(root).is_err() {
             fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;

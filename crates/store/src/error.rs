@@ -30,6 +30,14 @@ pub enum Error {
     /// A path that is not (or not yet) a store, or metadata that is not svar2's.
     #[error("{path}: {msg}")]
     NotStore { path: PathBuf, msg: String },
+    /// A URL where a local path was expected (object storage is not supported yet:
+    /// refused by name, never written as a local folder called `s3:`).
+    #[error(
+        "{url}: {scheme}:// URLs are not supported yet; svar2 reads and writes local paths \
+         only — copy the data to a local disk, or mount the bucket (s3fs, mountpoint-s3, \
+         rclone mount) and give that path"
+    )]
+    Url { url: String, scheme: String },
     #[error("internal codec error: {0}")]
     Codec(String),
 }

@@ -310,6 +310,7 @@ fn array_v2(name: &str, dir: &Path, meta: &Value, attrs: Option<Value>) -> Array
 /// The arrays of the Zarr group at `root` (v3 `zarr.json` or v2 `.zgroup`), sorted by
 /// name. Anything else is an error saying what the path is.
 pub fn read_group(root: &Path) -> Result<Vec<ArrayLayout>> {
+    crate::dir::refuse_url(root)?;
     let v3 = root.join("zarr.json").is_file();
     if !v3 && !root.join(".zgroup").is_file() {
         return Err(Error::NotStore {
