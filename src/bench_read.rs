@@ -25,7 +25,8 @@ pub struct Args {
     /// Patches per batch (a batch decodes each chunk once).
     #[arg(long, default_value_t = 256)]
     batch: usize,
-    /// Threads that only read.
+    /// Threads that only read, for stores whose chunks are not in mapped shard files
+    /// (unsharded arrays, e.g. bio2zarr's); mapped shards are read by the decode threads
     #[arg(long, default_value_t = 4)]
     io_threads: usize,
     /// Decode threads (default: every usable core).

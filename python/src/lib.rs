@@ -16,7 +16,9 @@ mod wait;
 
 /// Opens any VCF Zarr store for reading (svar2's, bio2zarr's v2 or v3, a
 /// zarr-python-written one). `threads`: decode threads (default every usable core);
-/// `io_threads`: threads that only wait on reads.
+/// `io_threads`: threads that only wait on reads of stores that are not sharded (a
+/// sharded store's shard files are mapped and read by the decode threads). Paths are
+/// local: a URL (`s3://…`) raises `svar2.Error`.
 #[pyfunction]
 #[pyo3(signature = (path, threads = None, io_threads = 4))]
 fn open(path: PathBuf, threads: Option<usize>, io_threads: usize) -> PyResult<store::Store> {

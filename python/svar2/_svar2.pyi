@@ -100,7 +100,9 @@ class Store:
     def __exit__(self, *args: object) -> bool: ...
 
 def open(path: PathLike, threads: Optional[int] = None, io_threads: int = 4) -> Store:
-    """Opens any VCF Zarr store for reading."""
+    """Opens any VCF Zarr store for reading (a local path; a URL raises svar2.Error).
+    Sharded stores' shard files are mapped and read by the `threads` decode threads;
+    `io_threads` only wait on reads of stores that are not sharded."""
 
 def usable_cores() -> int:
     """Cores this process may use (affinity and cgroup CPU quota applied)."""
