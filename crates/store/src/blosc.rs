@@ -645,9 +645,14 @@ impl Decoder {
 /// Whether a whole block of `frame` bit-unshuffles through the AVX-512/GFNI path.
 fn whole_unshuffle_is_fast(frame: &Frame) -> bool {
     #[cfg(target_arch = "x86_64")]
-    return frame.typesize == 1 && gfni::available();
+    {
+        frame.typesize == 1 && gfni::available()
+    }
     #[cfg(not(target_arch = "x86_64"))]
-    return false;
+    {
+        let _ = frame; // (only x86-64 has the fast path)
+        false
+    }
 }
 
 /// Unshuffles bytes `[lo, hi)` of one block only (bit or byte shuffle), by the same
