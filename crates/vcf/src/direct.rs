@@ -369,6 +369,8 @@ impl Extractor {
         self.ploidies.clear();
         let (mut max_ploidy, mut max_allele) = (0usize, -1i32);
         let mut has_gt = false;
+        // Every call one-digit diploid, FORMAT `GT` alone: read in bulk into `gt8`.
+        let mut diploid = None;
         let mut calls: &[u8] = &[];
         if s == 0 {
             if !rest.is_empty() {
@@ -395,6 +397,13 @@ impl Extractor {
             }
             let b = calls;
             let mut p = 0;
+            if nk == 1 && has_gt {
+                diploid = crate::diploid::read_row(b, s, &mut self.gt8, &mut self.phased);
+                match diploid {
+                    Some(_) => p = b.len() + 1,
+                    None => self.phased.clear(),
+                }
+            }
             let mut c = CallsOut {
                 vals: &mut self.gt_vals,
                 ploidies: &mut self.ploidies,
@@ -402,8 +411,10 @@ impl Extractor {
                 max_ploidy: 0,
                 max_allele: -1,
             };
-            if nk == 1 && has_gt {
-                // FORMAT `GT` alone (simulations, imputed panels): the tight loop.
+            if let Some(a) = diploid {
+                (c.max_ploidy, c.max_allele) = (2, a.hi as i32);
+            } else if nk == 1 && has_gt {
+                // FORMAT `GT` alone, calls of other forms: the tight loop.
                 for _ in 0..s {
                     if p > b.len() {
                         return Ok(false); // fewer calls than samples
@@ -591,7 +602,11 @@ impl Extractor {
             }
         }
         if let Some((_, col_gt, col_phased)) = &self.gt {
-            if s > 0 && has_gt {
+            if let Some(a) = diploid {
+                batch.max_ploidy = batch.max_ploidy.max(2);
+                batch.columns[*col_gt].push_i8s(&self.gt8, 2, a.lo, a.hi);
+                batch.columns[*col_phased].push_bools(&self.phased, 1);
+            } else if s > 0 && has_gt {
                 if max_ploidy > 0 && self.ploidies.iter().any(|&p| p as usize != max_ploidy) {
                     // Pad shorter calls with the fill value, as htslib's vector end.
                     let mut padded = Vec::with_capacity(s * max_ploidy);

@@ -7,7 +7,7 @@
 //! Modules in dependency order (each uses only those before it):
 //! `error`, `hts` (owned htslib handles), `truncation`, `schema` (the header as
 //! facts), `columns` (the raw columns a record fills), `column` (ragged values and
-//! record batches), `genotype`, `index` (per-contig counts), `inputs` (many inputs as
+//! record batches), `genotype`, `diploid` (a row of one-digit diploid calls, 16 bytes at a time), `index` (per-contig counts), `inputs` (many inputs as
 //! one call set), `fastvcf` (text lines, line checks, htslib's text path), `extract`
 //! (records into batches; BCF FORMAT numbers in bulk), `direct` (text lines straight
 //! into batches, by htslib's rules), `source` (the streaming reader; inputs one after
@@ -19,6 +19,7 @@
 pub mod block;
 pub mod column;
 pub mod columns;
+mod diploid;
 pub mod direct;
 pub mod error;
 pub mod extract;
