@@ -633,11 +633,22 @@ impl Extractor {
                     let n = (*fmt).n as usize;
                     (n, std::slice::from_raw_parts((*fmt).p as *const i8, s * n))
                 };
-                self.gt8.clear();
-                self.phased.clear();
-                let allele = |v: i8| genotype::BCF8_ALLELE[v as u8 as usize];
-                let bit = |v: i8| v & 1 == 1;
-                genotype::decode_bcf_calls(data, n, allele, bit, &mut self.gt8, &mut self.phased);
+                if n == 2 {
+                    genotype::decode_bcf_diploid8(data, &mut self.gt8, &mut self.phased);
+                } else {
+                    self.gt8.clear();
+                    self.phased.clear();
+                    let allele = |v: i8| genotype::BCF8_ALLELE[v as u8 as usize];
+                    let bit = |v: i8| v & 1 == 1;
+                    genotype::decode_bcf_calls(
+                        data,
+                        n,
+                        allele,
+                        bit,
+                        &mut self.gt8,
+                        &mut self.phased,
+                    );
+                }
                 let lo = self.gt8.iter().copied().min().unwrap_or(0);
                 let hi = self.gt8.iter().copied().max().unwrap_or(0);
                 if hi as i32 >= alleles.len() as i32 {

@@ -62,6 +62,34 @@ pub(crate) fn decode_bcf_calls<T, O>(
     }
 }
 
+/// [`decode_bcf_calls`] for the common BCF case, diploid int8 calls, replacing `out`
+/// and `phased`: no table, closure or per-value push, so the compiler vectorises the
+/// loops (the general decode was 40 % of a GT-only BCF conversion's profile).
+pub(crate) fn decode_bcf_diploid8(raw: &[i8], out: &mut Vec<i8>, phased: &mut Vec<u8>) {
+    out.clear();
+    out.extend(raw.iter().map(|&v| bcf8_allele(v)));
+    phased.clear();
+    // A second allele that is the vector end makes the call haploid (phased); else
+    // its phase bit says.
+    phased.extend(
+        raw.chunks_exact(2)
+            .map(|c| u8::from(c[1] == -127 || c[1] & 1 == 1)),
+    );
+}
+
+/// [`BCF8_ALLELE`] without the table lookup: −2 for vector end, −1 for missing or
+/// an allele of 0, else (v >> 1) − 1.
+#[inline(always)]
+fn bcf8_allele(v: i8) -> i8 {
+    if v >= 2 {
+        (v >> 1) - 1
+    } else if v == -127 {
+        -2
+    } else {
+        -1
+    }
+}
+
 /// Decimal digits as a number (at most 18 of them); `None` for anything else.
 pub(crate) fn parse_u64(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() > 18 {
@@ -153,6 +181,15 @@ mod tests {
         assert_eq!(a8.iter().map(|&x| x as i32).collect::<Vec<_>>(), a32);
         assert_eq!(p32, vec![1, 0, 1, 1]);
         assert_eq!(p8, p32);
+        // The diploid int8 decode agrees with the general one on every byte pair.
+        let every: Vec<i8> = (0..=255u8)
+            .flat_map(|a| (0..=255u8).flat_map(move |b| [a as i8, b as i8]))
+            .collect();
+        let (mut ga, mut pa) = (Vec::<i8>::new(), Vec::new());
+        decode_bcf_calls(&every, 2, allele8, |v| v & 1 == 1, &mut ga, &mut pa);
+        let (mut gb, mut pb) = (vec![5i8], vec![7u8]);
+        decode_bcf_diploid8(&every, &mut gb, &mut pb);
+        assert_eq!((ga, pa), (gb, pb));
         let mut text = Vec::new();
         let parsed: Vec<_> = ["0|1", "./.", "1", ".|0"]
             .iter()
