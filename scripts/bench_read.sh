@@ -9,7 +9,7 @@
 #   SVAR2_BASELINE=/path/to/older/svar2 scripts/bench_read.sh   adds that build's rates
 # Prints patches/s per tool, layout and list, svar2's ratio to the best peer, and
 # svar2's decoded bytes per useful byte. Needs vcf2zarr, tensorstore (scripts/setup.sh
-# --test).
+# --test). Rows also go to target/bench/read.tsv for scripts/bench_charts.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 input=${1:-../shared/corpus/sim.vcf.gz}
@@ -45,6 +45,9 @@ find "$work" -type f -exec cat {} + > /dev/null   # warm page cache
 pps() { python3 -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["patches_per_s"])'; }
 base_col=""
 [[ -n $baseline ]] && base_col="baseline/s"
+mkdir -p target/bench
+tsv=target/bench/read.tsv
+printf 'layout\tpatches\ttool\tpatches_per_s\n' > "$tsv"
 printf "| %-11s | %8s | %15s | %10s | %9s | %11s | %10s | %12s | %13s |\n" layout patches "svar2/s" "$base_col" "zarrs/s" "ts futures/s" "ts batch/s" "svar2 / best" "decoded/useful"
 printf "|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n" -------------  ---------- ----------------- ------------ ----------- ------------- ------------ -------------- ---------------
 for layout in analysis ml-sharded ml-1shard; do
@@ -69,6 +72,8 @@ for layout in analysis ml-sharded ml-1shard; do
       b="$b / $b2"
     fi
     best=$(( z > tf ? (z > tb ? z : tb) : (tf > tb ? tf : tb) ))
+    printf '%s\t%s\t%s\t%s\n' "$layout" "$count" svar2 $(( s > s2 ? s : s2 )) "$layout" "$count" zarrs "$z" \
+      "$layout" "$count" "tensorstore futures" "$tf" "$layout" "$count" "tensorstore batch" "$tb" >> "$tsv"
     printf "| %-11s | %8d | %15s | %10s | %9s | %11s | %10s | %12.2f | %13s |\n" "$layout" "$count" "$s / $s2" "$b" "$z" "$tf" "$tb" \
       "$(python3 -c "print(max($s, $s2) / $best)")" "$amp"
   done

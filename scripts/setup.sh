@@ -4,7 +4,7 @@
 #   scripts/setup.sh          build dependencies (C toolchain pieces htslib needs)
 #   scripts/setup.sh --test   plus bcftools/tabix and the Python oracles
 #   scripts/setup.sh --bench  plus the benchmarks' peers (zarrs_reencode: cargo install
-#                             zarrs_tools, ~5 min to build)
+#                             zarrs_tools, ~5 min to build) and matplotlib for the charts
 set -euo pipefail
 want_test=0 want_bench=0
 [[ "${1:-}" == "--test" ]] && want_test=1
@@ -70,6 +70,10 @@ if (( want_test )); then
     "$sgkit_venv/bin/pip" install -q --disable-pip-version-check 'zarr>=3' 2>&1 \
       | grep -v "dependency resolver\|sgkit 0.10.0 requires zarr" >&2 || true
   fi
+fi
+if (( want_bench )) && ! python3 -c 'import matplotlib' 2>/dev/null; then
+  echo "setup: pip install matplotlib (scripts/bench_charts.py)" >&2
+  python3 -m pip install -q --disable-pip-version-check matplotlib 2>&1 | grep -v "WARNING: Running pip as" >&2 || true
 fi
 if (( want_bench )) && ! command -v zarrs_reencode >/dev/null; then
   echo "setup: cargo install zarrs_tools (zarrs_reencode)" >&2
