@@ -6,7 +6,8 @@
 # GT-only VCF (scripts/make_wide_vcf.py, 4,000 records) and three call sets with FORMAT
 # fields (scripts/make_format_vcf.py; not the files the law was fitted on): 2,000
 # samples x 4,000 records of GT:AD:DP:GQ:PL, 1,000 x 4,000 of GT:AD:DP:GQ:PL:PS:FT (a
-# string field), 500 x 8,000 of GT:GQ:DP:AD:VAF:PL. Generated files stay in WORKDIR.
+# string field), 500 x 8,000 of GT:GQ:DP:AD:VAF:PL; and a 300,000-sample GT-only VCF.
+# Generated files stay in WORKDIR (the 300,000-sample one in the benchmarks' cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
@@ -25,6 +26,14 @@ call_set() { # NAME SAMPLES RECORDS FORMAT
     bgzip -f "$work/$1.vcf" && bcftools index -f "$vcf"
   fi
 }
+# Biobank width (issue 27): 300,000 samples x 3,000 records, shared with
+# scripts/bench_convert.sh's cache (made once, ~5 min).
+biobank=${XDG_CACHE_HOME:-$HOME/.cache}/svar2/bench-inputs/w300k.vcf.gz
+if [[ ! -e $biobank.csi ]]; then
+  mkdir -p "$(dirname "$biobank")"
+  python3 scripts/make_wide_vcf.py "${biobank%.gz}" 300000 3000
+  bgzip -f -@ 2 "${biobank%.gz}" && bcftools index -f "$biobank"
+fi
 call_set f2000 2000 4000 GT:AD:DP:GQ:PL
 call_set f1000ft 1000 4000 GT:AD:DP:GQ:PL:PS:FT
 call_set f500 500 8000 GT:GQ:DP:AD:VAF:PL
@@ -57,6 +66,7 @@ for b in 64MiB 128MiB 256MiB 1GiB auto; do bench "$wide" "$b" --readers 1; done
 bench "$wide" 1GiB --readers 2
 bench "$wide" 1GiB --threads 4 --readers 1
 for b in 96MiB 128MiB 256MiB 1GiB auto; do bench "$work/f2000.vcf.gz" "$b" --readers 1; done
+for b in 512MiB 1GiB 4GiB; do bench "$biobank" "$b" --readers 1; done
 bench "$work/f2000.vcf.gz" 512MiB --readers 2
 for b in 64MiB 128MiB 256MiB; do bench "$work/f1000ft.vcf.gz" "$b" --readers 1; done
 for b in 48MiB 96MiB auto; do bench "$work/f500.vcf.gz" "$b" --readers 1; done
