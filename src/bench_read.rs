@@ -8,7 +8,7 @@ use svar2_reader::{bench, patch as patches, Reader, Store};
 #[derive(clap::Args)]
 pub struct Args {
     /// The store directory (any VCF Zarr store).
-    #[arg(value_parser = crate::flags::local_path)]
+    #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
     /// Patch shape VARIANTSxSAMPLES (all ploidy values are read).
     #[arg(long, default_value = "4096x1")]

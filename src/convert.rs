@@ -10,11 +10,11 @@ use svar2_planner::size::human;
 pub struct Args {
     /// INPUT... OUTPUT: the inputs (.vcf, .vcf.gz, .bcf; several files of one
     /// call set, e.g. one per chromosome: same samples, each contig in one file;
-    /// `-` reads VCF text from standard input), then the output store directory:
-    /// new, empty, or an interrupted svar2 store (an existing Zarr store only
-    /// with --force; anything else is refused).
+    /// `-` reads VCF text from standard input), then the output store: a
+    /// directory or an s3://bucket/path URL; new, empty, or an interrupted svar2
+    /// store (an existing Zarr store only with --force; anything else is refused).
     #[arg(required_unless_present = "plan_file", num_args = 1.., value_name = "PATH")]
-    #[arg(value_parser = crate::flags::local_path)]
+    #[arg(value_parser = crate::flags::store_path)]
     paths: Vec<PathBuf>,
     /// Convert one partition of a plan `svar2 plan --partitions N -o PLAN` wrote
     /// (inputs, output and layout come from the plan; give --partition).

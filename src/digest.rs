@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// The store directory.
-    #[arg(value_parser = crate::flags::local_path)]
+    #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
 }
 

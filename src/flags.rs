@@ -98,12 +98,33 @@ impl PlanningArgs {
     }
 }
 
-/// A path argument, refused when it is a URL (`s3://…`): not a local folder called
-/// `s3:`.
+/// A file argument (an input, a plan, a list, VCF out): refused when it is a URL,
+/// never taken for a local folder called `s3:`.
 pub fn local_path(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    refuse_any_url(&p)?;
+    Ok(p)
+}
+
+/// A store argument: a local directory or an `s3://bucket/path` URL (other URL
+/// schemes refused by name).
+pub fn store_path(s: &str) -> Result<PathBuf, String> {
     let p = PathBuf::from(s);
     svar2_store::dir::refuse_url(&p).map_err(|e| e.to_string())?;
     Ok(p)
+}
+
+/// Refuses every URL, `s3://` too: only stores live in buckets.
+fn refuse_any_url(p: &Path) -> Result<(), String> {
+    if svar2_store::bucket::is_bucket_url(p) {
+        return Err(format!(
+            "{}: s3:// URLs are for stores (convert's and rechunk's output, read, inspect, \
+             view); VCF/BCF inputs, plans and lists are local files — copy it to a local \
+             disk first",
+            p.display()
+        ));
+    }
+    svar2_store::dir::refuse_url(p).map_err(|e| e.to_string())
 }
 
 /// Whether a path is named like an input (`-`, .vcf, .vcf.gz, .bcf, .gz, .bgz).
@@ -149,9 +170,11 @@ pub fn split_paths(
             return Err(format!("--inputs {}: lists no files", list.display()));
         }
         for p in &paths {
-            svar2_store::dir::refuse_url(p)
-                .map_err(|e| format!("--inputs {}: {e}", list.display()))?;
+            refuse_any_url(p).map_err(|e| format!("--inputs {}: {e}", list.display()))?;
         }
+    }
+    for p in &paths {
+        refuse_any_url(p)?;
     }
     Ok((paths, output))
 }

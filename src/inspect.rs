@@ -7,7 +7,7 @@ use svar2_planner::geometry::Patch;
 #[derive(clap::Args)]
 pub struct Args {
     /// The store directory.
-    #[arg(value_parser = crate::flags::local_path)]
+    #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
     /// The patch a reader fetches, VARIANTSxSAMPLES (e.g. 4096x1): prints each
     /// array's decode amplification (decoded bytes / needed bytes).

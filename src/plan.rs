@@ -11,7 +11,7 @@ pub struct Args {
     /// the conversion would write (not touched; recognised as not named like an
     /// input: .vcf, .vcf.gz, .bcf, .gz, `-`).
     #[arg(required_unless_present = "inputs", num_args = 0.., value_name = "PATH")]
-    #[arg(value_parser = crate::flags::local_path)]
+    #[arg(value_parser = crate::flags::store_path)]
     paths: Vec<PathBuf>,
     /// A file listing the inputs, one path per line.
     #[arg(long, value_name = "FILE")]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// The store (any VCF Zarr store).
-    #[arg(value_parser = crate::flags::local_path)]
+    #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
     /// The format, as bcftools query takes it: %CHROM %POS %ID %REF %ALT %QUAL
     /// %FILTER %INFO %INFO/TAG %TAG %END %LINE, [ … ] per sample with %SAMPLE %GT

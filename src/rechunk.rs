@@ -8,10 +8,10 @@ use svar2_planner::size::human;
 #[derive(clap::Args)]
 pub struct Args {
     /// The store to read (not changed).
-    #[arg(value_parser = crate::flags::local_path)]
+    #[arg(value_parser = crate::flags::store_path)]
     input: PathBuf,
     /// Output store directory (the same rules as convert's).
-    #[arg(value_parser = crate::flags::local_path)]
+    #[arg(value_parser = crate::flags::store_path)]
     output: PathBuf,
     #[command(flatten)]
     layout: LayoutArgs,

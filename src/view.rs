@@ -7,7 +7,7 @@ use svar2_vcf::write::OutputType;
 #[command(disable_help_flag = true)]
 pub struct Args {
     /// The store (any VCF Zarr store).
-    #[arg(value_parser = crate::flags::local_path)]
+    #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
     /// Print help (-h is --header-only, as in bcftools).
     #[arg(long, action = clap::ArgAction::Help)]

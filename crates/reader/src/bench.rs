@@ -35,6 +35,12 @@ pub struct BenchResult {
     pub device_gbps: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified: Option<usize>,
+    /// A store in a bucket: the GET requests the run made and the bytes they
+    /// fetched (shard index tails included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gets: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetched_bytes: Option<u64>,
 }
 
 /// The batch latencies' q-quantile (nearest rank), for any q.
@@ -67,6 +73,7 @@ pub fn run(
     let mut buf = vec![0u8; reader.batch_bytes(a, first)?];
     buf.fill(1); // (written, so its pages are there: a fresh `vec!` is not)
     let mut latencies = Vec::with_capacity(patches.len().div_ceil(batch.max(1)));
+    let fetched0 = svar2_store::bucket::fetch_stats();
     let t0 = Instant::now();
     for b in patches.chunks(batch.max(1)) {
         let t = Instant::now();
@@ -74,6 +81,7 @@ pub fn run(
         reader.read_batch(a, b, &mut buf)?;
         latencies.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    let fetched1 = svar2_store::bucket::fetch_stats();
     let seconds = t0.elapsed().as_secs_f64().max(1e-9);
     let decoded = (c.bytes_decoded.load(Ordering::Relaxed) - d0) as f64;
     let useful = (c.bytes_useful.load(Ordering::Relaxed) - u0) as f64;
@@ -84,7 +92,12 @@ pub fn run(
         useful,
         latencies,
     };
-    Ok(m.result(&a.name, batch, reader.threads(), reader.io_threads()))
+    let mut r = m.result(&a.name, batch, reader.threads(), reader.io_threads());
+    if a.reads_remote() {
+        r.gets = Some(fetched1.0 - fetched0.0);
+        r.fetched_bytes = Some(fetched1.1 - fetched0.1);
+    }
+    Ok(r)
 }
 
 /// `x` to `digits` significant figures: what a timing on a shared machine can tell
@@ -132,6 +145,8 @@ impl Measured {
             device: None,
             device_gbps: None,
             verified: None,
+            gets: None,
+            fetched_bytes: None,
         }
     }
 }
@@ -245,6 +260,14 @@ impl BenchResult {
         }
         if let Some(v) = self.verified {
             s += &format!("verified       {v} patches equal the CPU reader's\n");
+        }
+        if let (Some(g), Some(b)) = (self.gets, self.fetched_bytes) {
+            let useful = self.useful_gbps * 1e9 * self.seconds;
+            s += &format!(
+                "fetched        {g} GETs, {:.1} MB ({:.3} bytes fetched per useful byte)\n",
+                b as f64 / 1e6,
+                b as f64 / useful.max(1.0)
+            );
         }
         s
     }

@@ -222,7 +222,12 @@ impl Reader {
         // Work goes in units of consecutive chunks (a shard's, mostly): one task per
         // unit, not per 4 KiB chunk, while leaving ~32 units per thread so the last
         // ones even out the threads' finish.
-        let unit = (jobs.len() / (32 * threads)).clamp(1, 64);
+        let unit = if a.reads_remote() {
+            // (One request each: the IO threads keep as many in flight as they are.)
+            1
+        } else {
+            (jobs.len() / (32 * threads)).clamp(1, 64)
+        };
         let units = (0..jobs.len())
             .step_by(unit)
             .map(|u| u..(u + unit).min(jobs.len()));

@@ -7,8 +7,9 @@
 
 use crate::codec::Raw;
 use crate::error::{Error, Result};
-use crate::layout::{read_group, ArrayLayout};
+use crate::layout::{read_group_in, ArrayLayout};
 use crate::shard;
+use crate::storage::{Storage, ZarrsStorage};
 use crate::stored::Stored;
 use crate::Dtype;
 use serde_json::{Map, Value};
@@ -21,6 +22,7 @@ use std::sync::Mutex;
 use zarrs::array::{Array, ArrayBytes, ArrayToBytesCodecTraits, CodecChain, CodecOptions};
 use zarrs::filesystem::FilesystemStore;
 use zarrs::metadata::v3::MetadataV3;
+use zarrs::storage::ReadableStorageTraits;
 
 /// The arrays every VCF Zarr store has (rechunk rebuilds the region index from the
 /// three `variant_` ones; the reader locates regions with them).
@@ -39,7 +41,7 @@ pub struct AnyArray {
     pub dtype: Dtype,
     /// Attributes, less Zarr v2's `_ARRAY_DIMENSIONS` (they become dimension names).
     pub attributes: Map<String, Value>,
-    array: Array<FilesystemStore>,
+    array: Array<dyn ReadableStorageTraits>,
     /// Set for a sharded array whose inner chunks can be read one by one.
     inner: Option<InnerReads>,
     /// The chunks (inner chunks) are blosc-zstd frames of little-endian elements:
@@ -48,10 +50,12 @@ pub struct AnyArray {
     /// Each stored chunk ends with its crc32c (the chain's last codec), checked before
     /// anything decodes it.
     checksum: bool,
-    /// The array's metadata file: a chunk file that is missing while this one is
+    /// Where the store's objects are (a directory or a bucket).
+    storage: Arc<dyn Storage>,
+    /// The key of the array's metadata: a chunk that is missing while this one is
     /// there is a chunk never stored (all fill); with this one gone too, the store was
     /// deleted or moved while open, and a read must fail rather than return fill.
-    meta_path: PathBuf,
+    meta_key: String,
 }
 
 /// Whether a codec chain (v3 JSON, inner chunks) ends with `crc32c` (svar2's do).
@@ -123,15 +127,20 @@ fn v2_blosc(meta: &Value) -> bool {
 /// bytes of the inner chunks wanted — so a tile holds inner chunks, never whole
 /// decoded shards.
 struct InnerReads {
-    root: PathBuf,
+    storage: Arc<dyn Storage>,
     inner: Vec<u64>,
     per_shard: Vec<u64>,
     chain: CodecChain,
-    /// Map shard files into memory ([`Access::Random`]) rather than `pread` them.
+    /// Map shard files into memory ([`Access::Random`], a local store) rather than
+    /// `pread` them.
     map: bool,
     /// Shards opened so far, with their indexes (`None`: the shard is not stored),
     /// bounded; keyed by shard grid position.
     shards: Mutex<HashMap<Vec<u64>, Arc<Option<OpenShard>>>>,
+    /// Shards being opened, one gate each: threads wanting a shard another is opening
+    /// wait for it rather than fetch its index again (a bucket's index is a request
+    /// and up to 16 bytes per inner chunk).
+    opening: Mutex<HashMap<Vec<u64>, Arc<Mutex<()>>>>,
 }
 
 /// An open shard file, its index checked.
@@ -144,6 +153,9 @@ enum OpenShard {
     },
     /// Read with `pread` (not mapped, or it cannot be); the index read from the tail.
     File { file: std::fs::File, index: Vec<u8> },
+    /// An object in a bucket: the index from one suffix GET, each chunk one ranged
+    /// GET of `key`.
+    Ranged { key: String, index: Vec<u8> },
 }
 
 // A mapped file that another program truncates while it is mapped faults the reading
@@ -155,7 +167,7 @@ impl OpenShard {
     fn index(&self) -> &[u8] {
         match self {
             OpenShard::Mapped { map, index_at } => &map[*index_at..],
-            OpenShard::File { index, .. } => index,
+            OpenShard::File { index, .. } | OpenShard::Ranged { index, .. } => index,
         }
     }
 }
@@ -264,6 +276,10 @@ impl ChunkReader<'_> {
                 a.pread(file, idx, off, &mut self.buf)?;
                 Ok(Some(&self.buf))
             }
+            OpenShard::Ranged { key, .. } => {
+                self.buf = a.ranged(r, key, off, len)?;
+                Ok(Some(&self.buf))
+            }
         }
     }
 }
@@ -275,7 +291,7 @@ const MAX_OPEN_SHARDS: usize = 512;
 /// index at the end, coded `[bytes, crc32c]` (svar2's, zarr-python's and
 /// tensorstore's default). Other shards are decoded whole through zarrs.
 fn inner_reads(
-    root: &Path,
+    storage: &Arc<dyn Storage>,
     layout: &ArrayLayout,
     meta: &Value,
     access: Access,
@@ -310,12 +326,13 @@ fn inner_reads(
     let metas: Vec<MetadataV3> = serde_json::from_value(conf.get("codecs")?.clone()).ok()?;
     let chain = CodecChain::from_metadata(&metas).ok()?;
     Some(InnerReads {
-        root: root.into(),
+        storage: storage.clone(),
         per_shard: shard.iter().zip(&inner).map(|(s, i)| s / i).collect(),
         inner,
         chain,
-        map: access == Access::Random,
+        map: access == Access::Random && storage.local_root().is_some(),
         shards: Mutex::new(HashMap::new()),
+        opening: Mutex::new(HashMap::new()),
     })
 }
 
@@ -341,8 +358,8 @@ pub struct AnyGroup {
     pub arrays: Vec<Arc<AnyArray>>,
 }
 
-fn read_json(path: &Path) -> Option<Value> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+fn read_json(storage: &dyn Storage, key: &str) -> Option<Value> {
+    serde_json::from_slice(&storage.get(key).ok()??).ok()
 }
 
 fn object(v: Option<Value>) -> Map<String, Value> {
@@ -371,16 +388,17 @@ fn dtype_of(l: &ArrayLayout) -> Option<Dtype> {
 /// character array (`<U1`, as bio2zarr writes VCF `Character` fields) is read as the
 /// empty string, which zarrs does not assume for that type.
 fn open_array(
-    storage: &Arc<FilesystemStore>,
-    dir: &Path,
+    storage: &Arc<dyn ReadableStorageTraits>,
+    objects: &dyn Storage,
     name: &str,
     zarr_format: u8,
-) -> std::result::Result<Array<FilesystemStore>, String> {
+) -> std::result::Result<Array<dyn ReadableStorageTraits>, String> {
     let path = format!("/{name}");
     match Array::open(storage.clone(), &path) {
         Ok(a) => Ok(a),
         Err(e) if zarr_format == 2 => {
-            let mut meta = read_json(&dir.join(".zarray")).ok_or_else(|| e.to_string())?;
+            let mut meta =
+                read_json(objects, &format!("{name}/.zarray")).ok_or_else(|| e.to_string())?;
             let is_chars = meta
                 .get("dtype")
                 .and_then(Value::as_str)
@@ -411,12 +429,13 @@ impl AnyGroup {
 
     /// [`open`](Self::open), for reads of the given kind.
     pub fn open_with(root: &Path, access: Access) -> Result<AnyGroup> {
-        crate::dir::refuse_url(root)?;
+        let storage = crate::storage::open(root)?;
+        let root = &storage.name("");
         let not_vcf = |msg: String| Error::NotStore {
-            path: root.into(),
+            path: root.clone(),
             msg,
         };
-        let layouts = read_group(root)?;
+        let layouts = read_group_in(&*storage)?;
         if layouts.is_empty() {
             return Err(not_vcf(
                 "a Zarr group with no arrays: not a VCF Zarr store".into(),
@@ -436,18 +455,22 @@ impl AnyGroup {
             )));
         }
         let zarr_format = layouts[0].zarr_format;
-        let storage = Arc::new(FilesystemStore::new(root).map_err(|e| Error::NotStore {
-            path: root.into(),
-            msg: format!("cannot open ({e})"),
-        })?);
+        let zarrs_storage: Arc<dyn ReadableStorageTraits> = match storage.local_root() {
+            Some(dir) => Arc::new(FilesystemStore::new(dir).map_err(|e| Error::NotStore {
+                path: root.clone(),
+                msg: format!("cannot open ({e})"),
+            })?),
+            None => Arc::new(ZarrsStorage(storage.clone())),
+        };
+        let json = |key: &str| read_json(&*storage, key);
         let attributes = if zarr_format == 2 {
-            object(read_json(&root.join(".zattrs")))
+            object(json(".zattrs"))
         } else {
-            object(read_json(&root.join("zarr.json")).and_then(|v| v.get("attributes").cloned()))
+            object(json("zarr.json").and_then(|v| v.get("attributes").cloned()))
         };
         let mut arrays = Vec::with_capacity(layouts.len());
         for layout in layouts {
-            let at = root.join(&layout.name);
+            let at = storage.name(&layout.name);
             let bad = |msg: String| Error::NotStore {
                 path: at.clone(),
                 msg,
@@ -468,21 +491,28 @@ impl AnyGroup {
                         .into(),
                 ));
             }
-            let array = open_array(&storage, &at, &layout.name, zarr_format)
+            let array = open_array(&zarrs_storage, &*storage, &layout.name, zarr_format)
                 .map_err(|e| bad(format!("zarrs cannot read this array: {e}")))?;
+            let name = &layout.name;
             let mut attrs = if zarr_format == 2 {
-                object(read_json(&at.join(".zattrs")))
+                object(json(&format!("{name}/.zattrs")))
             } else {
-                object(read_json(&at.join("zarr.json")).and_then(|v| v.get("attributes").cloned()))
+                object(
+                    json(&format!("{name}/zarr.json")).and_then(|v| v.get("attributes").cloned()),
+                )
             };
             attrs.remove("_ARRAY_DIMENSIONS");
-            let meta = read_json(&at.join(if zarr_format == 2 {
-                ".zarray"
-            } else {
-                "zarr.json"
-            }));
+            let meta_key = format!(
+                "{name}/{}",
+                if zarr_format == 2 {
+                    ".zarray"
+                } else {
+                    "zarr.json"
+                }
+            );
+            let meta = json(&meta_key);
             let inner = match (zarr_format, &meta) {
-                (3, Some(m)) => inner_reads(root, &layout, m, access),
+                (3, Some(m)) => inner_reads(&storage, &layout, m, access),
                 _ => None,
             };
             let blosc_frames = meta
@@ -494,13 +524,9 @@ impl AnyGroup {
                 (inner.is_some() || layout.shard.is_none())
                     && inner_chain(m, zarr_format, inner.is_some()).is_some_and(ends_with_crc32c)
             });
-            let meta_path = at.join(if zarr_format == 2 {
-                ".zarray"
-            } else {
-                "zarr.json"
-            });
             arrays.push(Arc::new(AnyArray {
-                meta_path,
+                storage: storage.clone(),
+                meta_key,
                 name: layout.name.clone(),
                 dtype,
                 attributes: attrs,
@@ -533,7 +559,7 @@ impl AnyGroup {
             }
         }
         Ok(AnyGroup {
-            root: root.into(),
+            root: root.clone(),
             zarr_format,
             attributes,
             arrays,
@@ -596,14 +622,14 @@ impl AnyArray {
 
     /// A missing chunk is all fill only while the array itself is still there.
     fn check_still_there(&self, idx: &[u64]) -> Result<()> {
-        if self.meta_path.exists() {
+        if self.storage.size(&self.meta_key)?.is_some() {
             return Ok(());
         }
         Err(Error::Chunk {
             key: self.key(idx),
             msg: format!(
                 "the store was deleted or moved while it was open ({} is gone)",
-                self.meta_path.display()
+                self.storage.name(&self.meta_key).display()
             ),
         })
     }
@@ -620,7 +646,15 @@ impl AnyArray {
                 self.pread(file, idx, off, &mut bytes)?;
                 Ok(Some(Stored::owned(bytes)))
             }
+            OpenShard::Ranged { key, .. } => {
+                Ok(Some(Stored::owned(self.ranged(r, key, off, len)?)))
+            }
         }
+    }
+
+    /// `len` bytes at `off` of the bucket object `key` (one ranged GET).
+    fn ranged(&self, r: &InnerReads, key: &str, off: usize, len: usize) -> Result<Vec<u8>> {
+        r.storage.get_range(key, off as u64, len as u64)
     }
 
     /// `out.len()` bytes at `off` of the shard file holding inner chunk `idx`.
@@ -635,11 +669,25 @@ impl AnyArray {
     /// The open shard holding inner chunk `idx` (opened and cached on first use).
     fn shard_of(&self, r: &InnerReads, idx: &[u64]) -> Result<Arc<Option<OpenShard>>> {
         let sidx = shard_position(r, idx);
-        let cached = r.shards.lock().expect("shard cache").get(&*sidx).cloned();
-        match cached {
+        let cached = |r: &InnerReads| r.shards.lock().expect("shard cache").get(&*sidx).cloned();
+        if let Some(s) = cached(r) {
+            return Ok(s);
+        }
+        let gate = r
+            .opening
+            .lock()
+            .expect("shard gates")
+            .entry(sidx.to_vec())
+            .or_default()
+            .clone();
+        let _opening = gate.lock().expect("shard gate");
+        // (Opened by the thread this one waited for?)
+        let open = match cached(r) {
             Some(s) => Ok(s),
             None => self.open_shard(r, idx, &sidx),
-        }
+        };
+        r.opening.lock().expect("shard gates").remove(&*sidx);
+        open
     }
 
     /// A reader of this array's chunks for one thread's run of reads: it keeps the
@@ -663,13 +711,47 @@ impl AnyArray {
         sidx: &[u64],
     ) -> Result<Arc<Option<OpenShard>>> {
         let key = self.array.chunk_key(sidx).to_string();
-        let path = r.root.join(&key);
+        let key = key.trim_start_matches('/').to_string();
+        let n = r.per_shard.iter().product::<u64>() as usize;
+        let want = shard::index_len(n) as u64;
+        let open = match r.storage.local_root() {
+            Some(root) => self.open_shard_file(r, idx, &key, &root.join(&key), n)?,
+            None => match r.storage.get_tail(&key, want)? {
+                None => {
+                    self.check_still_there(idx)?;
+                    None
+                }
+                Some((index, len)) => {
+                    let name = r.storage.name(&key).display().to_string();
+                    shard::check_index(&name, &index, n, len)?;
+                    Some(OpenShard::Ranged { key, index })
+                }
+            },
+        };
+        let open = Arc::new(open);
+        let mut cache = r.shards.lock().expect("shard cache");
+        if cache.len() >= MAX_OPEN_SHARDS {
+            cache.clear();
+        }
+        cache.insert(sidx.to_vec(), open.clone());
+        Ok(open)
+    }
+
+    /// Opens the local shard file `path` (key `key`, `n` inner chunks) and reads its
+    /// index from the tail (`None`: not stored).
+    fn open_shard_file(
+        &self,
+        r: &InnerReads,
+        idx: &[u64],
+        key: &str,
+        path: &Path,
+        n: usize,
+    ) -> Result<Option<OpenShard>> {
         let io = |e: std::io::Error| Error::Chunk {
-            key: key.clone(),
+            key: key.to_string(),
             msg: format!("cannot read ({e})"),
         };
-        let n = r.per_shard.iter().product::<u64>() as usize;
-        let open = match std::fs::File::open(&path) {
+        Ok(match std::fs::File::open(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 self.check_still_there(idx)?;
                 None
@@ -691,17 +773,10 @@ impl AnyArray {
                         OpenShard::File { file, index }
                     }
                 };
-                shard::check_index(&key, shard.index(), n, len)?;
+                shard::check_index(key, shard.index(), n, len)?;
                 Some(shard)
             }
-        };
-        let open = Arc::new(open);
-        let mut cache = r.shards.lock().expect("shard cache");
-        if cache.len() >= MAX_OPEN_SHARDS {
-            cache.clear();
-        }
-        cache.insert(sidx.to_vec(), open.clone());
-        Ok(open)
+        })
     }
 
     /// Whether chunks are read from shard files mapped into memory (opened for
@@ -709,6 +784,12 @@ impl AnyArray {
     /// the page cache, cheap enough to make on a decode thread.
     pub fn reads_from_memory(&self) -> bool {
         self.inner.as_ref().is_some_and(|r| r.map)
+    }
+
+    /// Whether the store is in a bucket: every read is a request, so readers keep
+    /// many in flight rather than grouping chunks per thread.
+    pub fn reads_remote(&self) -> bool {
+        self.storage.local_root().is_none()
     }
 
     /// Whether the chunks are blosc-zstd frames of little-endian elements (what
@@ -723,7 +804,8 @@ impl AnyArray {
         self.checksum
     }
 
-    /// The file a chunk's bytes live in (its shard's, for a sharded array).
+    /// The file (or object URL) a chunk's bytes live in (its shard's, for a sharded
+    /// array).
     pub fn chunk_file(&self, idx: &[u64]) -> PathBuf {
         let key = match &self.inner {
             Some(r) => {
@@ -732,10 +814,7 @@ impl AnyArray {
             }
             None => self.array.chunk_key(idx).to_string(),
         };
-        self.meta_path
-            .parent()
-            .and_then(Path::parent)
-            .map_or_else(|| PathBuf::from(&key), |root| root.join(&key))
+        self.storage.name(key.trim_start_matches('/'))
     }
 
     /// A chunk's stored bytes to decode: with its crc32c checked and removed when the

@@ -2,7 +2,9 @@
 //! writing, the in-progress marker, the completion marker (root `zarr.json`, written
 //! last), and the digest that proves two stores are the same.
 
+use crate::bucket::Bucket;
 use crate::error::{Error, Result};
+use crate::storage::Storage;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -12,7 +14,11 @@ pub const IN_PROGRESS: &str = ".svar2-in-progress";
 
 /// A store being written.
 pub struct StoreDir {
+    /// The directory written: the store itself, or for a bucket store its local
+    /// staging copy (see [`StoreDir::create`]).
     pub root: PathBuf,
+    /// Where a bucket store goes: written under `root`, uploaded by `finish`.
+    bucket: Option<Bucket>,
     /// An exclusive lock on the directory itself, held while writing: a second
     /// conversion into the same output refuses instead of interleaving files. (The
     /// directory is emptied, never replaced, so the lock stays on the one inode.)
@@ -25,7 +31,8 @@ pub struct StoreDir {
 
 impl Drop for StoreDir {
     fn drop(&mut self) {
-        if !self.finished.load(std::sync::atomic::Ordering::Relaxed) {
+        // (A bucket store's staging copy goes either way: finished, it was uploaded.)
+        if !self.finished.load(std::sync::atomic::Ordering::Relaxed) || self.bucket.is_some() {
             let _ = fs::remove_dir_all(&self.root);
         }
     }
@@ -57,13 +64,19 @@ fn classify(root: &Path) -> Result<Existing> {
     if !meta.is_dir() {
         return Ok(Existing::Foreign("is a file, not a directory".into()));
     }
-    let mut names: Vec<String> = fs::read_dir(root)
+    let names: Vec<String> = fs::read_dir(root)
         .map_err(|e| Error::io(root, e))?
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
+    Ok(classify_names(names))
+}
+
+/// What a store's top-level names (files and folders, or a bucket prefix's first key
+/// components) say it is.
+fn classify_names(mut names: Vec<String>) -> Existing {
     let has = |n: &str| names.iter().any(|x| x == n);
-    Ok(if names.is_empty() {
+    if names.is_empty() {
         Existing::Empty
     } else if has(IN_PROGRESS) {
         Existing::Interrupted
@@ -78,8 +91,33 @@ fn classify(root: &Path) -> Result<Existing> {
             if names.len() > 3 { ", …" } else { "" },
             names.len()
         ))
-    })
+    }
 }
+
+/// What a bucket store's prefix holds (its objects' first key components).
+fn classify_bucket(bucket: &Bucket) -> Result<Existing> {
+    let mut names: Vec<String> = bucket
+        .list("")?
+        .into_iter()
+        .map(|(k, _)| k.split('/').next().unwrap_or(&k).to_string())
+        .collect();
+    names.dedup();
+    Ok(classify_names(names))
+}
+
+/// The local copy a bucket store is written to before it is uploaded: under the
+/// system's temporary directory (`TMPDIR`), one per URL, so a re-run after a kill
+/// finds and replaces its own leftovers.
+fn staging_dir(url: &Path) -> PathBuf {
+    let h = blake3::hash(url.as_os_str().as_encoded_bytes()).to_hex();
+    std::env::temp_dir()
+        .join("svar2-staging")
+        .join(&h.as_str()[..16])
+}
+
+/// Upload threads of a bucket store's `finish`: each holds at most one small object
+/// or [`bucket::PARTS_IN_FLIGHT`](crate::bucket::PARTS_IN_FLIGHT) parts in memory.
+const UPLOAD_THREADS: usize = 8;
 
 fn lock(root: &Path) -> Result<fs::File> {
     let f = fs::File::open(root).map_err(|e| Error::io(root, e))?;
@@ -106,10 +144,14 @@ fn refuse(root: &Path, existing: &Existing, force: bool) -> Result<()> {
     }
 }
 
-/// Refuses a URL (`s3://bucket/x.zarr`, `gs://`, `https://`) given as a path: the
-/// operating system would take it for a relative folder named `s3:`, and a user
-/// would believe the data went to the bucket.
+/// Refuses a URL of a scheme svar2 does not support (`gs://`, `https://`; `s3://` is
+/// read and written through [`bucket`](crate::bucket)): the operating system would
+/// take it for a relative folder named `gs:`, and a user would believe the data went
+/// to the bucket.
 pub fn refuse_url(path: &Path) -> Result<()> {
+    if crate::bucket::is_bucket_url(path) {
+        return Ok(());
+    }
     let s = path.to_string_lossy();
     if let Some((scheme, _)) = s.split_once("://") {
         let is_scheme = scheme
@@ -133,6 +175,10 @@ pub fn refuse_url(path: &Path) -> Result<()> {
 /// that cannot start fails before its plan's probe runs).
 pub fn check_output(root: &Path, force: bool) -> Result<()> {
     refuse_url(root)?;
+    if crate::bucket::is_bucket_url(root) {
+        let bucket = Bucket::open(root)?;
+        return refuse(root, &classify_bucket(&bucket)?, force);
+    }
     if fs::symlink_metadata(root).is_err() {
         return Ok(());
     }
@@ -163,8 +209,16 @@ impl StoreDir {
     /// Takes the output directory for writing: created if missing, locked, emptied.
     /// A finished store or a foreign directory is replaced only with `force`; an
     /// interrupted svar2 conversion is started again from scratch (said in the log).
+    ///
+    /// An `s3://` output is written to a local staging directory (under `TMPDIR`)
+    /// and uploaded by [`finish`](Self::finish), root `zarr.json` last; meanwhile the
+    /// bucket holds the in-progress marker, so a killed run leaves nothing
+    /// complete-looking and the next run starts it again.
     pub fn create(root: &Path, force: bool) -> Result<StoreDir> {
         refuse_url(root)?;
+        if crate::bucket::is_bucket_url(root) {
+            return Self::create_in_bucket(root, force);
+        }
         if fs::symlink_metadata(root).is_ok() {
             refuse(root, &classify(root)?, force)?;
         }
@@ -183,6 +237,7 @@ impl StoreDir {
         empty_dir(root)?;
         let store = StoreDir {
             root: root.into(),
+            bucket: None,
             _lock: Some(lock),
             finished: std::sync::atomic::AtomicBool::new(false),
         };
@@ -207,6 +262,15 @@ impl StoreDir {
     /// that fails is run again.
     pub fn join(root: &Path, job: &str) -> Result<StoreDir> {
         refuse_url(root)?;
+        if crate::bucket::is_bucket_url(root) {
+            return Err(Error::Bucket {
+                url: root.display().to_string(),
+                msg: "partitioned conversions write a shared directory; into a bucket they \
+                      are not supported yet: convert without --partitions (one node writes \
+                      the bucket), or partition into a shared directory and upload it"
+                    .into(),
+            });
+        }
         let marker_text = format!("svar2 {} job {job}\n", env!("CARGO_PKG_VERSION"));
         if fs::symlink_metadata(root).is_err() {
             fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
@@ -242,6 +306,7 @@ impl StoreDir {
         drop(lock);
         Ok(StoreDir {
             root: root.into(),
+            bucket: None,
             _lock: None,
             // Never removed on drop: the other partitions' work is in it.
             finished: std::sync::atomic::AtomicBool::new(true),
@@ -251,6 +316,9 @@ impl StoreDir {
     /// Marks the store complete: the root `zarr.json` appears whole (written aside,
     /// then renamed) or not at all, and only after everything else.
     pub fn finish(&self, root_meta: &serde_json::Value) -> Result<()> {
+        if let Some(bucket) = &self.bucket {
+            return self.upload(bucket, root_meta);
+        }
         let tmp = self.root.join(".zarr.json.tmp");
         self.write(&tmp, &json_bytes(root_meta))?;
         self.rename(&tmp, &self.root.join("zarr.json"))?;
@@ -258,6 +326,87 @@ impl StoreDir {
             .store(true, std::sync::atomic::Ordering::Relaxed);
         let marker = self.root.join(IN_PROGRESS);
         fs::remove_file(&marker).map_err(|e| Error::io(&marker, e))
+    }
+
+    /// A bucket store's `create`: the bucket's prefix checked and emptied as a local
+    /// output would be, its in-progress marker put, the staging directory taken.
+    fn create_in_bucket(url: &Path, force: bool) -> Result<StoreDir> {
+        let bucket = Bucket::open(url)?;
+        let existing = classify_bucket(&bucket)?;
+        refuse(url, &existing, force)?;
+        if existing == Existing::Interrupted {
+            tracing::warn!(
+                "{}: an interrupted svar2 conversion (no root zarr.json); starting it again \
+                 from scratch",
+                url.display()
+            );
+        }
+        if existing != Existing::Empty {
+            bucket.delete_all()?;
+        }
+        bucket.put(
+            IN_PROGRESS,
+            format!("svar2 {} in progress\n", env!("CARGO_PKG_VERSION")).into_bytes(),
+        )?;
+        let staging = staging_dir(url);
+        if staging.exists() {
+            // This URL's leftovers from a killed run (never a user's files).
+            fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+        }
+        let mut store = Self::create(&staging, false)?;
+        tracing::info!(
+            "{}: written to {} and uploaded when complete",
+            url.display(),
+            staging.display()
+        );
+        store.bucket = Some(bucket);
+        Ok(store)
+    }
+
+    /// Uploads the staged store, root `zarr.json` last (after every other object is
+    /// in the bucket), then removes the bucket's in-progress marker.
+    fn upload(&self, bucket: &Bucket, root_meta: &serde_json::Value) -> Result<()> {
+        let local = crate::storage::LocalDir {
+            root: self.root.clone(),
+        };
+        let objects: Vec<(String, u64)> = local
+            .list("")?
+            .into_iter()
+            .filter(|(k, _)| k != IN_PROGRESS)
+            .collect();
+        let bytes: u64 = objects.iter().map(|(_, n)| n).sum();
+        tracing::info!(
+            objects = objects.len(),
+            bytes,
+            "uploading to {}",
+            bucket.url("")
+        );
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let failed = std::sync::Mutex::new(None);
+        std::thread::scope(|scope| {
+            for _ in 0..UPLOAD_THREADS.min(objects.len()) {
+                scope.spawn(|| loop {
+                    if failed.lock().expect("upload error").is_some() {
+                        return;
+                    }
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((key, _)) = objects.get(i) else {
+                        return;
+                    };
+                    if let Err(e) = bucket.put_file(key, &local.name(key)) {
+                        failed.lock().expect("upload error").get_or_insert(e);
+                        return;
+                    }
+                });
+            }
+        });
+        if let Some(e) = failed.into_inner().expect("upload error") {
+            return Err(e);
+        }
+        bucket.put("zarr.json", json_bytes(root_meta))?;
+        self.finished
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        bucket.delete(IN_PROGRESS)
     }
 
     /// Path of a shard: `<array>/c/<i>/<j>...`.
@@ -300,6 +449,11 @@ fn json_bytes(value: &serde_json::Value) -> Vec<u8> {
 
 /// Total bytes and file count under a directory.
 pub fn disk_usage(root: &Path) -> (u64, u64) {
+    if crate::bucket::is_bucket_url(root) {
+        let listed = Bucket::open(root).and_then(|b| b.list(""));
+        let objects = listed.unwrap_or_default();
+        return (objects.iter().map(|(_, n)| n).sum(), objects.len() as u64);
+    }
     let mut bytes = 0;
     let mut files = 0;
     let mut stack = vec![root.to_path_buf()];
@@ -321,6 +475,9 @@ pub fn disk_usage(root: &Path) -> (u64, u64) {
 /// blake3 over every file's relative path and bytes, in sorted path order. Equal
 /// digests mean byte-identical stores.
 pub fn digest(root: &Path) -> Result<String> {
+    if crate::bucket::is_bucket_url(root) {
+        return digest_bucket(root);
+    }
     if !root.exists() {
         return Err(Error::NotStore {
             path: root.into(),
@@ -377,10 +534,42 @@ pub fn digest(root: &Path) -> Result<String> {
     let mut h = blake3::Hasher::new();
     for (r, p) in rel {
         let bytes = fs::read(&p).map_err(|e| Error::io(&p, e))?;
-        h.update(&(r.len() as u64).to_le_bytes());
-        h.update(r.as_bytes());
-        h.update(&(bytes.len() as u64).to_le_bytes());
-        h.update(&bytes);
+        digest_update(&mut h, &r, &bytes);
+    }
+    Ok(h.finalize().to_hex().to_string())
+}
+
+/// One object into a digest: its key and bytes, each length-prefixed.
+fn digest_update(h: &mut blake3::Hasher, key: &str, bytes: &[u8]) {
+    h.update(&(key.len() as u64).to_le_bytes());
+    h.update(key.as_bytes());
+    h.update(&(bytes.len() as u64).to_le_bytes());
+    h.update(bytes);
+}
+
+/// [`digest`] of a bucket store: the same hash over its objects, so a store in a
+/// bucket and its local twin have one digest.
+fn digest_bucket(url: &Path) -> Result<String> {
+    let bucket = Bucket::open(url)?;
+    let objects = bucket.list("")?;
+    if !objects.iter().any(|(k, _)| k == "zarr.json") {
+        let msg = if objects.is_empty() {
+            "no such store (no objects under this prefix)"
+        } else {
+            "not a complete store (no root zarr.json): the conversion did not finish"
+        };
+        return Err(Error::NotStore {
+            path: url.into(),
+            msg: msg.into(),
+        });
+    }
+    let mut h = blake3::Hasher::new();
+    for (k, _) in objects.iter().filter(|(k, _)| k != IN_PROGRESS) {
+        let bytes = bucket.get(k)?.ok_or_else(|| Error::Bucket {
+            url: bucket.url(k),
+            msg: "listed but gone when read (the store changed during the digest)".into(),
+        })?;
+        digest_update(&mut h, k, &bytes);
     }
     Ok(h.finalize().to_hex().to_string())
 }

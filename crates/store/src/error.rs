@@ -30,14 +30,18 @@ pub enum Error {
     /// A path that is not (or not yet) a store, or metadata that is not svar2's.
     #[error("{path}: {msg}")]
     NotStore { path: PathBuf, msg: String },
-    /// A URL where a local path was expected (object storage is not supported yet:
-    /// refused by name, never written as a local folder called `s3:`).
+    /// A URL of a scheme svar2 does not read or write (only `s3://` is supported):
+    /// refused by name, never written as a local folder called `gs:`.
     #[error(
-        "{url}: {scheme}:// URLs are not supported yet; svar2 reads and writes local paths \
-         only — copy the data to a local disk, or mount the bucket (s3fs, mountpoint-s3, \
-         rclone mount) and give that path"
+        "{url}: {scheme}:// URLs are not supported; svar2 reads and writes local paths and \
+         s3:// buckets (AWS or S3-compatible: set AWS_ENDPOINT_URL) — or mount the storage \
+         and give that path"
     )]
     Url { url: String, scheme: String },
+    /// Object storage that refused or failed a request: `url` names the object, `msg`
+    /// the server's answer or the connection failure (never a credential).
+    #[error("{url}: {msg}")]
+    Bucket { url: String, msg: String },
     #[error("internal codec error: {0}")]
     Codec(String),
 }

@@ -4,8 +4,8 @@
 //! decode the chunks. `svar2 inspect` prints it; no array data is read.
 
 use crate::error::{Error, Result};
+use crate::storage::Storage;
 use serde_json::Value;
-use std::fs;
 use std::path::Path;
 
 /// One array's layout.
@@ -53,10 +53,14 @@ impl ArrayLayout {
     }
 }
 
-fn read_json(path: &Path) -> Result<Value> {
-    let text = fs::read(path).map_err(|e| Error::io(path, e))?;
-    serde_json::from_slice(&text).map_err(|e| Error::NotStore {
-        path: path.into(),
+fn read_json(storage: &dyn Storage, key: &str) -> Result<Value> {
+    let name = storage.name(key);
+    let bytes = storage.get(key)?.ok_or_else(|| Error::NotStore {
+        path: name.clone(),
+        msg: "no such object".into(),
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::NotStore {
+        path: name,
         msg: format!("not JSON ({e})"),
     })
 }
@@ -79,27 +83,15 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Bytes and count of the files under `dir` other than Zarr metadata.
-fn chunk_files(dir: &Path) -> (u64, u64) {
+/// Bytes and count of the objects of `listing` (keys under one array) other than
+/// Zarr metadata.
+fn chunk_files(listing: &[(String, u64)]) -> (u64, u64) {
     let (mut bytes, mut files) = (0, 0);
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let Ok(t) = e.file_type() else { continue };
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            if t.is_dir() {
-                stack.push(e.path());
-            } else if t.is_file()
-                && !matches!(
-                    name.as_ref(),
-                    "zarr.json" | ".zarray" | ".zattrs" | ".zgroup"
-                )
-            {
-                bytes += e.metadata().map_or(0, |m| m.len());
-                files += 1;
-            }
+    for (k, size) in listing {
+        let name = k.rsplit('/').next().unwrap_or(k);
+        if !matches!(name, "zarr.json" | ".zarray" | ".zattrs" | ".zgroup") {
+            bytes += size;
+            files += 1;
         }
     }
     (bytes, files)
@@ -169,7 +161,7 @@ fn itemsize_v3(dtype: &Value) -> Option<u64> {
     }
 }
 
-fn array_v3(name: &str, dir: &Path, meta: &Value) -> ArrayLayout {
+fn array_v3(name: &str, listing: &[(String, u64)], meta: &Value) -> ArrayLayout {
     let dtype = meta.get("data_type").cloned().unwrap_or(Value::Null);
     let itemsize = itemsize_v3(&dtype);
     let grid = u64s(meta.pointer("/chunk_grid/configuration/chunk_shape"));
@@ -200,7 +192,7 @@ fn array_v3(name: &str, dir: &Path, meta: &Value) -> ArrayLayout {
             (grid, None, codecs.clone(), text)
         }
     };
-    let (stored_bytes, files) = chunk_files(dir);
+    let (stored_bytes, files) = chunk_files(listing);
     ArrayLayout {
         name: name.into(),
         zarr_format: 3,
@@ -220,7 +212,12 @@ fn array_v3(name: &str, dir: &Path, meta: &Value) -> ArrayLayout {
     }
 }
 
-fn array_v2(name: &str, dir: &Path, meta: &Value, attrs: Option<Value>) -> ArrayLayout {
+fn array_v2(
+    name: &str,
+    listing: &[(String, u64)],
+    meta: &Value,
+    attrs: Option<Value>,
+) -> ArrayLayout {
     let dtype = meta
         .get("dtype")
         .and_then(Value::as_str)
@@ -290,7 +287,7 @@ fn array_v2(name: &str, dir: &Path, meta: &Value, attrs: Option<Value>) -> Array
             )),
         }
     };
-    let (stored_bytes, files) = chunk_files(dir);
+    let (stored_bytes, files) = chunk_files(listing);
     ArrayLayout {
         name: name.into(),
         zarr_format: 2,
@@ -307,38 +304,51 @@ fn array_v2(name: &str, dir: &Path, meta: &Value, attrs: Option<Value>) -> Array
     }
 }
 
-/// The arrays of the Zarr group at `root` (v3 `zarr.json` or v2 `.zgroup`), sorted by
-/// name. Anything else is an error saying what the path is.
+/// The arrays of the Zarr group at `root` (v3 `zarr.json` or v2 `.zgroup`; a local
+/// directory or an `s3://` URL), sorted by name. Anything else is an error saying
+/// what the path is.
 pub fn read_group(root: &Path) -> Result<Vec<ArrayLayout>> {
-    crate::dir::refuse_url(root)?;
-    let v3 = root.join("zarr.json").is_file();
-    if !v3 && !root.join(".zgroup").is_file() {
+    read_group_in(&*crate::storage::open(root)?)
+}
+
+/// [`read_group`] of an open storage: one listing of the store, then each array's
+/// metadata.
+pub fn read_group_in(storage: &dyn Storage) -> Result<Vec<ArrayLayout>> {
+    let has = |k: &str| -> Result<bool> { Ok(storage.size(k)?.is_some()) };
+    if !has("zarr.json")? && !has(".zgroup")? {
+        let root = storage.name("");
+        let msg = match storage.local_root() {
+            Some(p) if !p.exists() => "no such file or directory",
+            Some(p) if !p.is_dir() => "a file, not a Zarr group",
+            _ => "not a Zarr group (no zarr.json or .zgroup)",
+        };
         return Err(Error::NotStore {
-            path: root.into(),
-            msg: "not a Zarr group (no zarr.json or .zgroup)".into(),
+            path: root,
+            msg: msg.into(),
         });
     }
-    let mut out = Vec::new();
-    for e in fs::read_dir(root).map_err(|e| Error::io(root, e))? {
-        let e = e.map_err(|e| Error::io(root, e))?;
-        if !e.file_type().map_err(|x| Error::io(e.path(), x))?.is_dir() {
-            continue;
+    let all = storage.list("")?;
+    // Objects by their first key component: the group's children.
+    let mut children: std::collections::BTreeMap<&str, Vec<(String, u64)>> = Default::default();
+    for (k, size) in &all {
+        if let Some((child, _)) = k.split_once('/') {
+            children.entry(child).or_default().push((k.clone(), *size));
         }
-        let dir = e.path();
-        let name = e.file_name().to_string_lossy().into_owned();
-        if dir.join("zarr.json").is_file() {
-            let meta = read_json(&dir.join("zarr.json"))?;
+    }
+    let mut out = Vec::new();
+    for (name, listing) in children {
+        let holds = |f: &str| listing.iter().any(|(k, _)| k == &format!("{name}/{f}"));
+        if holds("zarr.json") {
+            let meta = read_json(storage, &format!("{name}/zarr.json"))?;
             if meta.get("node_type").and_then(Value::as_str) == Some("array") {
-                out.push(array_v3(&name, &dir, &meta));
+                out.push(array_v3(name, &listing, &meta));
             }
-        } else if dir.join(".zarray").is_file() {
-            let meta = read_json(&dir.join(".zarray"))?;
-            let attrs = dir
-                .join(".zattrs")
-                .is_file()
-                .then(|| read_json(&dir.join(".zattrs")))
+        } else if holds(".zarray") {
+            let meta = read_json(storage, &format!("{name}/.zarray"))?;
+            let attrs = holds(".zattrs")
+                .then(|| read_json(storage, &format!("{name}/.zattrs")))
                 .transpose()?;
-            out.push(array_v2(&name, &dir, &meta, attrs));
+            out.push(array_v2(name, &listing, &meta, attrs));
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -361,7 +371,7 @@ mod tests {
                     {"cname": "zstd", "clevel": 1, "shuffle": "bitshuffle"}}]}}],
             "dimension_names": ["variants", "samples", "ploidy"]
         });
-        let a = array_v3("call_genotype", Path::new("/nonexistent"), &meta);
+        let a = array_v3("call_genotype", &[], &meta);
         assert_eq!(
             (a.chunk.clone(), a.shard.clone()),
             (vec![4, 2, 2], Some(vec![8, 4, 2]))
@@ -372,12 +382,12 @@ mod tests {
         let v2 = json!({"shape": [10, 4], "chunks": [5, 4], "dtype": "<i4",
             "compressor": {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1},
             "filters": null});
-        let b = array_v2("call_DP", Path::new("/nonexistent"), &v2, None);
+        let b = array_v2("call_DP", &[], &v2, None);
         assert_eq!(b.itemsize, Some(4));
         assert!(b.gpu_unsupported.unwrap().contains("blosc-zstd"));
         let s = json!({"shape": [10], "chunks": [5], "dtype": "|O",
             "compressor": {"id": "blosc", "cname": "zstd"}, "filters": [{"id": "vlen-utf8"}]});
-        assert!(array_v2("variant_id", Path::new("/x"), &s, None)
+        assert!(array_v2("variant_id", &[], &s, None)
             .gpu_unsupported
             .unwrap()
             .contains("strings"));

@@ -17,7 +17,9 @@
 //! - [`metadata`]: array metadata, written and read back;
 //! - [`fields`]: which arrays are VCF fields and how they were declared;
 //! - [`layout`]: the layout of any Zarr v2 or v3 group's arrays, from metadata and files;
+//! - [`bucket`]: a store in an S3 bucket (object_store behind a blocking facade);
 //! - [`dir`]: the store directory (replace rules, lock, in-progress marker, digest);
+//! - [`storage`]: where a store is read from (a directory or a bucket), one trait;
 //! - [`stored`]: a chunk's stored bytes, owned or in a mapped shard file;
 //! - [`any`]: any Zarr v2 or v3 VCF Zarr store, read chunk by chunk through zarrs;
 //! - [`block`]: boxes of an array (chunks, tiles, patches) and copies between them;
@@ -26,6 +28,7 @@
 pub mod any;
 pub mod block;
 pub mod blosc;
+pub mod bucket;
 pub mod codec;
 pub mod codecs;
 pub mod dir;
@@ -38,6 +41,7 @@ pub mod layout;
 pub mod metadata;
 pub mod region;
 pub mod shard;
+pub mod storage;
 pub mod stored;
 
 pub use dtype::Dtype;

@@ -55,6 +55,15 @@ pub fn plan(
     if n == 0 {
         return Err(Error::Usage("--partitions must be 1 or more".into()));
     }
+    if svar2_store::bucket::is_bucket_url(output) {
+        // (Tasks and finalize share the output's partial shards as files.)
+        return Err(Error::Usage(format!(
+            "{}: partitioned conversions into a bucket are not supported yet; convert \
+             without --partitions (one node writes the bucket), or partition into a shared \
+             directory and upload the finished store",
+            output.display()
+        )));
+    }
     let absolute = |p: &Path| std::path::absolute(p).map_err(|e| Error::io(p, e));
     let inputs = inputs
         .iter()
