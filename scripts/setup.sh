@@ -47,6 +47,11 @@ if (( want_test )); then
   python3 -c 'import genoray' 2>/dev/null || missing_py+=(genoray)
   # The Python package's suite: pytest, and a real PyTorch DataLoader (PyPI's Linux
   # wheel brings its CUDA libraries: ~5 GB, ~75 s to install here).
+  # Object storage: a real S3 server on 127.0.0.1 for the tests (moto_server), and
+  # zarr-python's S3 store (s3fs) to open bucket stores as users do.
+  { command -v moto_server >/dev/null && python3 -c 'import moto, flask, flask_cors, boto3' 2>/dev/null; } \
+    || missing_py+=('moto[server]')
+  python3 -c 'import s3fs' 2>/dev/null || missing_py+=(s3fs)
   python3 -c 'import pytest' 2>/dev/null || missing_py+=(pytest)
   python3 -c 'import torch' 2>/dev/null || missing_py+=(torch)
   # The GPU path's libraries: NVRTC compiles the kernels and nvCOMP's binding loads

@@ -1,0 +1,453 @@
+//! Stores in an S3 bucket, against a real S3 server started on 127.0.0.1 for each
+//! test (`moto_server`, from PyPI's `moto[server]`: an HTTP S3 endpoint, not a mock
+//! of svar2's calls): conversions and rechunks into and out of a bucket give the
+//! local bytes, zarr-python and xarray open the bucket store, faults are one line
+//! each, and no secret reaches a log, an error or a store (partition plans, the
+//! other place one could go, refuse bucket outputs for now).
+
+mod common;
+use common::*;
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const KEY: &str = "svar2testkey";
+/// Grepped for in every output, plan and object.
+const SECRET: &str = "svar2-SECRET-5b1f0c9e";
+const BUCKET: &str = "svar2-test";
+
+/// An S3 server on a free port of 127.0.0.1, killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("its address")
+        .port()
+}
+
+fn wait_for_port(port: u16, what: &str) {
+    let t0 = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{what} did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+impl Server {
+    /// Starts moto_server (`auth`: with request signing checked against its IAM, so
+    /// keys it never issued are refused), with the test bucket made unless `auth`.
+    fn start(test: &str, auth: bool) -> Option<Server> {
+        if !sh("command -v moto_server").status.success() {
+            skip(test, "moto_server not found (pip install 'moto[server]')");
+            return None;
+        }
+        let port = free_port();
+        let mut cmd = Command::new("moto_server");
+        cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if auth {
+            cmd.env("INITIAL_NO_AUTH_ACTION_COUNT", "0");
+        }
+        let child = cmd.spawn().expect("moto_server starts");
+        wait_for_port(port, "moto_server");
+        let s = Server { child, port };
+        if !auth {
+            sh_ok(&format!(
+                "{} python3 -c \"import boto3; boto3.client('s3').create_bucket(Bucket='{BUCKET}')\"",
+                s.exports()
+            ));
+        }
+        Some(s)
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The environment a user sets (and nothing from this machine's own AWS set-up).
+    fn env<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        cmd.env_remove("AWS_PROFILE")
+            .env("AWS_CONFIG_FILE", "/dev/null")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+            .env("AWS_ACCESS_KEY_ID", KEY)
+            .env("AWS_SECRET_ACCESS_KEY", SECRET)
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ENDPOINT_URL", self.endpoint())
+            .env("AWS_ALLOW_HTTP", "true")
+    }
+
+    /// The same, as `export` lines for a bash script.
+    fn exports(&self) -> String {
+        format!(
+            "export AWS_ACCESS_KEY_ID={KEY} AWS_SECRET_ACCESS_KEY={SECRET} AWS_REGION=us-east-1 \
+             AWS_ENDPOINT_URL={} AWS_ALLOW_HTTP=true AWS_CONFIG_FILE=/dev/null \
+             AWS_SHARED_CREDENTIALS_FILE=/dev/null;",
+            self.endpoint()
+        )
+    }
+
+    fn svar2(&self) -> Command {
+        let mut c = svar2();
+        self.env(&mut c);
+        c
+    }
+
+    /// Runs svar2 with `args`; panics with its stderr unless it succeeds.
+    fn ok(&self, args: &[&str]) -> Output {
+        let out = self.svar2().args(args).output().expect("svar2 runs");
+        assert!(
+            out.status.success(),
+            "svar2 {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Runs svar2 with `args`, which must fail; returns its stderr.
+    fn fails(&self, args: &[&str]) -> String {
+        fails(self.svar2().args(args))
+    }
+
+    fn digest(&self, store: &str) -> String {
+        String::from_utf8(self.ok(&["digest", store]).stdout)
+            .expect("utf-8")
+            .trim()
+            .to_string()
+    }
+
+    /// Every object under `prefix` of the test bucket, as (key, bytes).
+    fn objects(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
+        let script = format!(
+            "{} python3 -c \"
+import boto3, sys
+s = boto3.client('s3')
+for page in s.get_paginator('list_objects_v2').paginate(Bucket='{BUCKET}', Prefix='{prefix}'):
+    for o in page.get('Contents', []):
+        b = s.get_object(Bucket='{BUCKET}', Key=o['Key'])['Body'].read()
+        sys.stdout.write(o['Key'] + ' ' + b.hex() + '\\n')
+\"",
+            self.exports()
+        );
+        sh_ok(&script)
+            .lines()
+            .map(|l| {
+                let (k, hex) = l.split_once(' ').expect("key and bytes");
+                let bytes = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+                    .collect();
+                (k.to_string(), bytes)
+            })
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `cmd`, which must fail with one error line (warnings and clap's pointer to
+/// `--help` aside); returns stderr.
+fn fails(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("svar2 runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success(),
+        "expected a failure, got success:\n{err}"
+    );
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| {
+            !l.trim().is_empty() && !l.contains(" WARN ") && !l.starts_with("For more information")
+        })
+        .collect();
+    assert_eq!(lines.len(), 1, "one error line expected, got:\n{err}");
+    err
+}
+
+fn local_digest(store: &Path) -> String {
+    sh_ok(&format!(
+        "{} digest {}",
+        env!("CARGO_BIN_EXE_svar2"),
+        store.display()
+    ))
+    .trim()
+    .to_string()
+}
+
+fn s3fs_missing(test: &str) -> bool {
+    if sh("python3 -c 'import s3fs'").status.success() {
+        return false;
+    }
+    skip(
+        test,
+        "s3fs not importable (pip install s3fs): zarr-python's S3 store",
+    );
+    true
+}
+
+#[test]
+fn bucket_stores_have_the_local_bytes_and_open_everywhere() {
+    let test = "bucket_stores_have_the_local_bytes_and_open_everywhere";
+    let Some(s3) = Server::start(test, false) else {
+        return;
+    };
+    let dir = test_dir();
+    let growth = growth_vcf(dir.path());
+    let all_fields = data("all_fields.vcf");
+    let mut inputs = vec![
+        ("all_fields", all_fields.clone(), TINY_GEOMETRY.to_vec()),
+        ("growth", growth.clone(), GROWTH_GEOMETRY.to_vec()),
+    ];
+    if let Some(sim) = need_corpus(test, "sim.vcf.gz") {
+        inputs.push(("sim", sim, vec![]));
+    }
+    for (name, input, geometry) in &inputs {
+        let local = dir.path().join(format!("{name}.zarr"));
+        let url = format!("s3://{BUCKET}/run/{name}.zarr");
+        let mut args = vec!["convert", "-q"];
+        args.extend(geometry.iter().copied());
+        let input = input.to_str().unwrap();
+        s3.ok(&[&args[..], &[input, local.to_str().unwrap()]].concat());
+        s3.ok(&[&args[..], &[input, &url]].concat());
+        assert_eq!(s3.digest(&url), local_digest(&local), "{name}: convert");
+    }
+    // Rechunk local -> bucket, bucket -> bucket, bucket -> local: the local bytes.
+    let src_local = dir.path().join("growth.zarr");
+    let src_url = format!("s3://{BUCKET}/run/growth.zarr");
+    let patch = ["rechunk", "-q", "--patch", "100x10"];
+    let want = dir.path().join("growth-ml.zarr");
+    s3.ok(&[
+        &patch[..],
+        &[src_local.to_str().unwrap(), want.to_str().unwrap()],
+    ]
+    .concat());
+    let want = local_digest(&want);
+    let to_bucket = format!("s3://{BUCKET}/ml/a.zarr");
+    let in_bucket = format!("s3://{BUCKET}/ml/b.zarr");
+    let back = dir.path().join("back.zarr");
+    s3.ok(&[&patch[..], &[src_local.to_str().unwrap(), &to_bucket]].concat());
+    s3.ok(&[&patch[..], &[&src_url, &in_bucket]].concat());
+    s3.ok(&[&patch[..], &[&in_bucket, back.to_str().unwrap()]].concat());
+    assert_eq!(s3.digest(&to_bucket), want, "rechunk local -> bucket");
+    assert_eq!(s3.digest(&in_bucket), want, "rechunk bucket -> bucket");
+    assert_eq!(local_digest(&back), want, "rechunk bucket -> local");
+    // The readers print what they print for the local store.
+    let af_url = format!("s3://{BUCKET}/run/all_fields.zarr");
+    let af = dir.path().join("all_fields.zarr");
+    for cmd in [
+        vec!["view"],
+        vec!["read", "--region", "chr1"],
+        vec!["query", "-f", "%CHROM\t%POS[\t%GT]\n"],
+    ] {
+        let here = s3.ok(&[&cmd[..], &[af.to_str().unwrap()]].concat()).stdout;
+        let there = s3.ok(&[&cmd[..], &[af_url.as_str()]].concat()).stdout;
+        let there = String::from_utf8_lossy(&there).replace(&af_url, &af.display().to_string());
+        assert_eq!(String::from_utf8_lossy(&here), there, "svar2 {cmd:?}");
+    }
+    let verify = s3.ok(&["verify", &af_url]).stdout;
+    assert!(String::from_utf8_lossy(&verify).contains("0 damaged"));
+    let inspect = s3.ok(&["inspect", "--patch", "4x2", &af_url]).stdout;
+    assert!(String::from_utf8_lossy(&inspect).contains("call_genotype"));
+    let bench = s3.ok(&["bench-read", "--n", "50", "--io-threads", "8", &src_url]);
+    let bench = String::from_utf8_lossy(&bench.stdout).into_owned();
+    assert!(
+        bench.contains("GETs"),
+        "bench-read names its requests:\n{bench}"
+    );
+    // zarr-python (through s3fs) and xarray open the bucket's store.
+    if !s3fs_missing(test) && tools(test, &[Tool::ZarrPython, Tool::Xarray]) {
+        for name in ["all_fields", "growth"] {
+            sh_ok(&format!(
+                "{} python3 {} s3://{BUCKET}/run/{name}.zarr {}",
+                s3.exports(),
+                py("s3_open.py"),
+                dir.path().join(format!("{name}.zarr")).display()
+            ));
+        }
+    }
+}
+
+#[test]
+fn faults_are_one_line_and_never_leave_a_complete_looking_store() {
+    let test = "faults_are_one_line_and_never_leave_a_complete_looking_store";
+    let Some(s3) = Server::start(test, false) else {
+        return;
+    };
+    let dir = test_dir();
+    let growth = growth_vcf(dir.path());
+    let input = growth.to_str().unwrap();
+    let local = dir.path().join("g.zarr");
+    let mut args = vec!["convert", "-q"];
+    args.extend(GROWTH_GEOMETRY);
+    s3.ok(&[&args[..], &[input, local.to_str().unwrap()]].concat());
+    let want = local_digest(&local);
+
+    // The server goes away in the middle of the upload (a proxy in front of it cuts
+    // every connection after 40 requests): a clear error, no root zarr.json.
+    let port = free_port();
+    let mut proxy = Command::new("python3")
+        .args([&py("s3_proxy.py"), &port.to_string(), &s3.port.to_string()])
+        .args(["--fail-after", "40"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the proxy starts");
+    wait_for_port(port, "the proxy");
+    let url = format!("s3://{BUCKET}/cut.zarr");
+    let err = fails(
+        s3.svar2()
+            .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
+            .args(&args)
+            .args([input, &url]),
+    );
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    assert!(err.contains("s3://svar2-test/cut.zarr"), "{err}");
+    let keys: Vec<String> = s3.objects("cut.zarr").into_iter().map(|o| o.0).collect();
+    assert!(
+        !keys.contains(&"cut.zarr/zarr.json".to_string()),
+        "{keys:?}"
+    );
+    let err = s3.fails(&["digest", &url]);
+    assert!(err.contains("not a complete store"), "{err}");
+    // The same command again, the server back: the same bytes as local.
+    s3.ok(&[&args[..], &[input, &url]].concat());
+    assert_eq!(s3.digest(&url), want);
+    // A finished store is replaced only with --force.
+    let err = s3.fails(&[&args[..], &[input, &url]].concat());
+    assert!(err.contains("--force"), "{err}");
+
+    // A truncated shard: reading it fails naming the object.
+    let shard = s3
+        .objects("cut.zarr/call_genotype/c/")
+        .into_iter()
+        .next()
+        .expect("a call_genotype shard");
+    let cut = &shard.1[..shard.1.len() / 2];
+    let truncated = dir.path().join("truncated");
+    std::fs::write(&truncated, cut).unwrap();
+    sh_ok(&format!(
+        "{} python3 -c \"import boto3; boto3.client('s3').upload_file('{}', '{BUCKET}', '{}')\"",
+        s3.exports(),
+        truncated.display(),
+        shard.0
+    ));
+    let err = s3.fails(&["view", &url]);
+    assert!(err.contains(&format!("s3://{BUCKET}/{}", shard.0)), "{err}");
+    let out = s3.svar2().args(["verify", &url]).output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success() && report.contains("DAMAGED call_genotype"),
+        "{report}"
+    );
+
+    // A missing bucket; a plain http:// endpoint not allowed; other schemes; a bucket
+    // URL where a local file belongs; partitions into a bucket.
+    let err = fails(
+        s3.svar2()
+            .args(["convert", "-q", input, "s3://no-such-bucket-svar2/x.zarr"]),
+    );
+    assert!(err.to_lowercase().contains("bucket"), "{err}");
+    let err = fails(s3.svar2().env_remove("AWS_ALLOW_HTTP").args([
+        "convert",
+        "-q",
+        input,
+        "s3://svar2-test/h.zarr",
+    ]));
+    assert!(err.contains("AWS_ALLOW_HTTP"), "{err}");
+    let err = s3.fails(&["convert", "-q", input, "gs://b/x.zarr"]);
+    assert!(err.contains("gs:// URLs are not supported"), "{err}");
+    let err = s3.fails(&["convert", "-q", "s3://svar2-test/in.vcf.gz", "out.zarr"]);
+    assert!(err.contains("local files"), "{err}");
+    let err = s3.fails(&[
+        "plan",
+        "--partitions",
+        "2",
+        "-o",
+        dir.path().join("p.json").to_str().unwrap(),
+        input,
+        "s3://svar2-test/p.zarr",
+    ]);
+    assert!(err.contains("not supported yet"), "{err}");
+}
+
+#[test]
+fn bad_credentials_are_one_line_and_never_shown() {
+    let test = "bad_credentials_are_one_line_and_never_shown";
+    let Some(s3) = Server::start(test, true) else {
+        return;
+    };
+    let input = data("all_fields.vcf");
+    let err = s3.fails(&[
+        "convert",
+        "-q",
+        input.to_str().unwrap(),
+        "s3://svar2-test/x.zarr",
+    ]);
+    assert!(err.contains("credentials"), "{err}");
+    assert!(!err.contains(SECRET), "{err}");
+}
+
+#[test]
+fn no_secret_in_logs_errors_plans_or_stores() {
+    let test = "no_secret_in_logs_errors_plans_or_stores";
+    let Some(s3) = Server::start(test, false) else {
+        return;
+    };
+    let input = data("all_fields.vcf");
+    let input = input.to_str().unwrap();
+    let url = format!("s3://{BUCKET}/secret.zarr");
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["-vv", "convert", input, &url],
+        vec!["-vv", "inspect", &url],
+        vec!["-vv", "read", "--region", "chr1", &url],
+        vec!["-vv", "bench-read", "--n", "20", &url],
+        vec![
+            "-vv",
+            "rechunk",
+            "--patch",
+            "4x2",
+            &url,
+            "s3://svar2-test/secret-ml.zarr",
+        ],
+        vec!["-vv", "plan", "--dry-run", input, &url],
+        vec!["-vv", "convert", input, "s3://no-such-bucket-svar2/x.zarr"],
+        vec!["-vv", "digest", "s3://svar2-test/nothing-here.zarr"],
+    ];
+    for args in &runs {
+        for trace in [false, true] {
+            let mut cmd = s3.svar2();
+            if trace {
+                cmd.env("RUST_LOG", "trace");
+            }
+            let out = cmd.args(args).output().expect("svar2 runs");
+            for (what, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+                let text = String::from_utf8_lossy(bytes);
+                assert!(
+                    !text.contains(SECRET),
+                    "svar2 {args:?} (RUST_LOG=trace: {trace}) printed the secret on {what}"
+                );
+            }
+        }
+    }
+    let objects = s3.objects("");
+    assert!(objects.len() > 50, "the stores are there");
+    for (k, bytes) in objects {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(SECRET), "{k} holds the secret");
+        assert!(!text.contains(KEY), "{k} holds the access key id");
+    }
+}
