@@ -2,9 +2,11 @@
 # Installs what svar2 needs to build (and, with --test, what its tests and benchmarks
 # compare against). Safe to re-run: it only installs what is missing.
 #   scripts/setup.sh          build dependencies (C toolchain pieces htslib needs)
-#   scripts/setup.sh --test   plus bcftools/tabix and the Python oracles
+#   scripts/setup.sh --test   plus bcftools/tabix, slurm-wlm/munge, the Python oracles
+#                             and an S3 server for the tests (moto_server)
 #   scripts/setup.sh --bench  plus the benchmarks' peers (zarrs_reencode: cargo install
-#                             zarrs_tools, ~5 min to build) and matplotlib for the charts
+#                             zarrs_tools, ~5 min to build; s3s-fs for bench_s3.sh) and
+#                             matplotlib for the charts
 set -euo pipefail
 want_test=0 want_bench=0
 [[ "${1:-}" == "--test" ]] && want_test=1
@@ -16,7 +18,9 @@ for p in pkg-config libclang-dev clang zlib1g-dev libbz2-dev liblzma-dev make; d
   have_pkg "$p" || need_apt+=("$p")
 done
 if (( want_test )); then
-  for p in bcftools tabix; do
+  # slurm-wlm and munge: the partition recipe runs on a real one-node Slurm that
+  # tests/slurm/start.sh starts (as root).
+  for p in bcftools tabix slurm-wlm munge; do
     have_pkg "$p" || command -v "$p" >/dev/null || need_apt+=("$p")
   done
   [[ -x /usr/bin/time ]] || need_apt+=(time)
@@ -79,6 +83,13 @@ fi
 if (( want_bench )) && ! python3 -c 'import matplotlib' 2>/dev/null; then
   echo "setup: pip install matplotlib (scripts/bench_charts.py)" >&2
   python3 -m pip install -q --disable-pip-version-check matplotlib 2>&1 | grep -v "WARNING: Running pip as" >&2 || true
+fi
+s3s=${XDG_CACHE_HOME:-$HOME/.cache}/svar2/tools/bin/s3s-fs
+if (( want_bench )) && [[ ! -x $s3s ]]; then
+  # scripts/bench_s3.sh's concurrent S3 server (moto_server answers one request at a
+  # time); 0.14.1: the newest that builds with Rust 1.95.
+  echo "setup: cargo install s3s-fs (bench_s3.sh's server, ~3 min)" >&2
+  cargo install --quiet --locked s3s-fs@0.14.1 --features binary --root "${s3s%/bin/s3s-fs}"
 fi
 if (( want_bench )) && ! command -v zarrs_reencode >/dev/null; then
   echo "setup: cargo install zarrs_tools (zarrs_reencode)" >&2

@@ -110,7 +110,7 @@ pub fn local_path(s: &str) -> Result<PathBuf, String> {
 /// schemes refused by name).
 pub fn store_path(s: &str) -> Result<PathBuf, String> {
     let p = PathBuf::from(s);
-    svar2_store::dir::refuse_url(&p).map_err(|e| e.to_string())?;
+    svar2_store::storage::refuse_url(&p).map_err(|e| e.to_string())?;
     Ok(p)
 }
 
@@ -124,7 +124,7 @@ fn refuse_any_url(p: &Path) -> Result<(), String> {
             p.display()
         ));
     }
-    svar2_store::dir::refuse_url(p).map_err(|e| e.to_string())
+    svar2_store::storage::refuse_url(p).map_err(|e| e.to_string())
 }
 
 /// Whether a path is named like an input (`-`, .vcf, .vcf.gz, .bcf, .gz, .bgz).

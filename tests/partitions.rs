@@ -527,3 +527,176 @@ fn edited_plans_with_their_id_recomputed_are_refused() {
         assert!(!out.exists(), "{what}: something was written");
     }
 }
+
+/// A one-node Slurm started for a test (`tests/slurm/start.sh`), stopped on drop.
+struct Slurm {
+    dir: PathBuf,
+    conf: String,
+}
+
+impl Slurm {
+    fn start(test: &str, dir: &Path) -> Option<Slurm> {
+        let state = dir.join("slurm");
+        let o = std::process::Command::new(root().join("tests/slurm/start.sh"))
+            .arg(&state)
+            .output()
+            .expect("start.sh runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        match o.status.code() {
+            Some(0) => Some(Slurm {
+                dir: state,
+                conf: String::from_utf8_lossy(&o.stdout).trim().to_string(),
+            }),
+            Some(3) => {
+                skip(test, err.trim());
+                None
+            }
+            _ => panic!("Slurm did not start: {err}"),
+        }
+    }
+
+    /// Runs a bash script with this Slurm's configuration.
+    fn sh(&self, script: &str) -> String {
+        sh_ok(&format!("export SLURM_CONF={}\n{script}", self.conf))
+    }
+
+    /// The job's state (`COMPLETED`, `CANCELLED`, `PENDING`, …) and reason.
+    fn state(&self, job: &str) -> (String, String) {
+        let info = self.sh(&format!("scontrol show job {job} | tr ' ' '\\n'"));
+        let get = |k: &str| {
+            info.lines()
+                .find_map(|l| l.trim().strip_prefix(k))
+                .unwrap_or("")
+                .to_string()
+        };
+        (get("JobState="), get("Reason="))
+    }
+
+    /// Waits until no job is queued or running (or `job` is in `state`).
+    fn wait_idle(&self, what: &str) {
+        let t0 = Instant::now();
+        while !self.sh("squeue -h -o %i").trim().is_empty() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(300),
+                "{what}: jobs still queued:\n{}",
+                self.sh("squeue")
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(root().join("tests/slurm/stop.sh"))
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+#[test]
+fn the_slurm_recipe_runs_on_a_real_slurm() {
+    let test = "the_slurm_recipe_runs_on_a_real_slurm";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let Some(slurm) = Slurm::start(test, d) else {
+        return;
+    };
+    let gz = slow_fixture(d);
+    let layout = ["--variants-chunk", "250", "--variants-shard", "500"];
+    let single = d.join("single.zarr");
+    convert(&gz, &single, &layout);
+    let out = d.join("out.zarr");
+    let plan_path = d.join("plan.json");
+    plan(&[&gz], &out, 3, &layout, &plan_path);
+    let script = root().join("scripts/slurm/convert.sbatch");
+    let bin = env!("CARGO_BIN_EXE_svar2");
+    // The node has this machine's cores and memory: each task asks for one core.
+    let opts = format!(
+        "--cpus-per-task=1 --mem=2G --output={}/%x-%A_%a.log",
+        d.display()
+    );
+
+    // Submit, wait, digest.
+    let o = slurm.sh(&format!(
+        "cd {d} && SVAR2={bin} {script} {plan} {opts}",
+        d = d.display(),
+        script = script.display(),
+        plan = plan_path.display()
+    ));
+    assert!(o.contains("partitions as array job"), "{o}");
+    slurm.wait_idle("the array and finalize");
+    let final_job = o.trim().rsplit(' ').next().unwrap().to_string();
+    assert_eq!(slurm.state(&final_job).0, "COMPLETED", "finalize: {o}");
+    assert_eq!(digest(&out), digest(&single));
+
+    // Again into a fresh output; partition 1 cancelled with scancel while it converts.
+    let out2 = d.join("out2.zarr");
+    let plan2 = d.join("plan2.json");
+    plan(&[&gz], &out2, 3, &layout, &plan2);
+    let work = out2.join(".svar2-partitions");
+    let o = slurm.sh(&format!(
+        "cd {d} && SVAR2={bin} {script} {plan} {opts}",
+        d = d.display(),
+        script = script.display(),
+        plan = plan2.display()
+    ));
+    let array = o
+        .split("array job ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .expect("the array job id")
+        .to_string();
+    let final_job = o.trim().rsplit(' ').next().unwrap().to_string();
+    wait_for(&work.join("1"), "partition 1's directory");
+    slurm.sh(&format!("scancel {array}_1"));
+    let t0 = Instant::now();
+    while slurm.state(&format!("{array}_1")).0 != "CANCELLED" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "scancel took no effect"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !work.join("1.json").exists(),
+        "the cancel landed before partition 1 finished"
+    );
+    // Finalize waits on every task: it never runs (its dependency cannot be met).
+    let t0 = Instant::now();
+    loop {
+        let (state, reason) = slurm.state(&final_job);
+        assert_ne!(state, "COMPLETED", "finalize ran with a task cancelled");
+        if reason.contains("DependencyNeverSatisfied") || state == "CANCELLED" {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(120), "{state} {reason}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    slurm.sh(&format!("scancel {final_job}"));
+    slurm.wait_idle("the other tasks");
+    assert!(!out2.join("zarr.json").exists());
+    // Partition 1 alone, then finalize after it: the single conversion's bytes.
+    let o = slurm.sh(&format!(
+        "cd {d} && export SVAR2={bin}; j=$(sbatch --parsable --array=1 {opts} {script} {plan}); \
+         sbatch --parsable --dependency=afterok:${{j%%;*}} {opts} {script} --finalize {plan}",
+        d = d.display(),
+        script = script.display(),
+        plan = plan2.display()
+    ));
+    slurm.wait_idle("partition 1 again and finalize");
+    let again = o
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(slurm.state(&again).0, "COMPLETED");
+    assert_eq!(digest(&out2), digest(&single));
+}

@@ -36,7 +36,7 @@ pub struct Store {
 }
 
 fn open_here(path: &Path, threads: Option<usize>, io_threads: usize) -> PyResult<Opened> {
-    svar2_store::dir::refuse_url(path).map_err(errors::store)?;
+    svar2_store::storage::refuse_url(path).map_err(errors::store)?;
     if !svar2_store::bucket::is_bucket_url(path) && !path.exists() {
         return Err(pyo3::exceptions::PyFileNotFoundError::new_err(format!(
             "{}: no such file or directory",

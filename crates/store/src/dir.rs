@@ -144,37 +144,10 @@ fn refuse(root: &Path, existing: &Existing, force: bool) -> Result<()> {
     }
 }
 
-/// Refuses a URL of a scheme svar2 does not support (`gs://`, `https://`; `s3://` is
-/// read and written through [`bucket`](crate::bucket)): the operating system would
-/// take it for a relative folder named `gs:`, and a user would believe the data went
-/// to the bucket.
-pub fn refuse_url(path: &Path) -> Result<()> {
-    if crate::bucket::is_bucket_url(path) {
-        return Ok(());
-    }
-    let s = path.to_string_lossy();
-    if let Some((scheme, _)) = s.split_once("://") {
-        let is_scheme = scheme
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic())
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c));
-        if is_scheme {
-            return Err(Error::Url {
-                url: s.to_string(),
-                scheme: scheme.to_string(),
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Checks, changing nothing, that a conversion may write `root` (so a conversion
 /// that cannot start fails before its plan's probe runs).
 pub fn check_output(root: &Path, force: bool) -> Result<()> {
-    refuse_url(root)?;
+    crate::storage::refuse_url(root)?;
     if crate::bucket::is_bucket_url(root) {
         let bucket = Bucket::open(root)?;
         return refuse(root, &classify_bucket(&bucket)?, force);
@@ -215,7 +188,7 @@ impl StoreDir {
     /// bucket holds the in-progress marker, so a killed run leaves nothing
     /// complete-looking and the next run starts it again.
     pub fn create(root: &Path, force: bool) -> Result<StoreDir> {
-        refuse_url(root)?;
+        crate::storage::refuse_url(root)?;
         if crate::bucket::is_bucket_url(root) {
             return Self::create_in_bucket(root, force);
         }
@@ -261,7 +234,7 @@ impl StoreDir {
     /// Other partitions' files are kept, and nothing is removed on error: a partition
     /// that fails is run again.
     pub fn join(root: &Path, job: &str) -> Result<StoreDir> {
-        refuse_url(root)?;
+        crate::storage::refuse_url(root)?;
         if crate::bucket::is_bucket_url(root) {
             return Err(Error::Bucket {
                 url: root.display().to_string(),
@@ -332,6 +305,11 @@ impl StoreDir {
     /// output would be, its in-progress marker put, the staging directory taken.
     fn create_in_bucket(url: &Path, force: bool) -> Result<StoreDir> {
         let bucket = Bucket::open(url)?;
+        // The staging directory first: its lock refuses a second conversion of this
+        // URL on this machine before either touches the bucket (leftovers of a killed
+        // run are an interrupted store there, replaced).
+        let staging = staging_dir(url);
+        let mut store = Self::create(&staging, false)?;
         let existing = classify_bucket(&bucket)?;
         refuse(url, &existing, force)?;
         if existing == Existing::Interrupted {
@@ -348,12 +326,6 @@ impl StoreDir {
             IN_PROGRESS,
             format!("svar2 {} in progress\n", env!("CARGO_PKG_VERSION")).into_bytes(),
         )?;
-        let staging = staging_dir(url);
-        if staging.exists() {
-            // This URL's leftovers from a killed run (never a user's files).
-            fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
-        }
-        let mut store = Self::create(&staging, false)?;
         tracing::info!(
             "{}: written to {} and uploaded when complete",
             url.display(),

@@ -1,6 +1,6 @@
 //! Where a store's objects are read from — a local directory or an S3 bucket, chosen
 //! by the URL — behind one trait, so the layout, the chunk reads and the digest read
-//! either the same way. (Writes go through [`dir::StoreDir`](crate::dir::StoreDir),
+//! either the same way. (Writes go through `dir`'s `StoreDir`,
 //! which stages a bucket store locally and uploads it.)
 
 use crate::bucket::Bucket;
@@ -34,13 +34,40 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
 /// Opens the storage at `root`: an `s3://` URL or a local directory (other URL
 /// schemes are refused by name).
 pub fn open(root: &Path) -> Result<Arc<dyn Storage>> {
-    crate::dir::refuse_url(root)?;
+    refuse_url(root)?;
     if crate::bucket::is_bucket_url(root) {
         return Ok(Arc::new(Bucket::open(root)?));
     }
     Ok(Arc::new(LocalDir {
         root: root.to_path_buf(),
     }))
+}
+
+/// Refuses a URL of a scheme svar2 does not support (`gs://`, `https://`; `s3://` is
+/// read and written through [`bucket`](crate::bucket)): the operating system would
+/// take it for a relative folder named `gs:`, and a user would believe the data went
+/// to the bucket.
+pub fn refuse_url(path: &Path) -> Result<()> {
+    if crate::bucket::is_bucket_url(path) {
+        return Ok(());
+    }
+    let s = path.to_string_lossy();
+    if let Some((scheme, _)) = s.split_once("://") {
+        let is_scheme = scheme
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c));
+        if is_scheme {
+            return Err(Error::Url {
+                url: s.to_string(),
+                scheme: scheme.to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A store in a local directory: keys are relative paths.
