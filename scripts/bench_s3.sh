@@ -4,7 +4,8 @@
 # and 64 IO threads, straight to the server and through a proxy that adds a delay
 # to every request (0 ms: the proxy's own cost; 10 ms: a bucket's round trip). One
 # run; prints patches/s, GETs, MB fetched and bytes fetched per useful byte, and each
-# rate against the same thread count through the 0 ms proxy (what the latency costs).
+# rate against the same thread count through the 0 ms proxy (what the latency costs)
+# and against local disk. One IO thread reads the patch list's first tenth.
 #   scripts/bench_s3.sh [INPUT] [N]     default ../shared/corpus/sim.vcf.gz, 2000 patches
 #   SVAR2_S3_SERVER=moto|s3s-fs         default s3s-fs when installed (setup.sh --bench),
 #                                       else moto_server (setup.sh --test)
@@ -62,27 +63,35 @@ AWS_ENDPOINT_URL=$direct "$svar2" rechunk -q --patch 4096x1 "$work/store.zarr" s
 [[ $(AWS_ENDPOINT_URL=$direct "$svar2" digest s3://bench/ml.zarr) == $("$svar2" digest "$work/ml.zarr") ]] \
   || { echo "bench: the bucket store differs from the local one" >&2; exit 1; }
 "$svar2" bench-read "$work/ml.zarr" --n "$n" --seed 7 --emit-patches "$work/patches.json" >/dev/null
+# One IO thread waits out every request: it reads the list's first tenth.
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); json.dump(p[:max(1,len(p)//10)], open(sys.argv[2],"w"))' \
+  "$work/patches.json" "$work/patches-1.json"
 
 declare -A rate
 row() {  # row LABEL ENDPOINT IO_THREADS STORE
   local json
-  json=$(AWS_ENDPOINT_URL=$2 "$svar2" bench-read --json --patches "$work/patches.json" --io-threads "$3" "$4")
-  python3 - "$1" "$3" "$json" "${rate[proxy0:$3]:-}" <<'PY'
+  local list=$work/patches.json
+  [[ $3 == 1 ]] && list=$work/patches-1.json
+  json=$(AWS_ENDPOINT_URL=$2 "$svar2" bench-read --json --patches "$list" --io-threads "$3" "$4")
+  rate[$5:$3]=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["patches_per_s"])' "$json")
+  local ref=""
+  [[ $5 == proxy* ]] && ref=${rate[proxy0:$3]:-}
+  python3 - "$1" "$3" "$json" "$ref" "${rate[local:4]}" <<'PY'
 import json, sys
-label, io, r, ref = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+label, io, r, ref, local = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4], sys.argv[5]
 useful = r["useful_gbps"] * 1e9 * r["seconds"]
 gets = r.get("gets")
 mb = r.get("fetched_bytes", 0) / 1e6
 per = r.get("fetched_bytes", 0) / max(useful, 1)
 vs = f'{r["patches_per_s"] / float(ref):.2f}' if ref else "-"
 print(f'{label:<22} {io:>3} {r["patches_per_s"]:>10.0f} {gets if gets is not None else "-":>7} '
-      f'{mb:>8.1f} {per:>8.3f} {vs:>8}')
+      f'{mb:>8.1f} {per:>8.3f} {vs:>8} {r["patches_per_s"] / float(local):>9.4f}')
 PY
-  rate[$5:$3]=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["patches_per_s"])' "$json")
 }
-printf '%-22s %3s %10s %7s %8s %8s %8s\n' where io patches/s GETs MB_got got/used vs_0ms
+printf '%-22s %3s %10s %7s %8s %8s %8s %9s\n' where io patches/s GETs MB_got got/used vs_0ms vs_local
 row "local disk" "" 4 "$work/ml.zarr" local
 for io in 1 8 64; do row "$server direct" "$direct" "$io" s3://bench/ml.zarr direct; done
 for io in 1 8 64; do row "proxy +0 ms" "$p0" "$io" s3://bench/ml.zarr proxy0; done
 for io in 1 8 64; do row "proxy +$delay ms" "$pd" "$io" s3://bench/ml.zarr proxyd; done
-echo "(vs_0ms: patches/s over the same IO threads through the +0 ms proxy; $n patches 4096x1 of call_genotype, batches of 256)"
+echo "(vs_0ms: patches/s over the same IO threads through the +0 ms proxy; vs_local: over local disk;"
+echo " $n patches 4096x1 of call_genotype in batches of 256, the first tenth with 1 IO thread)"

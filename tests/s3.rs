@@ -245,6 +245,29 @@ fn bucket_stores_have_the_local_bytes_and_open_everywhere() {
     assert_eq!(s3.digest(&to_bucket), want, "rechunk local -> bucket");
     assert_eq!(s3.digest(&in_bucket), want, "rechunk bucket -> bucket");
     assert_eq!(local_digest(&back), want, "rechunk bucket -> local");
+    // A shard over 16 MiB goes up in multipart parts (the corpus, one 37 MB shard).
+    if dir.path().join("sim.zarr").exists() {
+        let one = [
+            "rechunk",
+            "-q",
+            "--patch",
+            "4096x1",
+            "--variants-shard",
+            "200704",
+            "--samples-shard",
+            "1000",
+        ];
+        let sim = dir.path().join("sim.zarr");
+        let want = dir.path().join("sim-one.zarr");
+        let url = format!("s3://{BUCKET}/ml/sim-one.zarr");
+        s3.ok(&[&one[..], &[sim.to_str().unwrap(), want.to_str().unwrap()]].concat());
+        s3.ok(&[&one[..], &[sim.to_str().unwrap(), &url]].concat());
+        let big = std::fs::metadata(want.join("call_genotype/c/0/0/0"))
+            .unwrap()
+            .len();
+        assert!(big > 16 << 20, "a multipart-sized shard ({big} bytes)");
+        assert_eq!(s3.digest(&url), local_digest(&want), "multipart upload");
+    }
     // The readers print what they print for the local store.
     let af_url = format!("s3://{BUCKET}/run/all_fields.zarr");
     let af = dir.path().join("all_fields.zarr");

@@ -15,10 +15,12 @@ mod store;
 mod wait;
 
 /// Opens any VCF Zarr store for reading (svar2's, bio2zarr's v2 or v3, a
-/// zarr-python-written one). `threads`: decode threads (default every usable core);
-/// `io_threads`: threads that only wait on reads of stores that are not sharded (a
-/// sharded store's shard files are mapped and read by the decode threads). Paths are
-/// local: a URL (`s3://…`) raises `svar2.Error`.
+/// zarr-python-written one), local or `s3://bucket/path` (credentials and endpoint
+/// from the AWS_* variables or `~/.aws`; other URL schemes raise `svar2.Error`).
+/// `threads`: decode threads (default every usable core); `io_threads`: threads that
+/// only wait on reads — of a bucket store (one request each in flight: give it many,
+/// e.g. 64) or of a local store that is not sharded (a local sharded store's shard
+/// files are mapped and read by the decode threads).
 #[pyfunction]
 #[pyo3(signature = (path, threads = None, io_threads = 4))]
 fn open(path: PathBuf, threads: Option<usize>, io_threads: usize) -> PyResult<store::Store> {

@@ -100,9 +100,11 @@ class Store:
     def __exit__(self, *args: object) -> bool: ...
 
 def open(path: PathLike, threads: Optional[int] = None, io_threads: int = 4) -> Store:
-    """Opens any VCF Zarr store for reading (a local path; a URL raises svar2.Error).
-    Sharded stores' shard files are mapped and read by the `threads` decode threads;
-    `io_threads` only wait on reads of stores that are not sharded."""
+    """Opens any VCF Zarr store for reading: a local path, or ``s3://bucket/path``
+    (credentials and endpoint from the AWS_* variables or ``~/.aws``; other URL schemes
+    raise svar2.Error). Local shard files are mapped and read by the `threads` decode
+    threads; `io_threads` wait on reads of bucket stores (one request each in flight:
+    give a bucket many, e.g. 64) and of local stores that are not sharded."""
 
 def usable_cores() -> int:
     """Cores this process may use (affinity and cgroup CPU quota applied)."""
