@@ -358,8 +358,18 @@ pub struct AnyGroup {
     pub arrays: Vec<Arc<AnyArray>>,
 }
 
-fn read_json(storage: &dyn Storage, key: &str) -> Option<Value> {
-    serde_json::from_slice(&storage.get(key).ok()??).ok()
+/// The JSON object at `key` (`None`: there is none). A read that fails (a bucket
+/// that stops answering) or bytes that are not JSON are errors, never "no attributes".
+fn read_json(storage: &dyn Storage, key: &str) -> Result<Option<Value>> {
+    let Some(bytes) = storage.get(key)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| Error::NotStore {
+            path: storage.name(key),
+            msg: format!("not JSON ({e})"),
+        })
 }
 
 fn object(v: Option<Value>) -> Map<String, Value> {
@@ -397,8 +407,9 @@ fn open_array(
     match Array::open(storage.clone(), &path) {
         Ok(a) => Ok(a),
         Err(e) if zarr_format == 2 => {
-            let mut meta =
-                read_json(objects, &format!("{name}/.zarray")).ok_or_else(|| e.to_string())?;
+            let mut meta = read_json(objects, &format!("{name}/.zarray"))
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| e.to_string())?;
             let is_chars = meta
                 .get("dtype")
                 .and_then(Value::as_str)
@@ -464,9 +475,9 @@ impl AnyGroup {
         };
         let json = |key: &str| read_json(&*storage, key);
         let attributes = if zarr_format == 2 {
-            object(json(".zattrs"))
+            object(json(".zattrs")?)
         } else {
-            object(json("zarr.json").and_then(|v| v.get("attributes").cloned()))
+            object(json("zarr.json")?.and_then(|v| v.get("attributes").cloned()))
         };
         let mut arrays = Vec::with_capacity(layouts.len());
         for layout in layouts {
@@ -495,10 +506,10 @@ impl AnyGroup {
                 .map_err(|e| bad(format!("zarrs cannot read this array: {e}")))?;
             let name = &layout.name;
             let mut attrs = if zarr_format == 2 {
-                object(json(&format!("{name}/.zattrs")))
+                object(json(&format!("{name}/.zattrs"))?)
             } else {
                 object(
-                    json(&format!("{name}/zarr.json")).and_then(|v| v.get("attributes").cloned()),
+                    json(&format!("{name}/zarr.json"))?.and_then(|v| v.get("attributes").cloned()),
                 )
             };
             attrs.remove("_ARRAY_DIMENSIONS");
@@ -510,7 +521,7 @@ impl AnyGroup {
                     "zarr.json"
                 }
             );
-            let meta = json(&meta_key);
+            let meta = json(&meta_key)?;
             let inner = match (zarr_format, &meta) {
                 (3, Some(m)) => inner_reads(&storage, &layout, m, access),
                 _ => None,
