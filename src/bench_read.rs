@@ -7,7 +7,7 @@ use svar2_reader::{bench, patch as patches, Reader, Store};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store directory (any VCF Zarr store).
+    /// The store: a directory or s3://bucket/path (any VCF Zarr store).
     #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
     /// Patch shape VARIANTSxSAMPLES (all ploidy values are read).
@@ -25,8 +25,9 @@ pub struct Args {
     /// Patches per batch (a batch decodes each chunk once).
     #[arg(long, default_value_t = 256)]
     batch: usize,
-    /// Threads that only read, for stores whose chunks are not in mapped shard files
-    /// (unsharded arrays, e.g. bio2zarr's); mapped shards are read by the decode threads
+    /// Threads that only read, for stores whose chunks are not in mapped shard files:
+    /// a bucket store (one request each in flight: give it many, e.g. 64) or unsharded
+    /// arrays (e.g. bio2zarr's); local shards are mapped and read by the decode threads
     #[arg(long, default_value_t = 4)]
     io_threads: usize,
     /// Decode threads (default: every usable core).

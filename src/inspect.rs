@@ -6,7 +6,7 @@ use svar2_planner::geometry::Patch;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store directory.
+    /// The store: a directory or s3://bucket/path.
     #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
     /// The patch a reader fetches, VARIANTSxSAMPLES (e.g. 4096x1): prints each

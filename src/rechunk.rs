@@ -7,10 +7,10 @@ use svar2_planner::size::human;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store to read (not changed).
+    /// The store to read (not changed): a directory or s3://bucket/path.
     #[arg(value_parser = crate::flags::store_path)]
     input: PathBuf,
-    /// Output store directory (the same rules as convert's).
+    /// The output store: a directory or s3://bucket/path (the same rules as convert's).
     #[arg(value_parser = crate::flags::store_path)]
     output: PathBuf,
     #[command(flatten)]

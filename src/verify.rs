@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store directory (any VCF Zarr store; svar2's carry a crc32c per chunk).
+    /// The store: a directory or s3://bucket/path (any VCF Zarr store; svar2's carry a
+    /// crc32c per chunk).
     #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
     /// Print the report as JSON, for scripts.
