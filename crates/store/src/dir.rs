@@ -475,38 +475,22 @@ pub fn digest(root: &Path) -> Result<String> {
             msg: msg.into(),
         });
     }
-    let mut files = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).map_err(|e| Error::io(&d, e))? {
-            let e = e.map_err(|e| Error::io(&d, e))?;
-            let p = e.path();
-            if e.file_type().map_err(|x| Error::io(&p, x))?.is_dir() {
-                stack.push(p);
-            } else if e.file_name() != IN_PROGRESS {
-                // (The marker outlives zarr.json only if killed between the two.)
-                files.push(p);
-            }
-        }
-    }
-    let mut rel: Vec<(String, PathBuf)> = files
-        .into_iter()
-        .map(|p| {
-            let r = p
-                .strip_prefix(root)
-                .expect("under root")
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join("/");
-            (r, p)
-        })
-        .collect();
-    rel.sort();
+    digest_objects(&crate::storage::LocalDir {
+        root: root.to_path_buf(),
+    })
+}
+
+/// blake3 over every object's key and bytes (each length-prefixed), in sorted key
+/// order, the in-progress marker left out (it outlives the root `zarr.json` only if
+/// killed between the two): one hash for a store wherever it lives.
+fn digest_objects(storage: &dyn Storage) -> Result<String> {
     let mut h = blake3::Hasher::new();
-    for (r, p) in rel {
-        let bytes = fs::read(&p).map_err(|e| Error::io(&p, e))?;
-        digest_update(&mut h, &r, &bytes);
+    for (k, _) in storage.list("")?.iter().filter(|(k, _)| k != IN_PROGRESS) {
+        let bytes = storage.get(k)?.ok_or_else(|| Error::NotStore {
+            path: storage.name(k),
+            msg: "listed but gone when read (the store changed during the digest)".into(),
+        })?;
+        digest_update(&mut h, k, &bytes);
     }
     Ok(h.finalize().to_hex().to_string())
 }
@@ -519,8 +503,8 @@ fn digest_update(h: &mut blake3::Hasher, key: &str, bytes: &[u8]) {
     h.update(bytes);
 }
 
-/// [`digest`] of a bucket store: the same hash over its objects, so a store in a
-/// bucket and its local twin have one digest.
+/// [`digest`] of a bucket store: its own checks, then the same hash over its objects,
+/// so a store in a bucket and its local twin have one digest.
 fn digest_bucket(url: &Path) -> Result<String> {
     let bucket = Bucket::open(url)?;
     let objects = bucket.list("")?;
@@ -535,13 +519,5 @@ fn digest_bucket(url: &Path) -> Result<String> {
             msg: msg.into(),
         });
     }
-    let mut h = blake3::Hasher::new();
-    for (k, _) in objects.iter().filter(|(k, _)| k != IN_PROGRESS) {
-        let bytes = bucket.get(k)?.ok_or_else(|| Error::Bucket {
-            url: bucket.url(k),
-            msg: "listed but gone when read (the store changed during the digest)".into(),
-        })?;
-        digest_update(&mut h, k, &bytes);
-    }
-    Ok(h.finalize().to_hex().to_string())
+    digest_objects(&bucket)
 }
