@@ -9,6 +9,7 @@ use svar2_store::Dtype;
 use svar2_vcf::column::Batch;
 use svar2_vcf::column::{Column, Values, FLOAT32_FILL, FLOAT32_MISSING};
 use svar2_vcf::columns::{Base, Source};
+use svar2_vcf::packed::{unpack_diploid, Bits};
 
 /// Which part of a column one inner chunk covers.
 #[derive(Debug, Clone, Copy)]
@@ -102,6 +103,70 @@ fn lay_out<S: Copy, T: Copy + Default + Scratch>(
     out
 }
 
+/// [`lay_out`] for packed diploid calls ([`Values::Diploid`]): every record holds two
+/// values per sample (or none, when absent), read through a table of `f` over the 256
+/// possible bytes.
+fn lay_out_diploid<T: Copy + Default + Scratch>(
+    col: &Column,
+    v: &ChunkView,
+    cell: usize,
+    pad: T,
+    absent: T,
+    packed: &[u8],
+    f: impl Fn(i8) -> T,
+) -> Vec<T> {
+    let table: Vec<[T; 2]> = (0..=255u8).map(|b| unpack_diploid(b).map(&f)).collect();
+    let mut out = T::buffer();
+    out.resize(v.rows * v.cols * cell, T::default());
+    for r in 0..v.nr {
+        let w = col.widths[v.r0 + r] as usize;
+        let row = &mut out[r * v.cols * cell..(r * v.cols + v.ns) * cell];
+        if w == 0 {
+            row.fill(absent);
+            continue;
+        }
+        debug_assert_eq!(w, 2, "packed calls are diploid");
+        let first = col.starts[v.r0 + r] / 2 + v.s0;
+        let src = &packed[first..first + v.ns];
+        if cell == 2 {
+            for (dst, &b) in row.chunks_exact_mut(2).zip(src) {
+                dst.copy_from_slice(&table[b as usize]);
+            }
+        } else {
+            let n = cell.min(2);
+            for (dst, &b) in row.chunks_exact_mut(cell).zip(src) {
+                dst[..n].copy_from_slice(&table[b as usize][..n]);
+                dst[n..].fill(pad);
+            }
+        }
+    }
+    out
+}
+
+/// [`lay_out`] for booleans packed eight to a byte.
+fn lay_out_bits(col: &Column, v: &ChunkView, cell: usize, bits: &Bits) -> Vec<u8> {
+    let mut out = u8::buffer();
+    out.resize(v.rows * v.cols * cell, 0);
+    for r in 0..v.nr {
+        let w = col.widths[v.r0 + r] as usize;
+        let start = col.starts[v.r0 + r];
+        let row = &mut out[r * v.cols * cell..(r * v.cols + v.ns) * cell];
+        if w == 0 {
+            row.fill(0);
+        } else if w == cell {
+            bits.unpack_into(start + v.s0 * w, row);
+        } else {
+            let n = w.min(cell);
+            for (s, dst) in row.chunks_exact_mut(cell).enumerate() {
+                let src = start + (v.s0 + s) * w;
+                bits.unpack_into(src, &mut dst[..n]);
+                dst[n..].fill(0);
+            }
+        }
+    }
+    out
+}
+
 /// Lays out an integer column (i64, i32 or i8) mapping each canonical value through
 /// `f`.
 fn lay_out_ints<T: Copy + Default + Scratch>(
@@ -116,15 +181,22 @@ fn lay_out_ints<T: Copy + Default + Scratch>(
         Values::Int(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64)),
         Values::Long(vals) => lay_out(col, v, cell, pad, absent, vals, f),
         Values::Int8(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64)),
+        Values::Diploid(b) => lay_out_diploid(col, v, cell, pad, absent, b, |x| f(x as i64)),
         _ => unreachable!("int column"),
     }
 }
 
 /// Integers narrowed to `dtype` as little-endian bytes.
 fn ints(col: &Column, v: &ChunkView, cell: usize, dtype: Dtype) -> Vec<u8> {
-    if let (Values::Int8(vals), Dtype::I8) = (&col.values, dtype) {
-        // Genotypes: i8 in, i8 out.
-        return lay_out(col, v, cell, -2i8 as u8, -1i8 as u8, vals, |x| x as u8);
+    // Genotypes: i8 in, i8 out.
+    match (&col.values, dtype) {
+        (Values::Int8(vals), Dtype::I8) => {
+            return lay_out(col, v, cell, -2i8 as u8, -1i8 as u8, vals, |x| x as u8);
+        }
+        (Values::Diploid(b), Dtype::I8) => {
+            return lay_out_diploid(col, v, cell, -2i8 as u8, -1i8 as u8, b, |x| x as u8);
+        }
+        _ => {}
     }
     match dtype {
         Dtype::I8 => lay_out_ints(col, v, cell, -2i8 as u8, -1i8 as u8, |x| x as i8 as u8),
@@ -175,10 +247,10 @@ pub fn materialize(spec: &ArraySpec, col: &Column, layout: &Layout, v: &ChunkVie
             Raw::Fixed(out.into_iter().flat_map(u32::to_le_bytes).collect())
         }
         (Base::Bool, _) => {
-            let Values::Bool(vals) = &col.values else {
+            let Values::Bool(bits) = &col.values else {
                 unreachable!()
             };
-            Raw::Fixed(lay_out(col, v, cell, 0u8, 0u8, vals, |x| x))
+            Raw::Fixed(lay_out_bits(col, v, cell, bits))
         }
         (Base::Str, _) | (Base::Char, _) => {
             let idx = lay_out_indices(col, v, cell);
@@ -279,7 +351,7 @@ pub fn column_from_raw(
                 .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect(),
         ),
-        (Base::Bool, _, Raw::Fixed(b)) => Values::Bool(b),
+        (Base::Bool, _, Raw::Fixed(b)) => Values::Bool(Bits::from_flags(&b)),
         (Base::Char, _, Raw::Fixed(b)) => {
             let mut bytes = Vec::new();
             let mut ends = Vec::new();

@@ -9,8 +9,9 @@ use crate::error::{Error, Result};
 use std::path::Path;
 use svar2_vcf::column::{Batch, Column, Values};
 use svar2_vcf::columns::{ColumnSpec, ColumnStats};
+use svar2_vcf::packed::Bits;
 
-const MAGIC: &[u8; 8] = b"svar2bt2";
+const MAGIC: &[u8; 8] = b"svar2bt3";
 
 /// The most reserved up front for a spilled batch before its bytes decode.
 const RESERVE_AT_MOST: u64 = 256 << 20;
@@ -61,13 +62,17 @@ pub fn encode(b: &Batch) -> Vec<u8> {
                 put(&mut out, 2);
                 put_slice(&mut out, v, i8::to_le_bytes);
             }
+            Values::Diploid(v) => {
+                put(&mut out, 6);
+                put_slice(&mut out, v, u8::to_le_bytes);
+            }
             Values::Float(v) => {
                 put(&mut out, 3);
                 put_slice(&mut out, v, u32::to_le_bytes);
             }
             Values::Bool(v) => {
                 put(&mut out, 4);
-                put_slice(&mut out, v, u8::to_le_bytes);
+                put_slice(&mut out, &v.to_flags(), u8::to_le_bytes);
             }
             Values::Str { bytes, ends } => {
                 put(&mut out, 5);
@@ -150,7 +155,7 @@ fn decode_inner(bytes: &[u8], specs: &[ColumnSpec]) -> Option<Batch> {
             1 => Values::Long(c.vec(i64::from_le_bytes)?),
             2 => Values::Int8(c.vec(i8::from_le_bytes)?),
             3 => Values::Float(c.vec(u32::from_le_bytes)?),
-            4 => Values::Bool(c.vec(u8::from_le_bytes)?),
+            4 => Values::Bool(Bits::from_flags(&c.vec(u8::from_le_bytes)?)),
             5 => {
                 let ends = c.offsets()?;
                 let bytes = c.vec(u8::from_le_bytes)?;
@@ -161,6 +166,7 @@ fn decode_inner(bytes: &[u8], specs: &[ColumnSpec]) -> Option<Batch> {
                 }
                 Values::Str { bytes, ends }
             }
+            6 => Values::Diploid(c.vec(u8::from_le_bytes)?),
             _ => return None,
         };
         if starts.len() != loci.len() || widths.len() != loci.len() {

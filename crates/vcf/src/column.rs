@@ -3,6 +3,7 @@
 //! ragged so nothing is padded until the final width is known.
 
 use crate::columns::{Base, ColumnSpec, ColumnStats};
+use crate::packed::{pack_diploid, packs_diploid, unpack_diploid_into, Bits};
 
 /// htslib's integer sentinels.
 pub const BCF_INT32_MISSING: i32 = i32::MIN;
@@ -21,9 +22,13 @@ pub enum Values {
     Long(Vec<i64>),
     /// Canonical integers that fit in i8 (genotype calls).
     Int8(Vec<i8>),
+    /// Diploid genotype calls, one byte per call ([`crate::packed::pack_diploid`]):
+    /// how a genotype column starts, widened to `Int8` (once) by a call that does not
+    /// pack. Holds two values per byte.
+    Diploid(Vec<u8>),
     /// f32 bit patterns.
     Float(Vec<u32>),
-    Bool(Vec<u8>),
+    Bool(Bits),
     /// Strings (and VCF Characters), concatenated; `ends[i]` closes string `i`.
     Str {
         bytes: Vec<u8>,
@@ -38,6 +43,7 @@ impl Values {
             Values::Int(v) => v.len(),
             Values::Long(v) => v.len(),
             Values::Int8(v) => v.len(),
+            Values::Diploid(v) => 2 * v.len(),
             Values::Float(v) => v.len(),
             Values::Bool(v) => v.len(),
             Values::Str { ends, .. } => ends.len(),
@@ -77,10 +83,10 @@ impl Column {
     /// An empty column for `spec`; `per_record` is the sample count for FORMAT columns.
     pub fn new(spec: &ColumnSpec, n_samples: usize) -> Column {
         let values = match spec.base {
-            Base::Int if spec.genotype => Values::Int8(Vec::new()),
+            Base::Int if spec.genotype => Values::Diploid(Vec::new()),
             Base::Int => Values::Int(Vec::new()),
             Base::Float => Values::Float(Vec::new()),
-            Base::Bool => Values::Bool(Vec::new()),
+            Base::Bool => Values::Bool(Bits::new()),
             Base::Str | Base::Char => Values::Str {
                 bytes: Vec::new(),
                 ends: Vec::new(),
@@ -104,6 +110,7 @@ impl Column {
             Values::Int(v) => v.reserve(n),
             Values::Long(v) => v.reserve(n),
             Values::Int8(v) => v.reserve(n),
+            Values::Diploid(v) => v.reserve(n.div_ceil(2)),
             Values::Float(v) => v.reserve(n),
             Values::Bool(v) => v.reserve(n),
             Values::Str { ends, .. } => ends.reserve(n),
@@ -172,6 +179,13 @@ impl Column {
             self.stats.min = self.stats.min.min(lo as i64);
             self.stats.max = self.stats.max.max(hi as i64);
         }
+        if let Values::Diploid(v) = &mut self.values {
+            if (width == 2 || vals.is_empty()) && packs_diploid(lo as i64, hi as i64) {
+                pack_diploid(vals, v);
+                return;
+            }
+            self.widen_to_int8();
+        }
         if let Values::Int8(v) = &mut self.values {
             if lo >= i8::MIN as i32 && hi <= i8::MAX as i32 {
                 v.extend(vals.iter().map(|&x| x as i8));
@@ -211,7 +225,19 @@ impl Column {
         v.extend_from_slice(vals);
     }
 
+    /// Unpacks diploid calls to one i8 per allele: a call that does not pack joins
+    /// the column (a haploid call, an allele past 14). The column stays unpacked
+    /// through later batches too, so a file of such calls does not repack per batch.
+    fn widen_to_int8(&mut self) {
+        if let Values::Diploid(v) = &self.values {
+            let mut wide = Vec::with_capacity(2 * v.capacity());
+            unpack_diploid_into(v, &mut wide);
+            self.values = Values::Int8(wide);
+        }
+    }
+
     fn widen_to_long(&mut self) {
+        self.widen_to_int8();
         let wide: Vec<i64> = match &self.values {
             Values::Int8(v) => v.iter().map(|&x| x as i64).collect(),
             Values::Int(v) => v.iter().map(|&x| x as i64).collect(),
@@ -229,6 +255,7 @@ impl Column {
             Values::Int(v) => v.truncate(start),
             Values::Long(v) => v.truncate(start),
             Values::Int8(v) => v.truncate(start),
+            Values::Diploid(v) => v.truncate(start / 2),
             Values::Float(v) => v.truncate(start),
             Values::Bool(v) => v.truncate(start),
             Values::Str { bytes, ends } => {
@@ -250,6 +277,13 @@ impl Column {
         if !vals.is_empty() {
             self.stats.min = self.stats.min.min(lo as i64);
             self.stats.max = self.stats.max.max(hi as i64);
+        }
+        if let Values::Diploid(v) = &mut self.values {
+            if (width == 2 || vals.is_empty()) && packs_diploid(lo as i64, hi as i64) {
+                pack_diploid(vals, v);
+                return;
+            }
+            self.widen_to_int8();
         }
         match &mut self.values {
             Values::Int8(v) => v.extend_from_slice(vals),
@@ -274,7 +308,7 @@ impl Column {
         let Values::Bool(v) = &mut self.values else {
             unreachable!("bool column")
         };
-        v.extend_from_slice(raw);
+        v.extend_from_flags(raw);
     }
 
     /// Starts a string record of the given width; follow with `per_record × width`
@@ -308,6 +342,10 @@ impl Column {
             .extend(src.starts[r0..r1].iter().map(|&x| x - v0 + base));
         self.widths.extend_from_slice(&src.widths[r0..r1]);
         self.stats.merge(&src.stats);
+        if matches!(self.values, Values::Diploid(_)) && !matches!(src.values, Values::Diploid(_)) {
+            // The source holds calls that do not pack: unpack this column too.
+            self.widen_to_int8();
+        }
         if let (Values::Int8(_), Values::Int(_)) = (&self.values, &src.values) {
             // The source widened past i8: widen this column too.
             if let Values::Int8(v) = &self.values {
@@ -324,8 +362,12 @@ impl Column {
             (Values::Long(d), Values::Int(s)) => d.extend(s[v0..v1].iter().map(|&x| x as i64)),
             (Values::Long(d), Values::Int8(s)) => d.extend(s[v0..v1].iter().map(|&x| x as i64)),
             (Values::Int8(d), Values::Int8(s)) => d.extend_from_slice(&s[v0..v1]),
+            (Values::Diploid(d), Values::Diploid(s)) => d.extend_from_slice(&s[v0 / 2..v1 / 2]),
+            (Values::Int8(d), Values::Diploid(s)) => unpack_diploid_into(&s[v0 / 2..v1 / 2], d),
+            (Values::Int(d), Values::Diploid(s)) => unpack_diploid_into(&s[v0 / 2..v1 / 2], d),
+            (Values::Long(d), Values::Diploid(s)) => unpack_diploid_into(&s[v0 / 2..v1 / 2], d),
             (Values::Float(d), Values::Float(s)) => d.extend_from_slice(&s[v0..v1]),
-            (Values::Bool(d), Values::Bool(s)) => d.extend_from_slice(&s[v0..v1]),
+            (Values::Bool(d), Values::Bool(s)) => d.extend_from_range(s, v0, v1),
             (
                 Values::Str { bytes, ends },
                 Values::Str {
@@ -353,6 +395,7 @@ impl Column {
             Values::Int(v) => v.clear(),
             Values::Long(v) => v.clear(),
             Values::Int8(v) => v.clear(),
+            Values::Diploid(v) => v.clear(),
             Values::Float(v) => v.clear(),
             Values::Bool(v) => v.clear(),
             Values::Str { bytes, ends } => {
@@ -433,5 +476,76 @@ impl Batch {
     /// Whether the batch holds no records.
     pub fn is_empty(&self) -> bool {
         self.loci.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn genotype_column(samples: usize) -> Column {
+        let spec = ColumnSpec {
+            base: Base::Int,
+            per_sample: true,
+            genotype: true,
+        };
+        Column::new(&spec, samples)
+    }
+
+    /// Every value of a genotype column, as i32, whatever its form.
+    fn calls(c: &Column) -> Vec<i32> {
+        match &c.values {
+            Values::Diploid(b) => {
+                let mut v: Vec<i32> = Vec::new();
+                unpack_diploid_into(b, &mut v);
+                v
+            }
+            Values::Int8(v) => v.iter().map(|&x| x as i32).collect(),
+            Values::Int(v) => v.clone(),
+            Values::Long(v) => v.iter().map(|&x| x as i32).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Calls pack while they can (missing and fill included), and a call that cannot
+    /// (an allele past 13, a haploid-only record, a triploid one) unpacks the column
+    /// once, keeping every earlier value; dropping a record and appending ranges keep
+    /// the values whatever form each side is in.
+    #[test]
+    fn genotype_calls_pack_until_one_does_not() {
+        let mut c = genotype_column(2);
+        c.push_i8s(&[0, 1, -1, -2], 2, -2, 1);
+        c.push_absent();
+        c.push_ints(&[13, 0, 1, 1], 2);
+        assert!(matches!(c.values, Values::Diploid(_)), "{:?}", c.values);
+        let packed = c.clone();
+        c.push_ints(&[1, 0], 1);
+        assert!(matches!(c.values, Values::Int8(_)));
+        assert_eq!(calls(&c), [0, 1, -1, -2, 13, 0, 1, 1, 1, 0]);
+        c.pop_record();
+        assert_eq!(calls(&c), calls(&packed));
+        c.push_ints(&[300, 0, 1, 1], 2);
+        assert_eq!(calls(&c), [0, 1, -1, -2, 13, 0, 1, 1, 300, 0, 1, 1]);
+
+        let mut d = genotype_column(2);
+        d.push_i8s(&[1, 1, 0, 0], 2, 0, 1);
+        d.append_range(&packed, 1, 3);
+        assert!(matches!(d.values, Values::Diploid(_)));
+        assert_eq!(calls(&d), [1, 1, 0, 0, 13, 0, 1, 1]);
+        assert_eq!(d.widths, [2, 0, 2]);
+        d.append_range(&c, 3, 4);
+        assert_eq!(calls(&d), [1, 1, 0, 0, 13, 0, 1, 1, 300, 0, 1, 1]);
+        let mut e = genotype_column(2);
+        e.push_ints(&[15, 0, 0, 0], 2);
+        e.append_range(&packed, 0, 1);
+        assert_eq!(calls(&e), [15, 0, 0, 0, 0, 1, -1, -2]);
+        assert_eq!(e.starts, [0, 4]);
+
+        // A cleared column keeps its form (no repacking per batch).
+        c.clear();
+        assert!(matches!(c.values, Values::Int(_)));
+        let mut p = packed;
+        p.clear();
+        assert!(matches!(p.values, Values::Diploid(_)) && p.values.is_empty());
     }
 }

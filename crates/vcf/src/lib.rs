@@ -6,8 +6,8 @@
 //!
 //! Modules in dependency order (each uses only those before it):
 //! `error`, `hts` (owned htslib handles), `truncation`, `schema` (the header as
-//! facts), `columns` (the raw columns a record fills), `column` (ragged values and
-//! record batches), `genotype`, `diploid` (a row of one-digit diploid calls, 16 bytes at a time), `index` (per-contig counts), `inputs` (many inputs as
+//! facts), `columns` (the raw columns a record fills), `packed` (flags eight to a
+//! byte, diploid calls one to a byte), `column` (ragged values and record batches), `genotype`, `diploid` (a row of one-digit diploid calls, 16 bytes at a time), `index` (per-contig counts), `inputs` (many inputs as
 //! one call set), `fastvcf` (text lines, line checks, htslib's text path), `extract`
 //! (records into batches; BCF FORMAT numbers in bulk), `direct` (text lines straight
 //! into batches, by htslib's rules), `source` (the streaming reader; inputs one after
@@ -28,6 +28,7 @@ mod genotype;
 mod hts;
 pub mod index;
 pub mod inputs;
+pub mod packed;
 pub mod pieces;
 pub mod query;
 pub mod schema;
