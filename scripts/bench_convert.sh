@@ -39,7 +39,7 @@ if (( ${#inputs[@]} == 0 )); then
       echo "bench: making $name ($samples samples x $records records, $fields) ..." >&2
       python3 scripts/make_format_vcf.py "$cache/$name.vcf" "$samples" "$records" "$fields"
       bgzip -f "$cache/$name.vcf" && tabix -f -p vcf "$cache/$name.vcf.gz"
-      bcftools view -Ob -o "$cache/$name.bcf" "$cache/$name.vcf.gz" && bcftools index -f "$cache/$name.bcf"
+      bcftools view --no-version -Ob -o "$cache/$name.bcf" "$cache/$name.vcf.gz" && bcftools index -f "$cache/$name.bcf"
     fi
     inputs+=("$cache/$name.vcf.gz" "$cache/$name.bcf")
   done

@@ -17,7 +17,7 @@ for spec in "fmt2000 2000 4000 GT:AD:DP:GQ:PL" "fmt500 500 4000 GT:GQ:DP:AD:VAF:
   if [[ ! -e $cache/$name.bcf.csi ]]; then
     python3 scripts/make_format_vcf.py "$cache/$name.vcf" "$samples" "$records" "$fields"
     bgzip -f "$cache/$name.vcf" && tabix -f -p vcf "$cache/$name.vcf.gz"
-    bcftools view -Ob -o "$cache/$name.bcf" "$cache/$name.vcf.gz" && bcftools index -f "$cache/$name.bcf"
+    bcftools view --no-version -Ob -o "$cache/$name.bcf" "$cache/$name.vcf.gz" && bcftools index -f "$cache/$name.bcf"
   fi
 done
 inputs=(examples/small.vcf.gz tests/data/all_fields.vcf "$cache/fmt2000.vcf.gz" "$cache/fmt2000.bcf"
