@@ -81,7 +81,8 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
     runtime().block_on(f)
 }
 
-/// A store's place in a bucket.
+/// A store's place in a bucket (cloned cheaply: one client shared).
+#[derive(Clone)]
 pub struct Bucket {
     store: Arc<dyn ObjectStore>,
     bucket: String,
@@ -415,6 +416,47 @@ impl Bucket {
         })
     }
 
+    /// Downloads the object at `key` into `file` (created with its directory),
+    /// streamed: memory stays at one network buffer whatever the object's size.
+    pub fn get_file(&self, key: &str, file: &Path) -> Result<u64> {
+        use std::io::Write;
+        let io = |e| Error::io(file, e);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        let mut out = std::io::BufWriter::new(std::fs::File::create(file).map_err(io)?);
+        let n = block_on(async {
+            let got = self
+                .store
+                .get(&self.path(key))
+                .await
+                .map_err(|e| self.err(key, &e))?;
+            let mut stream = got.into_stream();
+            let mut n = 0u64;
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| self.err(key, &e))?;
+                count(chunk.len());
+                n += chunk.len() as u64;
+                out.write_all(&chunk).map_err(io)?;
+            }
+            Ok::<u64, Error>(n)
+        })?;
+        out.flush().map_err(io)?;
+        Ok(n)
+    }
+
+    /// Downloads `keys` into `root` (each to `root/<key>`), [`TRANSFER_THREADS`] at
+    /// a time.
+    pub fn get_files(&self, keys: &[String], root: &Path) -> Result<()> {
+        in_parallel(keys, |key| self.get_file(key, &root.join(key)).map(|_| ()))
+    }
+
+    /// Uploads `keys` from `root` (each from `root/<key>`), [`TRANSFER_THREADS`] at a
+    /// time, each whole or by multipart parts ([`put_file`](Self::put_file)).
+    pub fn put_files(&self, root: &Path, keys: &[String]) -> Result<()> {
+        in_parallel(keys, |key| self.put_file(key, &root.join(key)))
+    }
+
     /// Deletes the object at `key` (absent is not an error).
     pub fn delete(&self, key: &str) -> Result<()> {
         match block_on(self.store.delete(&self.path(key))) {
@@ -425,8 +467,14 @@ impl Bucket {
 
     /// Deletes every object of the store (before a conversion starts it again).
     pub fn delete_all(&self) -> Result<()> {
+        self.delete_under("")
+    }
+
+    /// Deletes every object under `under` (a partition's leftovers, the work of a
+    /// finished partitioned conversion).
+    pub fn delete_under(&self, under: &str) -> Result<()> {
         let paths: Vec<object_store::Result<ObjectPath>> = self
-            .list("")?
+            .list(under)?
             .into_iter()
             .map(|(k, _)| Ok(self.path(&k)))
             .collect();
@@ -440,6 +488,37 @@ impl Bucket {
             }
         }
         Ok(())
+    }
+}
+
+/// Transfers in flight at once in [`Bucket::get_files`] and [`Bucket::put_files`]:
+/// each holds at most one small object or [`PARTS_IN_FLIGHT`] parts in memory.
+pub const TRANSFER_THREADS: usize = 8;
+
+/// Runs `f` on every item from [`TRANSFER_THREADS`] threads; the first error stops
+/// the rest from starting new items and is returned.
+fn in_parallel<T: Sync>(items: &[T], f: impl Fn(&T) -> Result<()> + Sync) -> Result<()> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..TRANSFER_THREADS.min(items.len()) {
+            scope.spawn(|| loop {
+                if failed.lock().expect("transfer error").is_some() {
+                    return;
+                }
+                let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                    return;
+                };
+                if let Err(e) = f(item) {
+                    failed.lock().expect("transfer error").get_or_insert(e);
+                    return;
+                }
+            });
+        }
+    });
+    match failed.into_inner().expect("transfer error") {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 

@@ -108,16 +108,12 @@ fn classify_bucket(bucket: &Bucket) -> Result<Existing> {
 /// The local copy a bucket store is written to before it is uploaded: under the
 /// system's temporary directory (`TMPDIR`), one per URL, so a re-run after a kill
 /// finds and replaces its own leftovers.
-fn staging_dir(url: &Path) -> PathBuf {
+pub fn staging_dir(url: &Path) -> PathBuf {
     let h = blake3::hash(url.as_os_str().as_encoded_bytes()).to_hex();
     std::env::temp_dir()
         .join("svar2-staging")
         .join(&h.as_str()[..16])
 }
-
-/// Upload threads of a bucket store's `finish`: each holds at most one small object
-/// or [`bucket::PARTS_IN_FLIGHT`](crate::bucket::PARTS_IN_FLIGHT) parts in memory.
-const UPLOAD_THREADS: usize = 8;
 
 fn lock(root: &Path) -> Result<fs::File> {
     let f = fs::File::open(root).map_err(|e| Error::io(root, e))?;
@@ -142,6 +138,46 @@ fn refuse(root: &Path, existing: &Existing, force: bool) -> Result<()> {
         }),
         _ => Ok(()),
     }
+}
+
+/// The in-progress marker of a partitioned conversion: the job (its plan) named, so
+/// a task knows its own job's files from another's.
+fn job_marker(job: &str) -> String {
+    format!("svar2 {} job {job}\n", env!("CARGO_PKG_VERSION"))
+}
+
+/// Joins a partitioned conversion into the bucket store at `url` (`job` names its
+/// plan): the first task puts the in-progress marker naming the job (a conditional
+/// PUT, so tasks starting together agree); later ones find their job's marker. A
+/// prefix holding a finished store, anything else, or another job's conversion is
+/// refused: unlike a shared directory, a bucket has no lock under which another
+/// job's objects could be removed while its tasks may still be running.
+pub fn join_bucket(url: &Path, job: &str) -> Result<Bucket> {
+    let bucket = Bucket::open(url)?;
+    let marker = job_marker(job);
+    match classify_bucket(&bucket)? {
+        Existing::Empty => {
+            if bucket.put_if_absent(IN_PROGRESS, marker.clone().into_bytes())? {
+                return Ok(bucket);
+            }
+        }
+        Existing::Interrupted => {}
+        other => refuse(url, &other, false)?,
+    }
+    let theirs = bucket.get(IN_PROGRESS)?.unwrap_or_default();
+    if theirs == marker.as_bytes() {
+        return Ok(bucket);
+    }
+    Err(Error::Bucket {
+        url: url.display().to_string(),
+        msg: format!(
+            "holds another conversion in progress ({}); partitions start only in an empty \
+             prefix or their own job's: remove its objects (`aws s3 rm --recursive {}`) or \
+             choose another output",
+            String::from_utf8_lossy(&theirs).trim(),
+            url.display()
+        ),
+    })
 }
 
 /// Checks, changing nothing, that a conversion may write `root` (so a conversion
@@ -233,18 +269,18 @@ impl StoreDir {
     /// starting together agree; a finished store or a foreign directory is refused.
     /// Other partitions' files are kept, and nothing is removed on error: a partition
     /// that fails is run again.
+    ///
+    /// A bucket output is joined with [`join_bucket`] instead: each process writes a
+    /// local directory joined here and uploads what it made.
     pub fn join(root: &Path, job: &str) -> Result<StoreDir> {
         crate::storage::refuse_url(root)?;
         if crate::bucket::is_bucket_url(root) {
             return Err(Error::Bucket {
                 url: root.display().to_string(),
-                msg: "partitioned conversions write a shared directory; into a bucket they \
-                      are not supported yet: convert without --partitions (one node writes \
-                      the bucket), or partition into a shared directory and upload it"
-                    .into(),
+                msg: "internal: a bucket output is joined with join_bucket".into(),
             });
         }
-        let marker_text = format!("svar2 {} job {job}\n", env!("CARGO_PKG_VERSION"));
+        let marker_text = job_marker(job);
         if fs::symlink_metadata(root).is_err() {
             fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
         }
@@ -353,28 +389,8 @@ impl StoreDir {
             "uploading to {}",
             bucket.url("")
         );
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let failed = std::sync::Mutex::new(None);
-        std::thread::scope(|scope| {
-            for _ in 0..UPLOAD_THREADS.min(objects.len()) {
-                scope.spawn(|| loop {
-                    if failed.lock().expect("upload error").is_some() {
-                        return;
-                    }
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((key, _)) = objects.get(i) else {
-                        return;
-                    };
-                    if let Err(e) = bucket.put_file(key, &local.name(key)) {
-                        failed.lock().expect("upload error").get_or_insert(e);
-                        return;
-                    }
-                });
-            }
-        });
-        if let Some(e) = failed.into_inner().expect("upload error") {
-            return Err(e);
-        }
+        let keys: Vec<String> = objects.into_iter().map(|(k, _)| k).collect();
+        bucket.put_files(&self.root, &keys)?;
         bucket.put("zarr.json", json_bytes(root_meta))?;
         self.finished
             .store(true, std::sync::atomic::Ordering::Relaxed);
