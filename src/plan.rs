@@ -31,7 +31,9 @@ pub struct Args {
     probe: bool,
     /// Plan a conversion in N partitions, each converted by its own task (a
     /// Slurm array task, `xargs -P`): `convert --plan PLAN --partition K`, then
-    /// `finalize PLAN`. Needs indexed inputs and the OUTPUT store path.
+    /// `finalize PLAN`. Needs indexed inputs and the OUTPUT store: a directory
+    /// every task sees, or an s3://bucket/path (then the tasks share no file
+    /// system: each stages its partition under TMPDIR and uploads it).
     #[arg(long, value_name = "N")]
     partitions: Option<usize>,
     /// With --partitions: write the plan to this file (the tasks read it).

@@ -2,8 +2,10 @@
 //! test (`moto_server`, from PyPI's `moto[server]`: an HTTP S3 endpoint, not a mock
 //! of svar2's calls): conversions and rechunks into and out of a bucket give the
 //! local bytes, zarr-python and xarray open the bucket store, faults are one line
-//! each, and no secret reaches a log, an error or a store (partition plans, the
-//! other place one could go, refuse bucket outputs for now).
+//! each, and no secret reaches a log, an error, a partition plan or a store.
+//! Partitioned conversions into a bucket (no shared file system): N tasks at once,
+//! finalize, the local bytes; a killed task re-run alone; two tasks on one
+//! partition, one refuses.
 
 mod common;
 use common::*;
@@ -99,6 +101,13 @@ impl Server {
     fn svar2(&self) -> Command {
         let mut c = svar2();
         self.env(&mut c);
+        c
+    }
+
+    /// The same, with staging directories under `tmp` (where a test can see them).
+    fn svar2_in(&self, tmp: &Path) -> Command {
+        let mut c = self.svar2();
+        c.env("TMPDIR", tmp);
         c
     }
 
@@ -466,6 +475,33 @@ fn no_secret_in_logs_errors_plans_or_stores() {
             }
         }
     }
+    // A partitioned conversion into the bucket: its plan, tasks and finalize.
+    if tools(test, &[Tool::Bcftools]) {
+        let dir = test_dir();
+        let d = dir.path();
+        let [_, gz, _] = forms(&data("all_fields.vcf"), d, "af");
+        let url = format!("s3://{BUCKET}/secret-parts.zarr");
+        let plan = bucket_plan(&s3, d, "secret", &[&gz], 2, &[], &url);
+        let plan = plan.to_str().unwrap();
+        for args in [
+            vec!["-vv", "convert", "--plan", plan, "--partition", "0"],
+            vec!["-vv", "convert", "--plan", plan, "--partition", "1"],
+            vec!["-vv", "finalize", plan],
+        ] {
+            let out = s3.svar2_in(d).args(&args).output().expect("svar2 runs");
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            for bytes in [&out.stdout, &out.stderr] {
+                assert!(
+                    !String::from_utf8_lossy(bytes).contains(SECRET),
+                    "svar2 {args:?}"
+                );
+            }
+        }
+    }
     let objects = s3.objects("");
     assert!(objects.len() > 50, "the stores are there");
     for (k, bytes) in objects {
@@ -473,4 +509,234 @@ fn no_secret_in_logs_errors_plans_or_stores() {
         assert!(!text.contains(SECRET), "{k} holds the secret");
         assert!(!text.contains(KEY), "{k} holds the access key id");
     }
+}
+
+/// `plan --partitions N` of `inputs` into `url`, with `layout`; the plan's path.
+fn bucket_plan(
+    s3: &Server,
+    dir: &Path,
+    name: &str,
+    inputs: &[&Path],
+    n: usize,
+    layout: &[&str],
+    url: &str,
+) -> std::path::PathBuf {
+    let plan = dir.join(format!("{name}.plan.json"));
+    let mut cmd = s3.svar2_in(dir);
+    cmd.args(["plan", "--partitions", &n.to_string(), "-o"])
+        .arg(&plan)
+        .args(layout)
+        .args(inputs)
+        .arg(url);
+    let o = cmd.output().expect("svar2 runs");
+    assert!(
+        o.status.success(),
+        "plan: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = std::fs::read_to_string(&plan).expect("plan written");
+    assert!(text.contains(url), "the plan names the bucket store");
+    assert!(!text.contains(SECRET), "the plan holds the secret");
+    plan
+}
+
+fn spawn_task(s3: &Server, dir: &Path, plan: &Path, k: usize) -> Child {
+    s3.svar2_in(dir)
+        .args(["convert", "-q", "--plan"])
+        .arg(plan)
+        .args(["--partition", &k.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("svar2 starts")
+}
+
+fn task_ok(s3: &Server, dir: &Path, plan: &Path, k: usize) {
+    let o = spawn_task(s3, dir, plan, k)
+        .wait_with_output()
+        .expect("runs");
+    assert!(
+        o.status.success(),
+        "partition {k}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn finalize_in(s3: &Server, dir: &Path, plan: &Path) -> Output {
+    s3.svar2_in(dir)
+        .args(["finalize", "-q"])
+        .arg(plan)
+        .output()
+        .expect("svar2 runs")
+}
+
+/// Waits until partition `k`'s task has claimed it and is converting (its own work
+/// directory exists in its staging directory under `dir`).
+fn wait_converting(dir: &Path, k: usize) {
+    let t0 = Instant::now();
+    let pattern = format!("-partition-{k}");
+    loop {
+        let found = std::fs::read_dir(dir.join("svar2-staging"))
+            .ok()
+            .is_some_and(|rd| {
+                rd.flatten().any(|e| {
+                    e.file_name().to_string_lossy().ends_with(&pattern)
+                        && e.path()
+                            .join(".svar2-partitions")
+                            .join(k.to_string())
+                            .exists()
+                })
+            });
+        if found {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "partition {k} never started converting"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn partitions_write_one_bucket_store() {
+    let test = "partitions_write_one_bucket_store";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let Some(s3) = Server::start(test, false) else {
+        return;
+    };
+    let dir = test_dir();
+    let d = dir.path();
+    // The growth fixture (rows the whole data outgrows: finalize fetches, re-lays and
+    // replaces them in the bucket) and every field kind with shared inner chunks.
+    let growth = bgzip_indexed(&growth_vcf(d));
+    let [_, af, _] = forms(&data("all_fields.vcf"), d, "af");
+    let small = ["--variants-chunk", "3", "--variants-shard", "6"];
+    for (name, input, layout, n) in [
+        ("growth", &growth, &GROWTH_GEOMETRY[..], 5),
+        ("af", &af, &small[..], 3),
+    ] {
+        let local = d.join(format!("{name}.zarr"));
+        convert(input, &local, layout);
+        let url = format!("s3://{BUCKET}/parts/{name}.zarr");
+        let plan = bucket_plan(&s3, d, name, &[input], n, layout, &url);
+        let tasks: Vec<Child> = (0..n).map(|k| spawn_task(&s3, d, &plan, k)).collect();
+        for (k, t) in tasks.into_iter().enumerate() {
+            let o = t.wait_with_output().expect("runs");
+            assert!(
+                o.status.success(),
+                "{name} partition {k}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        assert!(
+            !s3.objects(&format!("parts/{name}.zarr/zarr.json"))
+                .iter()
+                .any(|(k, _)| k.ends_with("/zarr.json") && k.matches('/').count() == 2),
+            "no root zarr.json before finalize"
+        );
+        let o = finalize_in(&s3, d, &plan);
+        assert!(
+            o.status.success(),
+            "{name} finalize: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            s3.digest(&url),
+            local_digest(&local),
+            "{name}: {n} partitions into a bucket"
+        );
+        let left: Vec<String> = s3
+            .objects(&format!("parts/{name}.zarr/.svar2"))
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert!(left.is_empty(), "finalize leaves no work objects: {left:?}");
+        let staging = std::fs::read_dir(d.join("svar2-staging")).map_or(0, |rd| rd.count());
+        assert_eq!(staging, 0, "no staging directory is left behind");
+    }
+}
+
+#[test]
+fn a_killed_bucket_partition_is_rerun_alone_and_a_second_task_refuses() {
+    let test = "a_killed_bucket_partition_is_rerun_alone_and_a_second_task_refuses";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let Some(s3) = Server::start(test, false) else {
+        return;
+    };
+    let dir = test_dir();
+    let d = dir.path();
+    // Partitions that take long enough to be caught mid-way.
+    let vcf = d.join("slow.vcf");
+    sh_ok(&format!(
+        "python3 {} {} 800 6000 GT:AD:DP:GQ:PL 2",
+        root().join("scripts/make_format_vcf.py").display(),
+        vcf.display()
+    ));
+    let gz = bgzip_indexed(&vcf);
+    let layout = ["--variants-chunk", "250", "--variants-shard", "500"];
+    let local = d.join("single.zarr");
+    convert(&gz, &local, &layout);
+    let url = format!("s3://{BUCKET}/killed.zarr");
+    let plan = bucket_plan(&s3, d, "killed", &[&gz], 3, &layout, &url);
+    task_ok(&s3, d, &plan, 0);
+    task_ok(&s3, d, &plan, 2);
+    // Partition 1, killed once it is converting.
+    let mut child = spawn_task(&s3, d, &plan, 1);
+    wait_converting(d, 1);
+    // A second task on the partition refuses, naming the first.
+    let second = spawn_task(&s3, d, &plan, 1)
+        .wait_with_output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "the second task must refuse");
+    assert!(
+        err.contains("partition 1 is being converted by another task (pid"),
+        "{err}"
+    );
+    child.kill().expect("kill -9");
+    child.wait().expect("reaped");
+    let o = finalize_in(&s3, d, &plan);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("1 of 3 partitions are not done: 1 (started, did not finish)"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    // Re-run alone: it takes over the dead task's claim.
+    task_ok(&s3, d, &plan, 1);
+    let o = finalize_in(&s3, d, &plan);
+    assert!(
+        o.status.success(),
+        "finalize: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        s3.digest(&url),
+        local_digest(&local),
+        "the single conversion's bytes"
+    );
+    // A second finalize has nothing to do; a task of the finished store refuses.
+    assert!(finalize_in(&s3, d, &plan).status.success());
+    assert_eq!(s3.digest(&url), local_digest(&local));
+    let again = spawn_task(&s3, d, &plan, 0)
+        .wait_with_output()
+        .expect("runs");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already a complete store"));
+    // Another plan's partitions into the same prefix are refused by name.
+    let other = format!("s3://{BUCKET}/other.zarr");
+    let p1 = bucket_plan(&s3, d, "p1", &[&gz], 2, &layout, &other);
+    let p2 = bucket_plan(&s3, d, "p2", &[&gz], 3, &layout, &other);
+    task_ok(&s3, d, &p1, 0);
+    let o = spawn_task(&s3, d, &p2, 0).wait_with_output().expect("runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("holds another conversion in progress"),
+        "{err}"
+    );
 }

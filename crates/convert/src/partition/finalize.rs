@@ -2,8 +2,9 @@
 //! rows and chunks, re-lays outgrown rows, and writes the root `zarr.json` last.
 
 use super::records::{
-    is_complete, plan_error, remove_if_present, FinalizeSummary, PartitionPlan, PartitionRecord,
+    plan_error, remove_if_present, FinalizeSummary, PartitionPlan, PartitionRecord, WORK_DIR,
 };
+use super::space::{Holder, Space};
 use crate::arrays::ArraySet;
 use crate::error::{Error, Result};
 use crate::planning::PlanRequest;
@@ -11,7 +12,6 @@ use crate::writer::Fragment;
 use crate::writer::{Limits, Writer};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use svar2_store::dir::StoreDir;
 use svar2_vcf::pieces::Stitcher;
 
 /// Where a partition stands, for `finalize`.
@@ -23,28 +23,26 @@ pub(super) enum State {
     NotRun,
 }
 
-pub(super) fn state(plan: &PartitionPlan, k: usize) -> State {
-    let work = plan.work_dir();
-    let lock = work.join(format!("{k}.lock"));
-    if let Ok(f) = std::fs::File::open(&lock) {
-        if let Err(std::fs::TryLockError::WouldBlock) = f.try_lock_shared() {
-            return State::Running(std::fs::read_to_string(&lock).unwrap_or_default());
-        }
+pub(super) fn state(plan: &PartitionPlan, space: &Space, k: usize) -> Result<State> {
+    let holder = space.holder(k)?;
+    if let Holder::Running(who) = holder {
+        return Ok(State::Running(who));
     }
-    if let Ok(bytes) = std::fs::read(work.join(format!("{k}.json"))) {
-        return match serde_json::from_slice::<PartitionRecord>(&bytes) {
+    if let Some(bytes) = space.get(&format!("{k}.json"))? {
+        return Ok(match serde_json::from_slice::<PartitionRecord>(&bytes) {
             Ok(r) if r.plan == plan.id && r.partition == k => State::Done(Box::new(r)),
             _ => State::Failed("its completion record is not this plan's".into()),
-        };
+        });
     }
-    if let Ok(msg) = std::fs::read_to_string(work.join(format!("{k}.failed"))) {
-        return State::Failed(msg.trim().to_string());
+    if let Some(msg) = space.get(&format!("{k}.failed"))? {
+        return Ok(State::Failed(
+            String::from_utf8_lossy(&msg).trim().to_string(),
+        ));
     }
-    if lock.exists() {
-        State::Interrupted
-    } else {
-        State::NotRun
-    }
+    Ok(match holder {
+        Holder::Left => State::Interrupted,
+        _ => State::NotRun,
+    })
 }
 
 /// Marks a finalize that began re-encoding shards the partitions wrote: if it is
@@ -56,11 +54,11 @@ pub(super) const RELAYING: &str = "finalize.relaying";
 pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSummary> {
     let t0 = Instant::now();
     let plan = PartitionPlan::load(plan_path)?;
-    if is_complete(&plan.output) {
+    let space = Space::of(&plan.output)?;
+    if space.is_complete()? {
         // A finalize stopped after the root was written left only its clean-up.
-        remove_if_present(&plan.work_dir())?;
-        remove_if_present(&plan.output.join(svar2_store::dir::IN_PROGRESS))?;
-        let (store_bytes, files) = svar2_store::dir::disk_usage(&plan.output);
+        space.clean_up()?;
+        let (store_bytes, files) = space.usage();
         return Ok(FinalizeSummary {
             records: plan.records,
             seconds: t0.elapsed().as_secs_f64(),
@@ -72,8 +70,7 @@ pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSumma
         });
     }
     let cs = plan.open_checked(plan_path, request)?;
-    let work = plan.work_dir();
-    if work.join(RELAYING).exists() {
+    if space.get(RELAYING)?.is_some() {
         return Err(plan_error(
             plan_path,
             format!(
@@ -87,7 +84,7 @@ pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSumma
     let mut records = Vec::new();
     let mut not_done = Vec::new();
     for k in 0..plan.partitions.len() {
-        match state(&plan, k) {
+        match state(&plan, &space, k)? {
             State::Done(r) => records.push(*r),
             State::Running(who) => not_done.push(format!("{k} (still running: {})", who.trim())),
             State::Failed(why) => not_done.push(format!("{k} (failed: {why})")),
@@ -110,17 +107,16 @@ pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSumma
     }
     // Every file a partition wrote is still whole.
     for r in &records {
-        for (rel, bytes) in &r.files {
-            let p = plan.output.join(rel);
-            let now = std::fs::metadata(&p).map(|m| m.len()).ok();
+        let keys: Vec<&str> = r.files.iter().map(|(rel, _)| rel.as_str()).collect();
+        for ((rel, bytes), now) in r.files.iter().zip(space.sizes(&keys)?) {
             if now != Some(*bytes) {
                 return Err(plan_error(
                     plan_path,
                     format!(
-                        "partition {}: {} is {} (it wrote {bytes} bytes); run partition {} \
+                        "partition {}: {}/{rel} is {} (it wrote {bytes} bytes); run partition {} \
                          again",
                         r.partition,
-                        p.display(),
+                        plan.output.display(),
                         now.map_or("missing".into(), |n| format!("{n} bytes")),
                         r.partition
                     ),
@@ -129,7 +125,11 @@ pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSumma
         }
     }
     records.sort_by_key(|r| r.first);
-    let store = StoreDir::join(&plan.output, &plan.id)?;
+    let store = space.open_finalize(&plan.id)?;
+    let root = store.root.clone();
+    let work = root.join(WORK_DIR);
+    let done: Vec<usize> = records.iter().map(|r| r.partition).collect();
+    space.fetch_work(&root, &done)?;
     let schema = cs.schema.clone();
     let set = ArraySet::new(&schema);
     let geometry = plan.geometry;
@@ -229,12 +229,20 @@ pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSumma
         ));
     }
     let relaying = w.outgrown_rows() > 0;
+    // (A bucket's shards are re-laid from local copies.)
+    let outgrown = space.fetch(&root, &w.outgrown_files())?;
     if relaying {
-        std::fs::write(work.join(RELAYING), b"").map_err(|e| Error::io(&work, e))?;
+        space.put(RELAYING, b"")?;
     }
     pool.install(|| w.finish())?;
+    let gone: Vec<String> = outgrown
+        .into_iter()
+        .filter(|key| !root.join(key).is_file())
+        .collect();
+    space.upload_finished(&root, &gone)?;
     remove_if_present(&work)?;
-    let (store_bytes, files) = svar2_store::dir::disk_usage(&plan.output);
+    space.drop_staging(&root);
+    let (store_bytes, files) = space.usage();
     Ok(FinalizeSummary {
         records: plan.records,
         seconds: t0.elapsed().as_secs_f64(),

@@ -28,6 +28,7 @@ mod call_set;
 mod finalize;
 mod plan;
 mod records;
+mod space;
 mod task;
 
 pub use crate::writer::{Fragment, LayoutRecord, PartitionOutput, RowRecord, SlotRecord};

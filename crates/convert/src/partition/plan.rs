@@ -5,7 +5,7 @@
 use super::call_set::{open_indexed, CallSet};
 use super::records::{
     plan_error, PartitionPlan, PlannedContig, PlannedInput, PlannedOn, PlannedPartition,
-    PlannedSpan, WORK_DIR,
+    PlannedSpan,
 };
 use crate::convert::normalise;
 use crate::error::{Error, Result};
@@ -54,15 +54,6 @@ pub fn plan(
 ) -> Result<PartitionPlan> {
     if n == 0 {
         return Err(Error::Usage("--partitions must be 1 or more".into()));
-    }
-    if svar2_store::bucket::is_bucket_url(output) {
-        // (Tasks and finalize share the output's partial shards as files.)
-        return Err(Error::Usage(format!(
-            "{}: partitioned conversions into a bucket are not supported yet; convert \
-             without --partitions (one node writes the bucket), or partition into a shared \
-             directory and upload the finished store",
-            output.display()
-        )));
     }
     let absolute = |p: &Path| std::path::absolute(p).map_err(|e| Error::io(p, e));
     let inputs = inputs
@@ -216,7 +207,12 @@ pub fn plan(
     let mut plan = PartitionPlan {
         svar2: env!("CARGO_PKG_VERSION").into(),
         id: String::new(),
-        output: absolute(output)?,
+        // (A bucket URL as given: it names no local path.)
+        output: if svar2_store::bucket::is_bucket_url(output) {
+            output.to_path_buf()
+        } else {
+            absolute(output)?
+        },
         inputs: cs
             .files
             .iter()
@@ -480,9 +476,5 @@ impl PartitionPlan {
             ));
         }
         Ok(cs)
-    }
-
-    pub(super) fn work_dir(&self) -> PathBuf {
-        self.output.join(WORK_DIR)
     }
 }

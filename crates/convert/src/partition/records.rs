@@ -165,13 +165,6 @@ pub(super) fn host_name() -> String {
         .unwrap_or_else(|_| "unknown host".into())
 }
 
-/// Writes `bytes` whole (aside, then renamed).
-pub(super) fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
-}
-
 pub(super) fn remove_if_present(path: &Path) -> Result<()> {
     let r = if path.is_dir() {
         std::fs::remove_dir_all(path)
@@ -182,9 +175,4 @@ pub(super) fn remove_if_present(path: &Path) -> Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(path, e)),
         _ => Ok(()),
     }
-}
-
-/// Whether the output is a complete store: its root `zarr.json` is written last.
-pub(super) fn is_complete(output: &Path) -> bool {
-    output.join("zarr.json").is_file()
 }

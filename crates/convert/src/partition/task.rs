@@ -3,9 +3,10 @@
 
 use super::call_set::CallSet;
 use super::records::{
-    host_name, is_complete, plan_error, remove_if_present, write_whole, PartitionPlan,
-    PartitionRecord, PartitionSummary, PlannedPartition, PlannedSpan, Spill,
+    host_name, plan_error, remove_if_present, PartitionPlan, PartitionRecord, PartitionSummary,
+    PlannedPartition, PlannedSpan, Spill, WORK_DIR,
 };
+use super::space::{Claim, Space};
 use crate::arrays::{ArraySet, Stats};
 use crate::convert::{drain, normalise};
 use crate::error::{Error, Result};
@@ -18,45 +19,13 @@ use svar2_store::dir::StoreDir;
 use svar2_vcf::column::Batch;
 use svar2_vcf::pieces::{ContigRun, Piece, PieceReader, Stitcher};
 
-/// Takes partition `k`'s lock (held while the task runs): a second task given the
-/// same partition refuses, naming the first.
-pub(super) fn lock_partition(work: &Path, k: usize) -> Result<std::fs::File> {
-    use std::io::{Seek, Write};
-    let path = work.join(format!("{k}.lock"));
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
-    match f.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            return Err(Error::Usage(format!(
-                "partition {k} is being converted by another task ({}): one task per \
-                 partition",
-                holder.trim()
-            )));
-        }
-        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
-    }
-    let me = format!("pid {} on {}", std::process::id(), host_name());
-    f.set_len(0)
-        .and_then(|()| f.rewind())
-        .and_then(|()| f.write_all(me.as_bytes()))
-        .map_err(|e| Error::io(&path, e))?;
-    Ok(f)
-}
-
 /// Where each contig cut starts, counted on demand and shared between tasks through
 /// `<WORK_DIR>/counts/`.
 pub(super) struct CutCounts<'a> {
     plan: &'a PartitionPlan,
     cs: &'a CallSet,
     set: &'a ArraySet,
-    dir: PathBuf,
+    space: &'a Space,
     reader: Option<(usize, PieceReader)>,
 }
 
@@ -113,9 +82,12 @@ impl CutCounts<'_> {
         if c.cuts.len() == 1 {
             return Ok(c.records);
         }
-        let path = self.dir.join(format!("{contig}.{cut}"));
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            if let Ok(n) = text.trim().parse::<u64>() {
+        let key = format!("counts/{contig}.{cut}");
+        if let Some(text) = self.space.get(&key)? {
+            if let Some(n) = std::str::from_utf8(&text)
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+            {
                 return Ok(n);
             }
         }
@@ -140,12 +112,7 @@ impl CutCounts<'_> {
             seconds = t.elapsed().as_secs_f64(),
             "counted a cut"
         );
-        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
-        let tmp = self
-            .dir
-            .join(format!(".{contig}.{cut}.{}", std::process::id()));
-        std::fs::write(&tmp, format!("{n}\n")).map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        self.space.put(&key, format!("{n}\n").as_bytes())?;
         Ok(n)
     }
 }
@@ -168,40 +135,44 @@ pub fn run(
         ));
     }
     let cs = plan.open_checked(plan_path, request)?;
-    if is_complete(&plan.output) {
+    let space = Space::of(&plan.output)?;
+    if space.is_complete()? {
         return Err(Error::Usage(format!(
             "{}: already a complete store (finalize ran); remove it to convert again",
             plan.output.display()
         )));
     }
-    let store = StoreDir::join(&plan.output, &plan.id)?;
-    let work = plan.work_dir();
-    std::fs::create_dir_all(&work).map_err(|e| Error::io(&work, e))?;
-    let _lock = lock_partition(&work, k)?;
+    let (store, claim) = space.open_partition(&plan.id, k)?;
+    let root = store.root.clone();
     // A previous attempt's leftovers: its record, its failure, its own files.
     for stale in [format!("{k}.json"), format!("{k}.failed"), k.to_string()] {
-        remove_if_present(&work.join(stale))?;
+        space.remove(&stale)?;
     }
-    let result = run_locked(&plan, &cs, k, store, request, progress, t0);
+    remove_if_present(&root.join(WORK_DIR).join(k.to_string()))?;
+    let result = run_claimed(&plan, &cs, &space, k, store, &claim, request, progress, t0);
     if let Err(e) = &result {
-        let _ = std::fs::write(work.join(format!("{k}.failed")), format!("{e}\n"));
+        let _ = space.put(&format!("{k}.failed"), format!("{e}\n").as_bytes());
     }
+    drop(claim);
+    space.drop_staging(&root);
     result
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(super) fn run_locked(
+fn run_claimed(
     plan: &PartitionPlan,
     cs: &CallSet,
+    space: &Space,
     k: usize,
     store: StoreDir,
+    claim: &Claim,
     request: &PlanRequest,
     progress: bool,
     t0: Instant,
 ) -> Result<PartitionSummary> {
     let part = &plan.partitions[k];
-    let work = plan.work_dir();
-    let own = work.join(k.to_string());
+    let root = store.root.clone();
+    let own = root.join(WORK_DIR).join(k.to_string());
     let schema = &cs.schema;
     let set = ArraySet::new(schema);
     let geometry = plan.geometry;
@@ -210,7 +181,7 @@ pub(super) fn run_locked(
         plan,
         cs,
         set: &set,
-        dir: work.join("counts"),
+        space,
         reader: None,
     };
     // Own cuts first (a neighbour started at the same time needs them), then the
@@ -443,7 +414,7 @@ pub(super) fn run_locked(
     pb.finish_and_clear();
     let output = output?;
     let files = writer.written_files(&output)?;
-    let digest = digest_files(&plan.output, &files)?;
+    let digest = digest_files(&root, &files)?;
     let record = PartitionRecord {
         plan: plan.id.clone(),
         partition: k,
@@ -457,8 +428,11 @@ pub(super) fn run_locked(
         host: host_name(),
     };
     let n_files = record.files.len();
-    write_whole(
-        &work.join(format!("{k}.json")),
+    space.publish(
+        &root,
+        &record.files,
+        k,
+        claim,
         &serde_json::to_vec(&record).expect("records serialise"),
     )?;
     Ok(PartitionSummary {

@@ -225,6 +225,24 @@ impl Writer {
         Ok(files)
     }
 
+    /// The shard files (relative paths) of the rows [`outgrown_rows`](Self::outgrown_rows)
+    /// counts, as the partitions wrote them (an all-fill shard is not written, so
+    /// some may not exist): what finishing reads and replaces.
+    pub(crate) fn outgrown_files(&self) -> Vec<String> {
+        let finals = self.layouts();
+        let cps = self.chunks_per_sample_shard();
+        let mut files = Vec::new();
+        for ((rows, f), spec) in self.history.iter().zip(&finals).zip(&self.set.arrays) {
+            for (&row, info) in rows.iter().filter(|(_, i)| i.layout != *f) {
+                for j in 0..self.sample_chunks(spec).div_ceil(cps) {
+                    let indices = self.shard_indices(spec, &info.layout, row, j);
+                    files.push(svar2_store::key::chunk_key(&spec.name, &indices));
+                }
+            }
+        }
+        files
+    }
+
     /// Shard rows some partition wrote under a layout other than the final one
     /// (finishing re-encodes them in place).
     pub(crate) fn outgrown_rows(&self) -> usize {
