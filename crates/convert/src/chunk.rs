@@ -9,7 +9,7 @@ use svar2_store::Dtype;
 use svar2_vcf::column::Batch;
 use svar2_vcf::column::{Column, Values, FLOAT32_FILL, FLOAT32_MISSING};
 use svar2_vcf::columns::{Base, Source};
-use svar2_vcf::packed::{unpack_diploid, Bits};
+use svar2_vcf::packed::{negative_alleles, unpack_diploid, unpack_diploid_bytes, Bits};
 
 /// Which part of a column one inner chunk covers.
 #[derive(Debug, Clone, Copy)]
@@ -105,7 +105,9 @@ fn lay_out<S: Copy, T: Copy + Default + Scratch>(
 
 /// [`lay_out`] for packed diploid calls ([`Values::Diploid`]): every record holds two
 /// values per sample (or none, when absent), read through a table of `f` over the 256
-/// possible bytes.
+/// possible bytes — or, where given and the cell is a pair, by `pairs`, which unpacks
+/// a run of calls into `f`'s values at once (vectorized byte outputs).
+#[allow(clippy::too_many_arguments)]
 fn lay_out_diploid<T: Copy + Default + Scratch>(
     col: &Column,
     v: &ChunkView,
@@ -114,6 +116,7 @@ fn lay_out_diploid<T: Copy + Default + Scratch>(
     absent: T,
     packed: &[u8],
     f: impl Fn(i8) -> T,
+    pairs: Option<fn(&[u8], &mut [T])>,
 ) -> Vec<T> {
     let table: Vec<[T; 2]> = (0..=255u8).map(|b| unpack_diploid(b).map(&f)).collect();
     let mut out = T::buffer();
@@ -128,7 +131,9 @@ fn lay_out_diploid<T: Copy + Default + Scratch>(
         debug_assert_eq!(w, 2, "packed calls are diploid");
         let first = col.starts[v.r0 + r] / 2 + v.s0;
         let src = &packed[first..first + v.ns];
-        if cell == 2 {
+        if let (2, Some(pairs)) = (cell, pairs) {
+            pairs(src, row);
+        } else if cell == 2 {
             for (dst, &b) in row.chunks_exact_mut(2).zip(src) {
                 dst.copy_from_slice(&table[b as usize]);
             }
@@ -181,7 +186,7 @@ fn lay_out_ints<T: Copy + Default + Scratch>(
         Values::Int(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64)),
         Values::Long(vals) => lay_out(col, v, cell, pad, absent, vals, f),
         Values::Int8(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64)),
-        Values::Diploid(b) => lay_out_diploid(col, v, cell, pad, absent, b, |x| f(x as i64)),
+        Values::Diploid(b) => lay_out_diploid(col, v, cell, pad, absent, b, |x| f(x as i64), None),
         _ => unreachable!("int column"),
     }
 }
@@ -194,7 +199,17 @@ fn ints(col: &Column, v: &ChunkView, cell: usize, dtype: Dtype) -> Vec<u8> {
             return lay_out(col, v, cell, -2i8 as u8, -1i8 as u8, vals, |x| x as u8);
         }
         (Values::Diploid(b), Dtype::I8) => {
-            return lay_out_diploid(col, v, cell, -2i8 as u8, -1i8 as u8, b, |x| x as u8);
+            let pairs: fn(&[u8], &mut [u8]) = unpack_diploid_bytes;
+            return lay_out_diploid(
+                col,
+                v,
+                cell,
+                -2i8 as u8,
+                -1i8 as u8,
+                b,
+                |x| x as u8,
+                Some(pairs),
+            );
         }
         _ => {}
     }
@@ -227,9 +242,13 @@ fn first_char(s: &[u8]) -> u32 {
 pub fn materialize(spec: &ArraySpec, col: &Column, layout: &Layout, v: &ChunkView) -> Raw {
     let cell = layout.cell();
     match (spec.base, spec.source) {
-        (_, Source::GenotypeMask) => {
-            Raw::Fixed(lay_out_ints(col, v, cell, 1u8, 1u8, |x| u8::from(x < 0)))
-        }
+        (_, Source::GenotypeMask) => Raw::Fixed(match &col.values {
+            Values::Diploid(b) => {
+                let pairs: fn(&[u8], &mut [u8]) = negative_alleles;
+                lay_out_diploid(col, v, cell, 1, 1, b, |x| u8::from(x < 0), Some(pairs))
+            }
+            _ => lay_out_ints(col, v, cell, 1u8, 1u8, |x| u8::from(x < 0)),
+        }),
         (_, Source::IdMask) => {
             let idx = lay_out_indices(col, v, 1);
             Raw::Fixed(
