@@ -103,6 +103,10 @@ fn lay_out<S: Copy, T: Copy + Default + Scratch>(
     out
 }
 
+/// Unpacks a run of packed calls into a row of pairs at once (vectorized byte outputs
+/// from `packed.rs`).
+type Pairs<T> = fn(&[u8], &mut [T]);
+
 /// [`lay_out`] for packed diploid calls ([`Values::Diploid`]): every record holds two
 /// values per sample (or none, when absent), read through a table of `f` over the 256
 /// possible bytes — or, where given and the cell is a pair, by `pairs`, which unpacks
@@ -116,7 +120,7 @@ fn lay_out_diploid<T: Copy + Default + Scratch>(
     absent: T,
     packed: &[u8],
     f: impl Fn(i8) -> T,
-    pairs: Option<fn(&[u8], &mut [T])>,
+    pairs: Option<Pairs<T>>,
 ) -> Vec<T> {
     let table: Vec<[T; 2]> = (0..=255u8).map(|b| unpack_diploid(b).map(&f)).collect();
     let mut out = T::buffer();
@@ -199,7 +203,7 @@ fn ints(col: &Column, v: &ChunkView, cell: usize, dtype: Dtype) -> Vec<u8> {
             return lay_out(col, v, cell, -2i8 as u8, -1i8 as u8, vals, |x| x as u8);
         }
         (Values::Diploid(b), Dtype::I8) => {
-            let pairs: fn(&[u8], &mut [u8]) = unpack_diploid_bytes;
+            let pairs: Pairs<u8> = unpack_diploid_bytes;
             return lay_out_diploid(
                 col,
                 v,
@@ -244,7 +248,7 @@ pub fn materialize(spec: &ArraySpec, col: &Column, layout: &Layout, v: &ChunkVie
     match (spec.base, spec.source) {
         (_, Source::GenotypeMask) => Raw::Fixed(match &col.values {
             Values::Diploid(b) => {
-                let pairs: fn(&[u8], &mut [u8]) = negative_alleles;
+                let pairs: Pairs<u8> = negative_alleles;
                 lay_out_diploid(col, v, cell, 1, 1, b, |x| u8::from(x < 0), Some(pairs))
             }
             _ => lay_out_ints(col, v, cell, 1u8, 1u8, |x| u8::from(x < 0)),

@@ -3,8 +3,8 @@
 
 use super::call_set::CallSet;
 use super::records::{
-    host_name, plan_error, remove_if_present, PartitionPlan, PartitionRecord, PartitionSummary,
-    PlannedPartition, PlannedSpan, Spill, WORK_DIR,
+    host_name, plan_error, PartitionPlan, PartitionRecord, PartitionSummary, PlannedPartition,
+    PlannedSpan, Spill, WORK_DIR,
 };
 use super::space::{Claim, Space};
 use crate::arrays::{ArraySet, Stats};
@@ -148,7 +148,6 @@ pub fn run(
     for stale in [format!("{k}.json"), format!("{k}.failed"), k.to_string()] {
         space.remove(&stale)?;
     }
-    remove_if_present(&root.join(WORK_DIR).join(k.to_string()))?;
     let result = run_claimed(&plan, &cs, &space, k, store, &claim, request, progress, t0);
     if let Err(e) = &result {
         let _ = space.put(&format!("{k}.failed"), format!("{e}\n").as_bytes());
