@@ -387,7 +387,7 @@ fn faults_are_one_line_and_never_leave_a_complete_looking_store() {
     );
 
     // A missing bucket; a plain http:// endpoint not allowed; other schemes; a bucket
-    // URL where a local file belongs; partitions into a bucket.
+    // URL where a local file belongs.
     let err = fails(
         s3.svar2()
             .args(["convert", "-q", input, "s3://no-such-bucket-svar2/x.zarr"]),
@@ -404,16 +404,6 @@ fn faults_are_one_line_and_never_leave_a_complete_looking_store() {
     assert!(err.contains("gs:// URLs are not supported"), "{err}");
     let err = s3.fails(&["convert", "-q", "s3://svar2-test/in.vcf.gz", "out.zarr"]);
     assert!(err.contains("local files"), "{err}");
-    let err = s3.fails(&[
-        "plan",
-        "--partitions",
-        "2",
-        "-o",
-        dir.path().join("p.json").to_str().unwrap(),
-        input,
-        "s3://svar2-test/p.zarr",
-    ]);
-    assert!(err.contains("not supported yet"), "{err}");
 }
 
 #[test]
