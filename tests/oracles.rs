@@ -198,13 +198,7 @@ fn sgkit_statistics_equal_bio2zarrs() {
     }
     let dir = test_dir();
     let d = dir.path();
-    let vcf = d.join("fmt.vcf");
-    sh_ok(&format!(
-        "python3 {} {} 60 700 GT:AD:DP:GQ 2",
-        root().join("scripts/make_format_vcf.py").display(),
-        vcf.display()
-    ));
-    let vcf = bgzip_indexed(&vcf);
+    let vcf = format_call_set(d, "fmt", 60, 700, "GT:AD:DP:GQ", 2);
     let (ours, theirs) = (d.join("ours.zarr"), d.join("b2z.vcz"));
     let out = svar2()
         .args([

@@ -191,13 +191,7 @@ fn partitions_give_the_single_conversions_bytes() {
 
 /// A fixture whose partitions take long enough to be caught mid-way.
 fn slow_fixture(dir: &Path) -> PathBuf {
-    let vcf = dir.join("slow.vcf");
-    sh_ok(&format!(
-        "python3 {} {} 800 6000 GT:AD:DP:GQ:PL 2",
-        root().join("scripts/make_format_vcf.py").display(),
-        vcf.display()
-    ));
-    bgzip_indexed(&vcf)
+    format_call_set(dir, "slow", 800, 6000, "GT:AD:DP:GQ:PL", 2)
 }
 
 fn spawn_partition(plan: &Path, k: usize) -> std::process::Child {
@@ -213,14 +207,7 @@ fn spawn_partition(plan: &Path, k: usize) -> std::process::Child {
 
 /// Waits until `path` exists (a partition has reached that point).
 fn wait_for(path: &Path, what: &str) {
-    let t0 = Instant::now();
-    while !path.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "{what} never appeared"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    wait_until(what, || path.exists());
 }
 
 #[test]

@@ -563,10 +563,9 @@ fn finalize_in(s3: &Server, dir: &Path, plan: &Path) -> Output {
 /// Waits until partition `k`'s task has claimed it and is converting (its own work
 /// directory exists in its staging directory under `dir`).
 fn wait_converting(dir: &Path, k: usize) {
-    let t0 = Instant::now();
     let pattern = format!("-partition-{k}");
-    loop {
-        let found = std::fs::read_dir(dir.join("svar2-staging"))
+    wait_until(&format!("partition {k} converting"), || {
+        std::fs::read_dir(dir.join("svar2-staging"))
             .ok()
             .is_some_and(|rd| {
                 rd.flatten().any(|e| {
@@ -576,16 +575,8 @@ fn wait_converting(dir: &Path, k: usize) {
                             .join(k.to_string())
                             .exists()
                 })
-            });
-        if found {
-            return;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "partition {k} never started converting"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+            })
+    });
 }
 
 #[test]
@@ -661,13 +652,7 @@ fn a_killed_bucket_partition_is_rerun_alone_and_a_second_task_refuses() {
     let dir = test_dir();
     let d = dir.path();
     // Partitions that take long enough to be caught mid-way.
-    let vcf = d.join("slow.vcf");
-    sh_ok(&format!(
-        "python3 {} {} 800 6000 GT:AD:DP:GQ:PL 2",
-        root().join("scripts/make_format_vcf.py").display(),
-        vcf.display()
-    ));
-    let gz = bgzip_indexed(&vcf);
+    let gz = format_call_set(d, "slow", 800, 6000, "GT:AD:DP:GQ:PL", 2);
     let layout = ["--variants-chunk", "250", "--variants-shard", "500"];
     let local = d.join("single.zarr");
     convert(&gz, &local, &layout);

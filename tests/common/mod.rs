@@ -274,6 +274,38 @@ pub fn bgzip_indexed(vcf: &Path) -> PathBuf {
     gz
 }
 
+/// A generated call set (`scripts/make_format_vcf.py`): `samples` x `records` of
+/// FORMAT `fields` over `contigs` contigs, as `<name>.vcf.gz` in `dir`, indexed.
+pub fn format_call_set(
+    dir: &Path,
+    name: &str,
+    samples: usize,
+    records: usize,
+    fields: &str,
+    contigs: usize,
+) -> PathBuf {
+    let vcf = dir.join(format!("{name}.vcf"));
+    sh_ok(&format!(
+        "python3 {} {} {samples} {records} {fields} {contigs}",
+        root().join("scripts/make_format_vcf.py").display(),
+        vcf.display()
+    ));
+    bgzip_indexed(&vcf)
+}
+
+/// Waits until `ready()` (another process has reached some point), polling every
+/// 2 ms; panics naming `what` after 60 s.
+pub fn wait_until(what: &str, ready: impl Fn() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !ready() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "{what} never happened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
 /// `svar2 plan --dry-run --json EXTRA INPUT`, parsed.
 pub fn plan_json(input: &Path, extra: &[&str]) -> serde_json::Value {
     let o = svar2()
