@@ -274,8 +274,11 @@ pub fn bgzip_indexed(vcf: &Path) -> PathBuf {
     gz
 }
 
-/// A generated call set (`scripts/make_format_vcf.py`): `samples` x `records` of
-/// FORMAT `fields` over `contigs` contigs, as `<name>.vcf.gz` in `dir`, indexed.
+/// A generated call set (`scripts/make_format_vcf.py`, seeded): `samples` x `records`
+/// of FORMAT `fields` over `contigs` contigs, bgzipped and indexed. Made once per
+/// checkout and generator version, in `target/test-fixtures` (the large ones take
+/// ~35 s to make; several tests use them), and shared read-only; `name` labels it
+/// in `dir` while it is made.
 pub fn format_call_set(
     dir: &Path,
     name: &str,
@@ -284,13 +287,49 @@ pub fn format_call_set(
     fields: &str,
     contigs: usize,
 ) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let script = root().join("scripts/make_format_vcf.py");
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::fs::read(&script).expect("the generator").hash(&mut h);
+    let cache = root().join("target/test-fixtures");
+    let key = format!(
+        "{samples}x{records}-{}-{contigs}-{:016x}",
+        fields.replace(':', "_"),
+        h.finish()
+    );
+    let gz = cache.join(format!("{key}.vcf.gz"));
+    let csi = cache.join(format!("{key}.vcf.gz.csi"));
+    // Made by one test at a time (its header names the directory it was made in, so
+    // two makings differ): the others wait on the lock, then find it made.
+    std::fs::create_dir_all(&cache).expect("the fixture cache");
+    let lock = std::fs::File::create(cache.join(format!("{key}.lock"))).expect("its lock");
+    lock.lock().expect("the fixture lock");
+    if gz.is_file() && csi.is_file() {
+        return gz;
+    }
     let vcf = dir.join(format!("{name}.vcf"));
     sh_ok(&format!(
         "python3 {} {} {samples} {records} {fields} {contigs}",
-        root().join("scripts/make_format_vcf.py").display(),
+        script.display(),
         vcf.display()
     ));
-    bgzip_indexed(&vcf)
+    let made = bgzip_indexed(&vcf);
+    // Copied aside (data, then index: the index stays the newer file, as htslib
+    // wants), then renamed index first: a test killed meanwhile leaves no data
+    // without its index.
+    let me = format!("{}.{:?}", std::process::id(), std::thread::current().id());
+    let made_csi = PathBuf::from(format!("{}.csi", made.display()));
+    let (tmp_gz, tmp_csi) = (
+        cache.join(format!(".{key}.{me}.gz")),
+        cache.join(format!(".{key}.{me}.csi")),
+    );
+    for (from, to) in [(&made, &tmp_gz), (&made_csi, &tmp_csi)] {
+        std::fs::copy(from, to).expect("the call set cached");
+    }
+    for (from, to) in [(&tmp_csi, &csi), (&tmp_gz, &gz)] {
+        std::fs::rename(from, to).expect("the call set cached");
+    }
+    gz
 }
 
 /// Waits until `ready()` (another process has reached some point), polling every
