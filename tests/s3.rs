@@ -579,16 +579,19 @@ fn wait_converting(dir: &Path, k: usize) {
     });
 }
 
+/// A bucket-partition test's server and directory (`None`: skipped, said why).
+fn partition_test(test: &str) -> Option<(Server, TestDir)> {
+    if !tools(test, &[Tool::Bcftools]) {
+        return None;
+    }
+    Some((Server::start(test, false)?, test_dir()))
+}
+
 #[test]
 fn partitions_write_one_bucket_store() {
-    let test = "partitions_write_one_bucket_store";
-    if !tools(test, &[Tool::Bcftools]) {
-        return;
-    }
-    let Some(s3) = Server::start(test, false) else {
+    let Some((s3, dir)) = partition_test("partitions_write_one_bucket_store") else {
         return;
     };
-    let dir = test_dir();
     let d = dir.path();
     // The growth fixture (rows the whole data outgrows: finalize fetches, re-lays and
     // replaces them in the bucket) and every field kind with shared inner chunks.
@@ -642,14 +645,11 @@ fn partitions_write_one_bucket_store() {
 
 #[test]
 fn a_killed_bucket_partition_is_rerun_alone_and_a_second_task_refuses() {
-    let test = "a_killed_bucket_partition_is_rerun_alone_and_a_second_task_refuses";
-    if !tools(test, &[Tool::Bcftools]) {
-        return;
-    }
-    let Some(s3) = Server::start(test, false) else {
+    let Some((s3, dir)) =
+        partition_test("a_killed_bucket_partition_is_rerun_alone_and_a_second_task_refuses")
+    else {
         return;
     };
-    let dir = test_dir();
     let d = dir.path();
     // Partitions that take long enough to be caught mid-way.
     let gz = format_call_set(d, "slow", 800, 6000, "GT:AD:DP:GQ:PL", 2);
