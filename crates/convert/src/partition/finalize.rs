@@ -105,10 +105,14 @@ pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSumma
             ),
         ));
     }
-    // Every file a partition wrote is still whole.
+    // Every file a partition wrote is still whole (one listing of a bucket for all).
+    let keys: Vec<&str> = records
+        .iter()
+        .flat_map(|r| r.files.iter().map(|(rel, _)| rel.as_str()))
+        .collect();
+    let mut sizes = space.sizes(&keys)?.into_iter();
     for r in &records {
-        let keys: Vec<&str> = r.files.iter().map(|(rel, _)| rel.as_str()).collect();
-        for ((rel, bytes), now) in r.files.iter().zip(space.sizes(&keys)?) {
+        for ((rel, bytes), now) in r.files.iter().zip(sizes.by_ref()) {
             if now != Some(*bytes) {
                 return Err(plan_error(
                     plan_path,
