@@ -60,6 +60,13 @@ impl HtsFile {
         unsafe { htslib::hts_getline(self.0, KS_SEP_LINE, &mut ks.0) }
     }
 
+    /// Gives the handle `n` helper threads that inflate BGZF blocks ahead of the
+    /// reader (no effect on plain text); false if htslib refused.
+    pub(crate) fn set_threads(&mut self, n: usize) -> bool {
+        // SAFETY: the handle is open; htslib makes and owns the thread pool.
+        unsafe { htslib::hts_set_threads(self.0, n as i32) == 0 }
+    }
+
     /// The BGZF stream under the handle, for index iterators.
     pub(crate) fn bgzf(&self) -> *mut htslib::BGZF {
         // SAFETY: the handle is open.
