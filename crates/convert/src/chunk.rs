@@ -26,27 +26,70 @@ pub struct ChunkView {
     pub cols: usize,
 }
 
-/// Where chunk layouts get their output buffer. Byte buffers are recycled per thread
-/// ([`recycle`]): a fresh multi-megabyte buffer per chunk costs page faults and zeroing
-/// of new pages, a fifth of all CPU time in profiles of the shared corpus.
-trait Scratch: Sized {
-    fn buffer() -> Vec<Self> {
-        Vec::new()
-    }
+/// A value a chunk holds: a plain integer (or a float's bits), for which every bit
+/// pattern is valid and zero bytes are the fill value (`T::default()`).
+///
+/// # Safety
+/// Implemented only for primitive integers.
+unsafe trait Plain: Copy + Default {
+    fn write_le(self, out: &mut [u8]);
 }
-impl Scratch for u8 {
-    fn buffer() -> Vec<u8> {
-        POOL.with(|p| p.borrow_mut().pop()).unwrap_or_default()
-    }
+macro_rules! plain {
+    ($($t:ty)*) => {$(
+        // SAFETY: a primitive integer: any bits are a valid value, zero is its default.
+        unsafe impl Plain for $t {
+            fn write_le(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+        }
+    )*};
 }
-impl Scratch for i8 {}
-impl Scratch for i16 {}
-impl Scratch for i32 {}
-impl Scratch for i64 {}
-impl Scratch for u32 {}
+plain!(u8 i16 i32 i64 u32);
 
 thread_local! {
     static POOL: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Chunk buffers each encoding thread keeps for the next chunks.
+const POOLED: usize = 4;
+
+/// An empty byte buffer from this thread's pool, one holding `bytes` if any does:
+/// a fresh multi-megabyte buffer per chunk costs page faults and the zeroing of new
+/// pages (a fifth of all CPU time in profiles of the shared corpus, and a quarter of
+/// fmt2000's page faults when only byte outputs were pooled).
+fn pooled(bytes: usize) -> Vec<u8> {
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        let fits = (0..p.len())
+            .filter(|&i| p[i].capacity() >= bytes)
+            .min_by_key(|&i| p[i].capacity());
+        let pick = fits.or_else(|| (0..p.len()).max_by_key(|&i| p[i].capacity()));
+        pick.map(|i| p.swap_remove(i)).unwrap_or_default()
+    })
+}
+
+/// A chunk of `n` values of `T`, zeroed (the fill value), then laid out by `fill`,
+/// as the little-endian bytes the codec takes. On a little-endian machine the values
+/// are written straight into a pooled byte buffer; elsewhere through a typed copy.
+fn chunk_bytes<T: Plain>(n: usize, fill: impl FnOnce(&mut [T])) -> Vec<u8> {
+    let size = std::mem::size_of::<T>();
+    let mut out = pooled(n * size);
+    out.resize(n * size, 0);
+    if cfg!(target_endian = "little") {
+        // SAFETY: `Plain` types take any bit pattern, and align_to_mut hands back only
+        // the aligned middle (checked to be the whole buffer before use).
+        let (head, mid, tail) = unsafe { out.align_to_mut::<T>() };
+        if head.is_empty() && tail.is_empty() {
+            fill(mid);
+            return out;
+        }
+    }
+    let mut vals = vec![T::default(); n];
+    fill(&mut vals);
+    for (d, v) in out.chunks_exact_mut(size).zip(vals) {
+        v.write_le(d);
+    }
+    out
 }
 
 /// Returns a laid-out chunk's buffer to this thread's pool once it is encoded.
@@ -55,7 +98,7 @@ pub fn recycle(raw: Raw) {
         v.clear();
         POOL.with(|p| {
             let mut p = p.borrow_mut();
-            if p.len() < 4 {
+            if p.len() < POOLED {
                 p.push(v);
             }
         });
@@ -64,9 +107,10 @@ pub fn recycle(raw: Raw) {
 
 /// Lays out a column's values as `[rows][cols][cell]`, mapping each through `f`;
 /// `pad` goes past a record's own values, `absent` where the field is missing from the
-/// record, and the fill value (`T::default()`) outside the real records and samples.
+/// record, and the fill value already in `out` (`v.rows * v.cols * cell` values)
+/// outside the real records and samples.
 #[allow(clippy::too_many_arguments)]
-fn lay_out<S: Copy, T: Copy + Default + Scratch>(
+fn lay_out<S: Copy, T: Copy>(
     col: &Column,
     v: &ChunkView,
     cell: usize,
@@ -74,9 +118,8 @@ fn lay_out<S: Copy, T: Copy + Default + Scratch>(
     absent: T,
     vals: &[S],
     f: impl Fn(S) -> T,
-) -> Vec<T> {
-    let mut out = T::buffer();
-    out.resize(v.rows * v.cols * cell, T::default());
+    out: &mut [T],
+) {
     for r in 0..v.nr {
         let w = col.widths[v.r0 + r] as usize;
         let start = col.starts[v.r0 + r];
@@ -100,7 +143,6 @@ fn lay_out<S: Copy, T: Copy + Default + Scratch>(
             }
         }
     }
-    out
 }
 
 /// Unpacks a run of packed calls into a row of pairs at once (vectorized byte outputs
@@ -112,7 +154,7 @@ type Pairs<T> = fn(&[u8], &mut [T]);
 /// possible bytes — or, where given and the cell is a pair, by `pairs`, which unpacks
 /// a run of calls into `f`'s values at once (vectorized byte outputs).
 #[allow(clippy::too_many_arguments)]
-fn lay_out_diploid<T: Copy + Default + Scratch>(
+fn lay_out_diploid<T: Copy>(
     col: &Column,
     v: &ChunkView,
     cell: usize,
@@ -121,10 +163,9 @@ fn lay_out_diploid<T: Copy + Default + Scratch>(
     packed: &[u8],
     f: impl Fn(i8) -> T,
     pairs: Option<Pairs<T>>,
-) -> Vec<T> {
+    out: &mut [T],
+) {
     let table: Vec<[T; 2]> = (0..=255u8).map(|b| unpack_diploid(b).map(&f)).collect();
-    let mut out = T::buffer();
-    out.resize(v.rows * v.cols * cell, T::default());
     for r in 0..v.nr {
         let w = col.widths[v.r0 + r] as usize;
         let row = &mut out[r * v.cols * cell..(r * v.cols + v.ns) * cell];
@@ -149,13 +190,10 @@ fn lay_out_diploid<T: Copy + Default + Scratch>(
             }
         }
     }
-    out
 }
 
 /// [`lay_out`] for booleans packed eight to a byte.
-fn lay_out_bits(col: &Column, v: &ChunkView, cell: usize, bits: &Bits) -> Vec<u8> {
-    let mut out = u8::buffer();
-    out.resize(v.rows * v.cols * cell, 0);
+fn lay_out_bits(col: &Column, v: &ChunkView, cell: usize, bits: &Bits, out: &mut [u8]) {
     for r in 0..v.nr {
         let w = col.widths[v.r0 + r] as usize;
         let start = col.starts[v.r0 + r];
@@ -173,64 +211,62 @@ fn lay_out_bits(col: &Column, v: &ChunkView, cell: usize, bits: &Bits) -> Vec<u8
             }
         }
     }
-    out
 }
 
 /// Lays out an integer column (i64, i32 or i8) mapping each canonical value through
 /// `f`.
-fn lay_out_ints<T: Copy + Default + Scratch>(
+fn lay_out_ints<T: Copy>(
     col: &Column,
     v: &ChunkView,
     cell: usize,
     pad: T,
     absent: T,
     f: impl Fn(i64) -> T,
-) -> Vec<T> {
+    out: &mut [T],
+) {
     match &col.values {
-        Values::Int(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64)),
-        Values::Long(vals) => lay_out(col, v, cell, pad, absent, vals, f),
-        Values::Int8(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64)),
-        Values::Diploid(b) => lay_out_diploid(col, v, cell, pad, absent, b, |x| f(x as i64), None),
+        Values::Int(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64), out),
+        Values::Long(vals) => lay_out(col, v, cell, pad, absent, vals, f, out),
+        Values::Int8(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64), out),
+        Values::Diploid(b) => {
+            lay_out_diploid(col, v, cell, pad, absent, b, |x| f(x as i64), None, out)
+        }
         _ => unreachable!("int column"),
     }
 }
 
 /// Integers narrowed to `dtype` as little-endian bytes.
 fn ints(col: &Column, v: &ChunkView, cell: usize, dtype: Dtype) -> Vec<u8> {
+    let n = v.rows * v.cols * cell;
     // Genotypes: i8 in, i8 out.
     match (&col.values, dtype) {
         (Values::Int8(vals), Dtype::I8) => {
-            return lay_out(col, v, cell, -2i8 as u8, -1i8 as u8, vals, |x| x as u8);
+            return chunk_bytes(n, |out: &mut [u8]| {
+                lay_out(col, v, cell, -2i8 as u8, -1i8 as u8, vals, |x| x as u8, out)
+            });
         }
         (Values::Diploid(b), Dtype::I8) => {
             let pairs: Pairs<u8> = unpack_diploid_bytes;
-            return lay_out_diploid(
-                col,
-                v,
-                cell,
-                -2i8 as u8,
-                -1i8 as u8,
-                b,
-                |x| x as u8,
-                Some(pairs),
-            );
+            return chunk_bytes(n, |out: &mut [u8]| {
+                let f = |x: i8| x as u8;
+                lay_out_diploid(col, v, cell, -2i8 as u8, -1i8 as u8, b, f, Some(pairs), out)
+            });
         }
         _ => {}
     }
     match dtype {
-        Dtype::I8 => lay_out_ints(col, v, cell, -2i8 as u8, -1i8 as u8, |x| x as i8 as u8),
-        Dtype::I16 => lay_out_ints(col, v, cell, -2i16, -1i16, |x| x as i16)
-            .into_iter()
-            .flat_map(i16::to_le_bytes)
-            .collect(),
-        Dtype::I32 => lay_out_ints(col, v, cell, -2i32, -1i32, |x| x as i32)
-            .into_iter()
-            .flat_map(i32::to_le_bytes)
-            .collect(),
-        Dtype::I64 => lay_out_ints(col, v, cell, -2i64, -1i64, |x| x)
-            .into_iter()
-            .flat_map(i64::to_le_bytes)
-            .collect(),
+        Dtype::I8 => chunk_bytes(n, |out: &mut [u8]| {
+            lay_out_ints(col, v, cell, -2i8 as u8, -1i8 as u8, |x| x as i8 as u8, out)
+        }),
+        Dtype::I16 => chunk_bytes(n, |out: &mut [i16]| {
+            lay_out_ints(col, v, cell, -2, -1, |x| x as i16, out)
+        }),
+        Dtype::I32 => chunk_bytes(n, |out: &mut [i32]| {
+            lay_out_ints(col, v, cell, -2, -1, |x| x as i32, out)
+        }),
+        Dtype::I64 => chunk_bytes(n, |out: &mut [i64]| {
+            lay_out_ints(col, v, cell, -2, -1, |x| x, out)
+        }),
         d => unreachable!("int array as {d:?}"),
     }
 }
@@ -245,14 +281,18 @@ fn first_char(s: &[u8]) -> u32 {
 /// Lays out one inner chunk of `spec` from `col` under `layout`.
 pub fn materialize(spec: &ArraySpec, col: &Column, layout: &Layout, v: &ChunkView) -> Raw {
     let cell = layout.cell();
+    let n = v.rows * v.cols * cell;
     match (spec.base, spec.source) {
-        (_, Source::GenotypeMask) => Raw::Fixed(match &col.values {
-            Values::Diploid(b) => {
-                let pairs: Pairs<u8> = negative_alleles;
-                lay_out_diploid(col, v, cell, 1, 1, b, |x| u8::from(x < 0), Some(pairs))
-            }
-            _ => lay_out_ints(col, v, cell, 1u8, 1u8, |x| u8::from(x < 0)),
-        }),
+        (_, Source::GenotypeMask) => {
+            Raw::Fixed(chunk_bytes(n, |out: &mut [u8]| match &col.values {
+                Values::Diploid(b) => {
+                    let pairs: Pairs<u8> = negative_alleles;
+                    let f = |x: i8| u8::from(x < 0);
+                    lay_out_diploid(col, v, cell, 1, 1, b, f, Some(pairs), out)
+                }
+                _ => lay_out_ints(col, v, cell, 1u8, 1u8, |x| u8::from(x < 0), out),
+            }))
+        }
         (_, Source::IdMask) => {
             let idx = lay_out_indices(col, v, 1);
             Raw::Fixed(
@@ -266,14 +306,26 @@ pub fn materialize(spec: &ArraySpec, col: &Column, layout: &Layout, v: &ChunkVie
             let Values::Float(vals) = &col.values else {
                 unreachable!()
             };
-            let out = lay_out(col, v, cell, FLOAT32_FILL, FLOAT32_MISSING, vals, |x| x);
-            Raw::Fixed(out.into_iter().flat_map(u32::to_le_bytes).collect())
+            Raw::Fixed(chunk_bytes(n, |out: &mut [u32]| {
+                lay_out(
+                    col,
+                    v,
+                    cell,
+                    FLOAT32_FILL,
+                    FLOAT32_MISSING,
+                    vals,
+                    |x| x,
+                    out,
+                )
+            }))
         }
         (Base::Bool, _) => {
             let Values::Bool(bits) = &col.values else {
                 unreachable!()
             };
-            Raw::Fixed(lay_out_bits(col, v, cell, bits))
+            Raw::Fixed(chunk_bytes(n, |out: &mut [u8]| {
+                lay_out_bits(col, v, cell, bits, out)
+            }))
         }
         (Base::Str, _) | (Base::Char, _) => {
             let idx = lay_out_indices(col, v, cell);
