@@ -1,7 +1,8 @@
 """Read a patch list with zarr-python, for tests/reader.rs to compare svar2's reader with.
 
-Usage: read_patches.py STORE ARRAY PATCHES.json OUT.bin
-Each patch [variant_start, n_variants, sample_start, n_samples] selects those variants
+Usage: read_patches.py STORE PATCHES.json OUT ARRAY...
+For each ARRAY (one process for all: zarr-python's start-up is a second), OUT.ARRAY
+gets the patches' bytes. Each patch [variant_start, n_variants, sample_start, n_samples] selects those variants
 (and samples, when the array has a samples axis) and every value of the other axes;
 the selections' bytes (C order, little endian) are written one after the other.
 """
@@ -12,12 +13,12 @@ import numpy as np
 import zarr
 
 
-def main(store, array, patches, out):
+def read(store, array, patches, out):
     a = zarr.open_array(f"{store}/{array}", mode="r")
     meta = a.metadata
     dims = getattr(meta, "dimension_names", None) or a.attrs.get("_ARRAY_DIMENSIONS")
     with open(out, "wb") as f:
-        for v0, nv, s0, ns in json.load(open(patches)):
+        for v0, nv, s0, ns in patches:
             sel = []
             for d in dims:
                 if d == "variants":
@@ -28,6 +29,12 @@ def main(store, array, patches, out):
                     sel.append(slice(None))
             x = np.ascontiguousarray(a[tuple(sel)])
             f.write(x.astype(x.dtype.newbyteorder("<")).tobytes())
+
+
+def main(store, patches, out, *arrays):
+    patches = json.load(open(patches))
+    for array in arrays:
+        read(store, array, patches, f"{out}.{array}")
 
 
 if __name__ == "__main__":
