@@ -1,5 +1,5 @@
 """One flipped bit anywhere in a store's chunk data or shard indexes is always caught:
-1,000 random single-bit flips, each run through `svar2 verify`, `svar2 read`,
+500 random single-bit flips, each run through `svar2 verify`, `svar2 read`,
 `svar2 bench-read`, `svar2 rechunk`, `svar2 view` and the Python `store.read` — every
 one fails naming the damaged chunk, none panics, none prints a wrong value."""
 
@@ -18,7 +18,9 @@ import pytest
 import svar2
 from conftest import CORPUS, ROOT, need, run
 
-FLIPS = 1000
+# 500 hit the store's 30+ shard files many times each (weighted by size) in ~25 s
+# of CI (1,000 took ~70 s and, like 500, were all caught).
+FLIPS = 500
 
 
 def exe():
@@ -187,4 +189,4 @@ def test_every_single_bit_flip_is_caught(flip_store, tmp_path):
     assert not problems, (kinds, problems[:3])
     assert caught["verify"] == FLIPS and caught["rechunk"] == FLIPS, caught
     assert caught["view"] == FLIPS, caught
-    assert caught["python"] > FLIPS // 2 and caught["read"] > 50, caught
+    assert caught["python"] > FLIPS // 2 and caught["read"] > FLIPS // 20, caught
