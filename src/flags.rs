@@ -63,8 +63,8 @@ pub struct BudgetArgs {
     #[arg(long, default_value = "auto", value_parser = parse_max_mem)]
     pub max_mem: MaxMem,
     /// Encoding threads (default: every usable core, cgroup quota and affinity applied).
-    /// Readers are threads of their own, each with a helper inflating BGZF blocks
-    /// when the records carry FORMAT numbers or from 4 threads (none at 1).
+    /// Readers are threads of their own; from 4, a streaming reader also gets a
+    /// helper inflating BGZF blocks ahead of it.
     #[arg(long)]
     pub threads: Option<usize>,
 }

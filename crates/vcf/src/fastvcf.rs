@@ -151,18 +151,6 @@ impl TextReader {
         self.fp.set_threads(n)
     }
 
-    /// Whether the record read ahead at open has FORMAT fields besides GT: per-sample
-    /// numbers to parse, which make the reader (not the encoders) the slow stage.
-    pub fn pending_has_sample_values(&self) -> bool {
-        self.pending.is_some_and(|r| r >= 0)
-            && self
-                .ks
-                .bytes()
-                .split(|&b| b == b'\t')
-                .nth(8)
-                .is_some_and(|f| f != b"GT")
-    }
-
     /// CHROM of the line read ahead at open, if any.
     pub fn pending_contig(&self) -> Option<String> {
         self.pending.filter(|&r| r >= 0)?;

@@ -22,9 +22,12 @@ pub fn quiet_htslib() {
     unsafe { htslib::hts_set_log_level(htslib::htsLogLevel_HTS_LOG_OFF) };
 }
 
-/// Threads (`--threads`) from which a reader always gets a helper inflating BGZF
-/// blocks: inflate is a small share of a GT-only reader's time, and a helper only
-/// pays once the cores are not all busy encoding.
+/// Encoding threads (`--threads`) from which a reader (BCF or bgzipped VCF) gets a
+/// helper thread inflating BGZF blocks ahead of it: one streaming reader then feeds
+/// more encoders than it can keep busy, and inflate is up to a third of its time. On
+/// two cores the helper only takes the encoders' time: fmt2000.vcf.gz 1.13 s without,
+/// 1.12 s with (median of 9), sim.vcf.gz slower with it (0.76 -> 0.86 s at
+/// `--threads 1`, htslib's thread pool adding 0.2 s of system time).
 const INFLATE_HELPER_THREADS: usize = 4;
 
 /// An open VCF/BCF file and its parsed header.
@@ -99,15 +102,10 @@ impl VcfReader {
         Self::finish_open(path, inner)
     }
 
-    /// VCF text, with a thread inflating BGZF blocks ahead of the parse where that
-    /// pays (never at `threads` 1, a header read or `--threads 1`): on many cores, or
-    /// where the records carry per-sample numbers (AD, DP,
-    /// PL …). Their parse makes the one reader the pipeline's slow stage (the encoders
-    /// wait for it), and inflate is a third of the reader's time; on two cores a
-    /// helper for a GT-only file, whose encoders are the slow stage, only takes their
-    /// time (fmt2000: 1.34 -> 1.17 s; sim.vcf.gz: 0.79 -> 0.93 s with it).
+    /// VCF text, with a thread inflating BGZF blocks ahead of the parse from
+    /// [`INFLATE_HELPER_THREADS`] on, as BCF.
     fn text(mut t: TextReader, threads: usize) -> Inner {
-        if threads >= INFLATE_HELPER_THREADS || (threads >= 2 && t.pending_has_sample_values()) {
+        if threads >= INFLATE_HELPER_THREADS {
             t.set_inflate_threads(1);
         }
         Inner::Text(Box::new(t), Box::default())
