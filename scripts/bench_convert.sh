@@ -98,19 +98,22 @@ p, pr = r["plan"], r.get("probe") or {}
 print("cc=%s w=%s (%s; probe ratio t_read/t_exec = %s)" % (p["cc"], p["w"], p["readers_from"], pr.get("raw_w", "-")))')"
   echo "svar2 geometry: 1000x1000 inner chunks, as vcf2zarr's default here"
   echo
-  awk -v ref_wall="$(awk 'NR==1{print $(NF-2)}' "$work/rows")" -v ref_bytes="$(awk 'NR==1{print $NF}' "$work/rows")" '
+  # svar2's wall: the median of its --threads 2 runs (1, or 3 with a baseline); a
+  # single run can catch the machine busy.
+  median=$(awk '$1=="svar2" && $2=="--threads" && $3=="2" {print $(NF-2)}' "$work/rows" | sort -n |
+    awk '{w[NR]=$1} END {print w[int((NR+1)/2)]}')
+  awk -v ref_wall="$median" -v ref_bytes="$(awk 'NR==1{print $NF}' "$work/rows")" '
     BEGIN { printf "| %-24s | %8s | %8s | %12s | %16s | %16s |\n", "tool", "wall s", "RSS MB", "output B", "svar2 wall ratio", "svar2 size ratio";
             printf "|%s|%s|%s|%s|%s|%s|\n", "--------------------------", "----------", "----------", "--------------", "------------------", "------------------" }
     { name=$1; for(i=2;i<=NF-3;i++) name=name" "$i;
       w=$(NF-2); r=$(NF-1); b=$NF;
       if (w == "-") { printf "| %-24s | %8s | %8s | %12s | %16s | %16s |\n", name, ">" limit " s", "-", "-", "-", "-"; next }
       printf "| %-24s | %8.2f | %8d | %12d | %16.3f | %16s |\n", name, w, r, b, ref_wall/w, (b>0 && name ~ /vcf2zarr/) ? sprintf("%.3f", ref_bytes/b) : "-" }' limit="$peer_timeout" "$work/rows"
-  awk -v f="$base" '$1=="svar2" && $2=="--threads" && $3=="2" && NF==6 {s=$(NF-2)}
-    $1=="svar2" && $2=="--max-mem" {m=$(NF-1)} $1=="bcftools" {b=$(NF-2)}
+  awk -v f="$base" -v s="$median" '$1=="svar2" && $2=="--max-mem" {m=$(NF-1)} $1=="bcftools" {b=$(NF-2)}
     END {print f, s, b, (m == "" ? "-" : m)}' "$work/rows" >> "$work/targets"
 done
 echo
-echo "Targets (issue 27; svar2 --threads 2 wall over bcftools view -Ou's; BCF over svar2's own VCF):"
+echo "Targets (issue 27; svar2's median --threads 2 wall over bcftools view -Ou's; BCF over svar2's own VCF):"
 awk '{ wall[$1]=$2; bt[$1]=$3; rss4[$1]=$4 }
   END { for (f in wall) if (f ~ /\.vcf\.gz$/) {
           b = f; sub(/\.vcf\.gz$/, ".bcf", b)
@@ -120,5 +123,5 @@ awk '{ wall[$1]=$2; bt[$1]=$3; rss4[$1]=$4 }
           if (b in wall) printf "; BCF %.2f s = %.2f x svar2 VCF (target <= 0.40)", wall[b], wall[b]/wall[f]
           printf "\n" } }' "$work/targets" | sort
 echo
-echo "svar2 wall ratio = svar2 --threads 2 wall / tool wall (lower is better for svar2);"
+echo "svar2 wall ratio = svar2's median --threads 2 wall / tool wall (lower is better for svar2);"
 echo "svar2 size ratio = svar2 store bytes / bio2zarr store bytes."
