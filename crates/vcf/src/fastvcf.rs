@@ -147,7 +147,7 @@ impl TextReader {
 
     /// Inflates BGZF blocks on `n` helper threads ahead of the parse (no effect on
     /// plain text).
-    pub fn set_inflate_threads(&mut self, n: usize) -> bool {
+    pub fn set_inflate_threads(&mut self, n: usize) {
         self.fp.set_threads(n)
     }
 

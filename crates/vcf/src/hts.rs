@@ -61,10 +61,10 @@ impl HtsFile {
     }
 
     /// Gives the handle `n` helper threads that inflate BGZF blocks ahead of the
-    /// reader (no effect on plain text); false if htslib refused.
-    pub(crate) fn set_threads(&mut self, n: usize) -> bool {
+    /// reader (no effect on plain text; a refusal leaves it reading alone).
+    pub(crate) fn set_threads(&mut self, n: usize) {
         // SAFETY: the handle is open; htslib makes and owns the thread pool.
-        unsafe { htslib::hts_set_threads(self.0, n as i32) == 0 }
+        unsafe { htslib::hts_set_threads(self.0, n as i32) };
     }
 
     /// The BGZF stream under the handle, for index iterators.
