@@ -7,7 +7,7 @@
 mod common;
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 /// `svar2 plan --partitions N -o PLAN ARGS INPUTS OUT`; returns the plan's JSON.
@@ -195,14 +195,7 @@ fn slow_fixture(dir: &Path) -> PathBuf {
 }
 
 fn spawn_partition(plan: &Path, k: usize) -> std::process::Child {
-    svar2()
-        .args(["convert", "-q", "--plan"])
-        .arg(plan)
-        .args(["--partition", &k.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("svar2 starts")
+    spawn_partition_task(svar2(), plan, k)
 }
 
 /// Waits until `path` exists (a partition has reached that point).

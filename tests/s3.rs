@@ -531,14 +531,7 @@ fn bucket_plan(
 }
 
 fn spawn_task(s3: &Server, dir: &Path, plan: &Path, k: usize) -> Child {
-    s3.svar2_in(dir)
-        .args(["convert", "-q", "--plan"])
-        .arg(plan)
-        .args(["--partition", &k.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("svar2 starts")
+    spawn_partition_task(s3.svar2_in(dir), plan, k)
 }
 
 fn task_ok(s3: &Server, dir: &Path, plan: &Path, k: usize) {
@@ -558,6 +551,25 @@ fn finalize_in(s3: &Server, dir: &Path, plan: &Path) -> Output {
         .arg(plan)
         .output()
         .expect("svar2 runs")
+}
+
+/// Finalizes `plan` and holds the bucket store at `url` to the local conversion's
+/// bytes (`local`); `what` names the case in a failure.
+fn finalize_to_local_bytes(
+    s3: &Server,
+    dir: &Path,
+    plan: &Path,
+    url: &str,
+    local: &Path,
+    what: &str,
+) {
+    let o = finalize_in(s3, dir, plan);
+    assert!(
+        o.status.success(),
+        "{what}: finalize: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(s3.digest(url), local_digest(local), "{what}");
 }
 
 /// Waits until partition `k`'s task has claimed it and is converting (its own work
@@ -621,17 +633,8 @@ fn partitions_write_one_bucket_store() {
                 .any(|(k, _)| k.ends_with("/zarr.json") && k.matches('/').count() == 2),
             "no root zarr.json before finalize"
         );
-        let o = finalize_in(&s3, d, &plan);
-        assert!(
-            o.status.success(),
-            "{name} finalize: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        assert_eq!(
-            s3.digest(&url),
-            local_digest(&local),
-            "{name}: {n} partitions into a bucket"
-        );
+        let what = format!("{name}: {n} partitions into a bucket");
+        finalize_to_local_bytes(&s3, d, &plan, &url, &local, &what);
         let left: Vec<String> = s3
             .objects(&format!("parts/{name}.zarr/.svar2"))
             .into_iter()
@@ -685,17 +688,7 @@ fn a_killed_bucket_partition_is_rerun_alone_and_a_second_task_refuses() {
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     // Re-run alone: it takes over the dead task's claim.
     task_ok(&s3, d, &plan, 1);
-    let o = finalize_in(&s3, d, &plan);
-    assert!(
-        o.status.success(),
-        "finalize: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(
-        s3.digest(&url),
-        local_digest(&local),
-        "the single conversion's bytes"
-    );
+    finalize_to_local_bytes(&s3, d, &plan, &url, &local, "the single conversion's bytes");
     // A second finalize has nothing to do; a task of the finished store refuses.
     assert!(finalize_in(&s3, d, &plan).status.success());
     assert_eq!(s3.digest(&url), local_digest(&local));

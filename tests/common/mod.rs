@@ -332,6 +332,19 @@ pub fn format_call_set(
     gz
 }
 
+/// Starts `convert --plan PLAN --partition K` from `svar2` (a plain [`svar2()`], or
+/// one with a server's environment), its stderr piped for the caller.
+pub fn spawn_partition_task(mut svar2: Command, plan: &Path, k: usize) -> std::process::Child {
+    svar2
+        .args(["convert", "-q", "--plan"])
+        .arg(plan)
+        .args(["--partition", &k.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("svar2 starts")
+}
+
 /// Waits until `ready()` (another process has reached some point), polling every
 /// 2 ms; panics naming `what` after 60 s.
 pub fn wait_until(what: &str, ready: impl Fn() -> bool) {
