@@ -312,15 +312,7 @@ fn two_tasks_on_one_partition_one_refuses() {
     let first = spawn_partition(&plan_path, 0);
     // The first holds the lock once it has its own directory.
     wait_for(&out.join(".svar2-partitions/0"), "partition 0's directory");
-    let second = spawn_partition(&plan_path, 0)
-        .wait_with_output()
-        .expect("runs");
-    let err = String::from_utf8_lossy(&second.stderr);
-    assert!(!second.status.success(), "the second task must refuse");
-    assert!(
-        err.contains("partition 0 is being converted by another task (pid"),
-        "{err}"
-    );
+    assert_refused_as_taken(spawn_partition(&plan_path, 0), 0);
     let o = first.wait_with_output().expect("runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     finalize_ok(&plan_path);

@@ -667,15 +667,7 @@ fn a_killed_bucket_partition_is_rerun_alone_and_a_second_task_refuses() {
     let mut child = spawn_task(&s3, d, &plan, 1);
     wait_converting(d, 1);
     // A second task on the partition refuses, naming the first.
-    let second = spawn_task(&s3, d, &plan, 1)
-        .wait_with_output()
-        .expect("runs");
-    let err = String::from_utf8_lossy(&second.stderr);
-    assert!(!second.status.success(), "the second task must refuse");
-    assert!(
-        err.contains("partition 1 is being converted by another task (pid"),
-        "{err}"
-    );
+    assert_refused_as_taken(spawn_task(&s3, d, &plan, 1), 1);
     child.kill().expect("kill -9");
     child.wait().expect("reaped");
     let o = finalize_in(&s3, d, &plan);

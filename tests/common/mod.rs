@@ -332,6 +332,20 @@ pub fn format_call_set(
     gz
 }
 
+/// Holds a second task started on partition `k` while another converts it: it
+/// refuses, naming the first.
+pub fn assert_refused_as_taken(second: std::process::Child, k: usize) {
+    let second = second.wait_with_output().expect("runs");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "the second task must refuse");
+    assert!(
+        err.contains(&format!(
+            "partition {k} is being converted by another task (pid"
+        )),
+        "{err}"
+    );
+}
+
 /// Starts `convert --plan PLAN --partition K` from `svar2` (a plain [`svar2()`], or
 /// one with a server's environment), its stderr piped for the caller.
 pub fn spawn_partition_task(mut svar2: Command, plan: &Path, k: usize) -> std::process::Child {
