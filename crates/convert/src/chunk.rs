@@ -225,6 +225,7 @@ fn lay_out_ints<T: Copy>(
     out: &mut [T],
 ) {
     match &col.values {
+        Values::Int16(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64), out),
         Values::Int(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64), out),
         Values::Long(vals) => lay_out(col, v, cell, pad, absent, vals, f, out),
         Values::Int8(vals) => lay_out(col, v, cell, pad, absent, vals, |x| f(x as i64), out),

@@ -50,6 +50,10 @@ pub fn encode(b: &Batch) -> Vec<u8> {
         put_slice(&mut out, &c.starts, |x| (x as u64).to_le_bytes());
         put_slice(&mut out, &c.widths, u32::to_le_bytes);
         match &c.values {
+            Values::Int16(v) => {
+                put(&mut out, 7);
+                put_slice(&mut out, v, i16::to_le_bytes);
+            }
             Values::Int(v) => {
                 put(&mut out, 0);
                 put_slice(&mut out, v, i32::to_le_bytes);
@@ -167,6 +171,7 @@ fn decode_inner(bytes: &[u8], specs: &[ColumnSpec]) -> Option<Batch> {
                 Values::Str { bytes, ends }
             }
             6 => Values::Diploid(c.vec(u8::from_le_bytes)?),
+            7 => Values::Int16(c.vec(i16::from_le_bytes)?),
             _ => return None,
         };
         if starts.len() != loci.len() || widths.len() != loci.len() {

@@ -15,6 +15,12 @@ pub const FLOAT32_FILL: u32 = 0x7F80_0002;
 /// Values of one column, in record order.
 #[derive(Debug, Clone)]
 pub enum Values {
+    /// Canonical integers (−1 missing, −2 fill) while every value fits in 16 bits: how
+    /// an integer column other than genotypes starts, widened to `Int` (once) by a value
+    /// that does not fit. FORMAT integers (AD, DP, GQ, PL) nearly always fit, and at
+    /// thousands of samples they are most of a batch's bytes: half the memory, half the
+    /// pages touched.
+    Int16(Vec<i16>),
     /// Canonical integers: −1 missing, −2 fill.
     Int(Vec<i32>),
     /// Canonical integers, once a value needs more than 32 bits (POS of a chromosome
@@ -40,6 +46,7 @@ impl Values {
     /// Values held (strings, for `Str`).
     pub fn len(&self) -> usize {
         match self {
+            Values::Int16(v) => v.len(),
             Values::Int(v) => v.len(),
             Values::Long(v) => v.len(),
             Values::Int8(v) => v.len(),
@@ -84,7 +91,7 @@ impl Column {
     pub fn new(spec: &ColumnSpec, n_samples: usize) -> Column {
         let values = match spec.base {
             Base::Int if spec.genotype => Values::Diploid(Vec::new()),
-            Base::Int => Values::Int(Vec::new()),
+            Base::Int => Values::Int16(Vec::new()),
             Base::Float => Values::Float(Vec::new()),
             Base::Bool => Values::Bool(Bits::new()),
             Base::Str | Base::Char => Values::Str {
@@ -107,6 +114,7 @@ impl Column {
     pub fn reserve(&mut self, records: usize, width: usize) {
         let n = records * self.per_record * width.max(1);
         match &mut self.values {
+            Values::Int16(v) => v.reserve(n),
             Values::Int(v) => v.reserve(n),
             Values::Long(v) => v.reserve(n),
             Values::Int8(v) => v.reserve(n),
@@ -144,26 +152,48 @@ impl Column {
     /// htslib's missing/vector-end sentinels to −1/−2.
     pub fn push_htslib_ints(&mut self, raw: &[i32], width: u32) {
         self.begin(width);
-        let (mut lo, mut hi) = (self.stats.min, self.stats.max);
-        let canonical = raw.iter().map(|&x| {
-            let c = match x {
-                BCF_INT32_MISSING => -1,
-                BCF_INT32_VECTOR_END => -2,
-                x => x,
-            };
-            lo = lo.min(c as i64);
-            hi = hi.max(c as i64);
-            c
-        });
+        let canonical = |x: i32| match x {
+            BCF_INT32_MISSING => -1,
+            BCF_INT32_VECTOR_END => -2,
+            x => x,
+        };
+        let (mut lo, mut hi) = (i32::MAX, i32::MIN);
+        if let Values::Int16(v) = &mut self.values {
+            // Narrowed as they go; checked once at the end (the common case fits).
+            let start = v.len();
+            v.extend(raw.iter().map(|&x| {
+                let c = canonical(x);
+                lo = lo.min(c);
+                hi = hi.max(c);
+                c as i16
+            }));
+            if lo < i16::MIN as i32 || hi > i16::MAX as i32 {
+                v.truncate(start);
+                self.widen_to_int();
+            }
+        }
         match &mut self.values {
-            Values::Int(v) => v.extend(canonical),
+            Values::Int16(_) => {}
+            Values::Int(v) => v.extend(raw.iter().map(|&x| {
+                let c = canonical(x);
+                lo = lo.min(c);
+                hi = hi.max(c);
+                c
+            })),
             // An earlier record of the batch needed 64 bits (an INFO integer past
             // 2^31): this one joins it.
-            Values::Long(v) => v.extend(canonical.map(i64::from)),
+            Values::Long(v) => v.extend(raw.iter().map(|&x| {
+                let c = canonical(x);
+                lo = lo.min(c);
+                hi = hi.max(c);
+                i64::from(c)
+            })),
             _ => unreachable!("int column"),
         }
-        self.stats.min = lo;
-        self.stats.max = hi;
+        if !raw.is_empty() {
+            self.stats.min = self.stats.min.min(lo as i64);
+            self.stats.max = self.stats.max.max(hi as i64);
+        }
     }
 
     /// Appends canonical integers and updates the value range. An i8 column widens
@@ -193,6 +223,13 @@ impl Column {
             }
             let wide = v.iter().map(|&x| x as i32).collect();
             self.values = Values::Int(wide);
+        }
+        if let Values::Int16(v) = &mut self.values {
+            if lo >= i16::MIN as i32 && hi <= i16::MAX as i32 {
+                v.extend(vals.iter().map(|&x| x as i16));
+                return;
+            }
+            self.widen_to_int();
         }
         match &mut self.values {
             Values::Int(v) => v.extend_from_slice(vals),
@@ -236,9 +273,20 @@ impl Column {
         }
     }
 
+    /// Widens 16-bit integers to 32 bits (once): a value that does not fit joins the
+    /// column.
+    fn widen_to_int(&mut self) {
+        if let Values::Int16(v) = &self.values {
+            let mut wide = Vec::with_capacity(v.capacity());
+            wide.extend(v.iter().map(|&x| x as i32));
+            self.values = Values::Int(wide);
+        }
+    }
+
     fn widen_to_long(&mut self) {
         self.widen_to_int8();
         let wide: Vec<i64> = match &self.values {
+            Values::Int16(v) => v.iter().map(|&x| x as i64).collect(),
             Values::Int8(v) => v.iter().map(|&x| x as i64).collect(),
             Values::Int(v) => v.iter().map(|&x| x as i64).collect(),
             _ => return,
@@ -252,6 +300,7 @@ impl Column {
             return;
         };
         match &mut self.values {
+            Values::Int16(v) => v.truncate(start),
             Values::Int(v) => v.truncate(start),
             Values::Long(v) => v.truncate(start),
             Values::Int8(v) => v.truncate(start),
@@ -287,6 +336,7 @@ impl Column {
         }
         match &mut self.values {
             Values::Int8(v) => v.extend_from_slice(vals),
+            Values::Int16(v) => v.extend(vals.iter().map(|&x| x as i16)),
             Values::Int(v) => v.extend(vals.iter().map(|&x| x as i32)),
             Values::Long(v) => v.extend(vals.iter().map(|&x| x as i64)),
             _ => unreachable!("int column"),
@@ -352,10 +402,17 @@ impl Column {
                 self.values = Values::Int(v.iter().map(|&x| x as i32).collect());
             }
         }
+        if matches!(src.values, Values::Int(_)) {
+            // The source widened past i16: widen this column too.
+            self.widen_to_int();
+        }
         if matches!(src.values, Values::Long(_)) {
             self.widen_to_long();
         }
         match (&mut self.values, &src.values) {
+            (Values::Int16(d), Values::Int16(s)) => d.extend_from_slice(&s[v0..v1]),
+            (Values::Int(d), Values::Int16(s)) => d.extend(s[v0..v1].iter().map(|&x| x as i32)),
+            (Values::Long(d), Values::Int16(s)) => d.extend(s[v0..v1].iter().map(|&x| x as i64)),
             (Values::Int(d), Values::Int(s)) => d.extend_from_slice(&s[v0..v1]),
             (Values::Int(d), Values::Int8(s)) => d.extend(s[v0..v1].iter().map(|&x| x as i32)),
             (Values::Long(d), Values::Long(s)) => d.extend_from_slice(&s[v0..v1]),
@@ -392,6 +449,7 @@ impl Column {
             self.values = Values::Int(Vec::new());
         }
         match &mut self.values {
+            Values::Int16(v) => v.clear(),
             Values::Int(v) => v.clear(),
             Values::Long(v) => v.clear(),
             Values::Int8(v) => v.clear(),
@@ -547,5 +605,55 @@ mod tests {
         let mut p = packed;
         p.clear();
         assert!(matches!(p.values, Values::Diploid(_)) && p.values.is_empty());
+    }
+
+    fn ints(c: &Column) -> Vec<i64> {
+        match &c.values {
+            Values::Int16(v) => v.iter().map(|&x| x as i64).collect(),
+            Values::Int(v) => v.iter().map(|&x| x as i64).collect(),
+            Values::Long(v) => v.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Integers other than genotypes start at 16 bits (htslib's sentinels as −1/−2),
+    /// widen once to 32 and then 64 bits keeping every value, stay 32-bit after a
+    /// clear, and append ranges across forms either way.
+    #[test]
+    fn integers_start_narrow_and_widen_once() {
+        let spec = ColumnSpec {
+            base: Base::Int,
+            per_sample: true,
+            genotype: false,
+        };
+        let mut c = Column::new(&spec, 2);
+        c.push_htslib_ints(&[7, BCF_INT32_MISSING, -32768, BCF_INT32_VECTOR_END], 2);
+        c.push_ints(&[32767, 0], 1);
+        assert!(matches!(c.values, Values::Int16(_)));
+        assert_eq!((c.stats.min, c.stats.max), (-32768, 32767));
+        let narrow = c.clone();
+        c.push_htslib_ints(&[1, 40000], 1);
+        assert!(matches!(c.values, Values::Int(_)));
+        assert_eq!(ints(&c), [7, -1, -32768, -2, 32767, 0, 1, 40000]);
+        assert_eq!(c.stats.max, 40000);
+        c.pop_record();
+        assert_eq!(ints(&c), ints(&narrow));
+        c.push_htslib_ints(&[-32769, 2], 1);
+        assert_eq!(ints(&c)[6..], [-32769, 2]);
+
+        let mut d = Column::new(&spec, 2);
+        d.push_ints(&[5, 6], 1);
+        d.append_range(&narrow, 1, 2);
+        assert!(matches!(d.values, Values::Int16(_)));
+        d.append_range(&c, 2, 3);
+        assert!(matches!(d.values, Values::Int(_)));
+        assert_eq!(ints(&d), [5, 6, 32767, 0, -32769, 2]);
+        let mut e = Column::new(&spec, 2);
+        e.push_longs(&[1 << 40, 3], 1);
+        e.append_range(&narrow, 0, 1);
+        assert_eq!(ints(&e), [1 << 40, 3, 7, -1, -32768, -2]);
+
+        c.clear();
+        assert!(matches!(c.values, Values::Int(_)) && c.values.is_empty());
     }
 }
