@@ -8,7 +8,7 @@
 //! exponent, too many values for Number=A/R, a duplicated key, the wrong number of
 //! samples …) makes the line go to htslib unchanged (`Ok(false)`), where the line
 //! checks give their error or htslib decides; so both paths store the same bytes
-//! (`tests/direct.rs` holds them to it).
+//! (`testing.rs` and `tests/determinism.rs` hold them to it).
 //!
 //! htslib's rules reproduced here (vcf.c, `vcf_parse_format_*`, `vcf_parse_info`):
 //! a FORMAT field's width is the most values any sample gives; a shorter vector is
