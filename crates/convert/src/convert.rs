@@ -7,7 +7,7 @@
 
 use crate::arrays::{ArraySet, Geometry};
 use crate::error::{Error, Result};
-use crate::planning::{make_plan, make_plan_inputs, PlanReport, PlanRequest};
+use crate::planning::{make_plan_inputs, plan_reader, PlanReport, PlanRequest};
 use crate::writer::{Limits, Writer};
 use std::path::Path;
 use std::time::Instant;
@@ -132,8 +132,10 @@ pub(crate) fn open_call_set(
         .first()
         .ok_or_else(|| Error::Usage("no input files".into()))?;
     if inputs.len() == 1 && !is_stdin(first) {
-        let report = make_plan(first, request)?;
-        let reader = VcfReader::open(first, report.threads)?;
+        // Opened without the inflate helper: a read through the index (pieces)
+        // never uses this reader, and a stream adds the helper when it starts.
+        let reader = VcfReader::open(first, 1)?;
+        let report = plan_reader(&reader, request)?;
         let schema = reader.schema.clone();
         return Ok((report, vec![reader], schema));
     }
@@ -407,6 +409,13 @@ fn run_pipeline(
                 drop(files);
             }
             &Reading::Stream { single } => {
+                let files = match single {
+                    true => files
+                        .into_iter()
+                        .map(|r| r.for_threads(report.threads))
+                        .collect::<svar2_vcf::Result<Vec<_>>>()?,
+                    false => files,
+                };
                 scope.spawn(move || {
                     read_stream(files, single, schema, set, variants_chunk, &tx, &recycle_rx)
                 });

@@ -65,10 +65,14 @@ pub const EXECUTOR_MAX_CC: usize = 64;
 
 /// Plans a conversion of `input` from its header and index.
 pub fn make_plan(input: &Path, request: &PlanRequest) -> Result<PlanReport> {
-    let reader = VcfReader::open(input, 1)?;
+    plan_reader(&VcfReader::open(input, 1)?, request)
+}
+
+/// Plans a conversion of one file already opened (its header read once).
+pub fn plan_reader(reader: &VcfReader, request: &PlanRequest) -> Result<PlanReport> {
     let schema = reader.schema.clone();
-    let counted = contig_counts(input, &schema.contigs);
-    plan_schema(input, schema, counted, 1, request)
+    let counted = contig_counts(&reader.path, &schema.contigs);
+    plan_schema(&reader.path, schema, counted, 1, request)
 }
 
 /// Plans a conversion of `inputs` (one file, several of one call set, or `-`) as

@@ -175,6 +175,22 @@ impl TextReader {
         std::mem::take(&mut self.lookups)
     }
 
+    /// The open file, its header and the lookups, for a reader that seeks by index
+    /// (`pieces`), so the header is not read twice (0.1 s at 500,000 samples). The
+    /// header comes back as the only handle to it.
+    pub(crate) fn into_parts(self) -> (HtsFile, HeaderView, Lookups) {
+        let TextReader {
+            fp,
+            header,
+            lookups,
+            rec,
+            ..
+        } = self;
+        drop(rec); // the record holds a handle to the header
+        let header = Arc::try_unwrap(header).unwrap_or_else(|shared| (*shared).clone());
+        (fp, header, lookups)
+    }
+
     /// The current line.
     pub fn line(&self) -> &[u8] {
         self.ks.bytes()

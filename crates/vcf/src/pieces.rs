@@ -38,8 +38,9 @@ pub struct Piece {
     pub file: u32,
 }
 
+/// Whether `input` is VCF text (by its first bytes; the header is not read).
 pub fn is_text(input: &Path) -> bool {
-    matches!(TextReader::open(input), Ok(Some(_)))
+    HtsFile::open(input).is_some_and(|fp| fp.is_vcf_text())
 }
 
 /// Splits every contig with records into about `per_contig` pieces by position
@@ -145,27 +146,37 @@ impl PieceReader {
             path: input.into(),
             msg: msg.into(),
         };
-        // One open tells text from BCF and, for text, yields the parse lookups.
-        let lookups = TextReader::open(input)?.map(|mut t| {
-            t.set_schema(schema);
-            t.into_lookups()
-        });
+        // One open tells text from BCF and, for text, yields the header and the parse
+        // lookups: a header of 500,000 samples takes htslib 0.1 s to read.
+        let (fp, header, lookups) = match TextReader::open(input)? {
+            Some(mut t) => {
+                t.set_schema(schema);
+                let (fp, header, lookups) = t.into_parts();
+                (fp, header, Some(lookups))
+            }
+            None => {
+                let fp = HtsFile::open(input).ok_or_else(|| open_err("cannot reopen"))?;
+                // SAFETY: the file is open; the header is checked for null and owned
+                // by the HeaderView made from it.
+                let header = unsafe {
+                    let hdr = htslib::bcf_hdr_read(fp.as_ptr());
+                    if hdr.is_null() {
+                        return Err(open_err("cannot reread the header"));
+                    }
+                    HeaderView::from_ptr(hdr)
+                };
+                (fp, header, None)
+            }
+        };
         let text = lookups.is_some();
         let index = Index::load(input, text).ok_or_else(|| open_err("index disappeared"))?;
-        let fp = HtsFile::open(input).ok_or_else(|| open_err("cannot reopen"))?;
-        // SAFETY: the file is open; the header is checked for null and owned by the
-        // HeaderView made from it.
-        let header = unsafe {
-            let hdr = htslib::bcf_hdr_read(fp.as_ptr());
-            if hdr.is_null() {
-                return Err(open_err("cannot reread the header"));
-            }
-            if schema.has_gt {
-                // As the first reader did for a GT the header does not declare.
-                crate::schema::declare_gt(hdr);
-            }
-            Arc::new(HeaderView::from_ptr(hdr))
-        };
+        if schema.has_gt {
+            // As the first reader did for a GT the header does not declare.
+            // SAFETY: the header is this reader's alone and valid; nothing holds a
+            // record or view of it yet.
+            unsafe { crate::schema::declare_gt(header.as_ptr()) };
+        }
+        let header = Arc::new(header);
         let rec = header.empty_record();
         let ex = Extractor::for_header(&header, schema, columns).no_new_contigs();
         Ok(PieceReader {

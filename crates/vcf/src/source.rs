@@ -133,6 +133,17 @@ impl VcfReader {
         })
     }
 
+    /// This reader set up for a conversion on `threads` threads: itself where that
+    /// count adds no inflate helper, so a header read for planning is not read again
+    /// (0.1 s at 500,000 samples); else the file opened afresh with the helper.
+    pub fn for_threads(self, threads: usize) -> Result<VcfReader> {
+        if threads >= INFLATE_HELPER_THREADS && !crate::inputs::is_stdin(&self.path) {
+            VcfReader::open(&self.path, threads)
+        } else {
+            Ok(self)
+        }
+    }
+
     /// The contig of the first record of VCF text (read ahead at open); `None` for
     /// BCF or an empty file.
     pub fn first_text_contig(&self) -> Option<String> {
