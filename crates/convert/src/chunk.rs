@@ -524,9 +524,32 @@ pub fn encode_chunk(
 }
 
 /// The rayon pool that lays out and encodes chunks.
+/// Lowers the calling thread's priority a little (nice +5), so that where encoders
+/// and readers share cores the reader, which every chunk row waits on, runs first.
+#[cfg(target_os = "linux")]
+fn yield_to_readers() {
+    extern "C" {
+        fn setpriority(
+            which: std::ffi::c_int,
+            who: std::ffi::c_uint,
+            prio: std::ffi::c_int,
+        ) -> std::ffi::c_int;
+        fn gettid() -> std::ffi::c_int;
+    }
+    const PRIO_PROCESS: std::ffi::c_int = 0;
+    // SAFETY: plain system calls on this thread's own id; a refusal changes nothing.
+    unsafe {
+        setpriority(PRIO_PROCESS, gettid() as std::ffi::c_uint, 5);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn yield_to_readers() {}
+
 pub(crate) fn encoder_pool(threads: usize) -> Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
+        .start_handler(|_| yield_to_readers())
         .build()
         .map_err(|e| Error::Usage(format!("cannot start {threads} threads: {e}")))
 }
