@@ -269,6 +269,66 @@ struct CallsOut<'a> {
     max_allele: i32,
 }
 
+/// Every sample's FORMAT values of a line (`b`, the calls), key by key as `kinds`
+/// says, into `format` (one per key; GT into `c`). A sample that stops before a key
+/// has it missing. The end (one past the last call's end), or `None` for anything
+/// the direct parse leaves to htslib: fewer calls than samples, an empty value, more
+/// values than keys. Its own function, so the loop keeps its state in registers.
+#[inline(never)]
+fn read_samples(
+    b: &[u8],
+    s: usize,
+    kinds: &[Kind],
+    format: &mut [FormatValues],
+    c: &mut CallsOut,
+) -> Option<usize> {
+    let nk = kinds.len();
+    let format = &mut format[..nk];
+    let mut p = 0;
+    for _ in 0..s {
+        if p > b.len() {
+            return None; // fewer calls than samples
+        }
+        let mut j = 0;
+        loop {
+            let f = &mut format[j];
+            let end = match kinds[j] {
+                Kind::Gt => gt_at(b, p, c),
+                Kind::Int => ints_at(b, p, &mut f.vals).map(|(n, end)| {
+                    f.counts.push(n);
+                    end
+                }),
+                Kind::Float => floats_at(b, p, &mut f.vals).map(|(n, end)| {
+                    f.counts.push(n);
+                    end
+                }),
+                Kind::Str => {
+                    let end = value_end(b, p);
+                    f.spans.push((p as u32, end as u32));
+                    let n = b[p..end].iter().filter(|&&x| x == b',').count();
+                    f.counts.push(1 + n as u32);
+                    (end > p).then_some(end)
+                }
+            };
+            // An empty value is refused too: htslib reads an empty Float as 0.
+            p = end.filter(|&e| e > p)?;
+            j += 1;
+            match b.get(p) {
+                Some(b':') if j < nk => p += 1,
+                Some(b':') => return None, // more values than keys
+                _ => break,
+            }
+        }
+        // Fields the sample stops before: missing.
+        for f in &mut format[j..] {
+            f.counts.push(0);
+            f.spans.push((0, 0));
+        }
+        p += 1; // the tab (or one past the end)
+    }
+    Some(p)
+}
+
 /// The most values Number=A/R allows with `n_alleles` alleles (REF included).
 fn most_values(number: VcfNumber, n_alleles: usize) -> Option<usize> {
     match number {
@@ -428,50 +488,10 @@ impl Extractor {
                     p = e + 1;
                 }
             } else {
-                for _ in 0..s {
-                    if p > b.len() {
-                        return Ok(false); // fewer calls than samples
-                    }
-                    let mut j = 0;
-                    loop {
-                        let end = if d.format_kinds[j] == Kind::Gt {
-                            gt_at(b, p, &mut c)
-                        } else {
-                            let f = &mut d.format[j];
-                            let r = match d.format_kinds[j] {
-                                Kind::Int => ints_at(b, p, &mut f.vals),
-                                Kind::Float => floats_at(b, p, &mut f.vals),
-                                _ => {
-                                    let end = value_end(b, p);
-                                    f.spans.push((p as u32, end as u32));
-                                    let n = b[p..end].iter().filter(|&&x| x == b',').count();
-                                    (end > p).then_some((1 + n as u32, end))
-                                }
-                            };
-                            r.map(|(n, end)| {
-                                f.counts.push(n);
-                                end
-                            })
-                        };
-                        // An empty value is refused too: htslib reads an empty Float as 0.
-                        let Some(end) = end.filter(|&e| e > p) else {
-                            return Ok(false);
-                        };
-                        p = end;
-                        j += 1;
-                        match b.get(p) {
-                            Some(b':') if j < nk => p += 1,
-                            Some(b':') => return Ok(false), // more values than keys
-                            _ => break,
-                        }
-                    }
-                    // Fields the sample stops before: missing.
-                    for f in &mut d.format[j..nk] {
-                        f.counts.push(0);
-                        f.spans.push((0, 0));
-                    }
-                    p += 1; // the tab (or one past the end)
-                }
+                let Some(end) = read_samples(b, s, &d.format_kinds, &mut d.format, &mut c) else {
+                    return Ok(false);
+                };
+                p = end;
             }
             (max_ploidy, max_allele) = (c.max_ploidy, c.max_allele);
             // Exactly one column per sample: the last one must end the line.
