@@ -107,7 +107,7 @@ impl Direct {
 /// appended to `out`, up to the value's end (`:`, a tab or the end of `v`); the count
 /// and that end, or `None` if an item is not `.` or at most nine digits (longer ones
 /// and `+` go to htslib, whose checks decide).
-#[inline]
+#[inline(always)]
 fn ints_at(v: &[u8], mut i: usize, out: &mut Vec<u32>) -> Option<(u32, usize)> {
     let (n, mut count) = (v.len(), 0);
     loop {
