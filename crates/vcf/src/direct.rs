@@ -201,7 +201,7 @@ fn parse_float(x: &[u8]) -> Option<u32> {
 
 /// Comma-separated floats from `v[i..]` (`.` as missing) appended to `out`, up to
 /// the value's end; the count and that end, or `None`.
-#[inline]
+#[inline(always)]
 fn floats_at(v: &[u8], mut i: usize, out: &mut Vec<u32>) -> Option<(u32, usize)> {
     let mut count = 0;
     loop {
