@@ -169,12 +169,6 @@ impl TextReader {
         &self.lookups
     }
 
-    /// Keeps only the lookups, closing the file (piece readers read through their own
-    /// indexed handle).
-    pub fn into_lookups(mut self) -> Lookups {
-        std::mem::take(&mut self.lookups)
-    }
-
     /// The open file, its header and the lookups, for a reader that seeks by index
     /// (`pieces`), so the header is not read twice (0.1 s at 500,000 samples). The
     /// header comes back as the only handle to it.
