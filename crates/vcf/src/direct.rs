@@ -473,21 +473,8 @@ impl Extractor {
             };
             if let Some(a) = diploid {
                 (c.max_ploidy, c.max_allele) = (2, a.hi as i32);
-            } else if nk == 1 && has_gt {
-                // FORMAT `GT` alone, calls of other forms: the tight loop.
-                for _ in 0..s {
-                    if p > b.len() {
-                        return Ok(false); // fewer calls than samples
-                    }
-                    let Some(e) = gt_at(b, p, &mut c) else {
-                        return Ok(false);
-                    };
-                    if e < b.len() && b[e] != b'\t' {
-                        return Ok(false);
-                    }
-                    p = e + 1;
-                }
             } else {
+                // Every other line, FORMAT `GT` alone with calls of other forms included.
                 let Some(end) = read_samples(b, s, &d.format_kinds, &mut d.format, &mut c) else {
                     return Ok(false);
                 };
