@@ -6,11 +6,12 @@
 
 use crate::error::{Error, Result};
 use crate::hts::{HtsFile, KString};
+use crate::inflate::InflatedLines;
 use crate::schema::{Category, Schema, VcfType};
 use rust_htslib::bcf::{self, header::HeaderView};
 use rust_htslib::htslib;
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// What the line checks found that htslib's parse alone would lose.
@@ -45,6 +46,12 @@ pub struct TextReader {
     pending: Option<i32>,
     rec: bcf::Record,
     lookups: Lookups,
+    /// Lines inflated ahead on a thread of their own ([`TextReader::inflate_ahead`]),
+    /// from the file at `inflate_from` once the first line is asked for.
+    ahead: Option<InflatedLines>,
+    inflate_from: Option<PathBuf>,
+    /// Whether the current line is in `ks` (else it is `ahead`'s).
+    line_in_ks: bool,
 }
 
 impl TextReader {
@@ -120,6 +127,9 @@ impl TextReader {
                     contigs,
                     ..Lookups::default()
                 },
+                ahead: None,
+                inflate_from: None,
+                line_in_ks: true,
             }))
         }
     }
@@ -145,10 +155,30 @@ impl TextReader {
         lk.samples = schema.samples.clone();
     }
 
-    /// Inflates BGZF blocks on `n` helper threads ahead of the parse (no effect on
-    /// plain text).
-    pub fn set_inflate_threads(&mut self, n: usize) {
-        self.fp.set_threads(n)
+    /// Inflates the rest of a bgzipped `path` on a thread of its own, ahead of the
+    /// parse (see `inflate`), from the first line read after this call: a stream of
+    /// many inputs, each opened up front, runs one such thread at a time. Plain text,
+    /// plain gzip and standard input stay with htslib, as does a file that cannot be
+    /// opened again (said in the log).
+    pub fn inflate_ahead(&mut self, path: &Path) {
+        if self.fp.is_bgzf() && !crate::inputs::is_stdin(path) {
+            self.inflate_from = Some(path.to_path_buf());
+        }
+    }
+
+    /// Starts the inflating thread [`TextReader::inflate_ahead`] asked for, where the
+    /// reading stopped.
+    fn start_inflating(&mut self) {
+        let Some(path) = self.inflate_from.take() else {
+            return;
+        };
+        let Some(voffset) = self.fp.tell() else {
+            return;
+        };
+        match InflatedLines::start(&path, voffset) {
+            Ok(lines) => self.ahead = Some(lines),
+            Err(e) => tracing::debug!("{}: inflating on the reading thread ({e})", path.display()),
+        }
     }
 
     /// CHROM of the line read ahead at open, if any.
@@ -187,16 +217,39 @@ impl TextReader {
 
     /// The current line.
     pub fn line(&self) -> &[u8] {
-        self.ks.bytes()
+        match &self.ahead {
+            Some(ahead) if !self.line_in_ks => ahead.line(),
+            _ => self.ks.bytes(),
+        }
     }
 
     /// Reads the next non-empty line; `Ok(false)` at end of file.
     pub fn next_line(&mut self, path: &Path, record_no: u64) -> Result<bool> {
         loop {
-            let r = match self.pending.take() {
-                Some(r) => r,
-                None => self.fp.getline(&mut self.ks),
+            let r = match (self.pending.take(), &mut self.ahead) {
+                (Some(r), _) => r,
+                (None, Some(ahead)) => {
+                    self.line_in_ks = false;
+                    match ahead.advance() {
+                        Ok(true) if ahead.line().is_empty() => continue,
+                        Ok(more) => return Ok(more),
+                        Err(msg) => {
+                            return Err(Error::Record {
+                                path: path.into(),
+                                record: record_no + 1,
+                                locus: "reading".into(),
+                                msg,
+                            })
+                        }
+                    }
+                }
+                (None, None) if self.inflate_from.is_some() => {
+                    self.start_inflating();
+                    continue;
+                }
+                (None, None) => self.fp.getline(&mut self.ks),
             };
+            self.line_in_ks = true;
             if r == -1 {
                 return Ok(false);
             }
@@ -217,6 +270,10 @@ impl TextReader {
     /// Parses the current line with htslib (the general path); the [`LineFix`] carries
     /// what htslib could not hold, for the extractor.
     pub fn parse_line(&mut self, path: &Path, record_no: u64) -> Result<(&bcf::Record, LineFix)> {
+        if let (Some(ahead), false) = (&self.ahead, self.line_in_ks) {
+            self.ks.set(ahead.line());
+            self.line_in_ks = true;
+        }
         let fix = parse_general(&self.lookups, &mut self.ks, &self.header, &mut self.rec).map_err(
             |msg| {
                 let line = self.ks.bytes();

@@ -60,11 +60,25 @@ impl HtsFile {
         unsafe { htslib::hts_getline(self.0, KS_SEP_LINE, &mut ks.0) }
     }
 
-    /// Gives the handle `n` helper threads that inflate BGZF blocks ahead of the
-    /// reader (no effect on plain text; a refusal leaves it reading alone).
-    pub(crate) fn set_threads(&mut self, n: usize) {
-        // SAFETY: the handle is open; htslib makes and owns the thread pool.
-        unsafe { htslib::hts_set_threads(self.0, n as i32) };
+    /// Whether the file is bgzipped (not plain text, not plain gzip).
+    pub(crate) fn is_bgzf(&self) -> bool {
+        // SAFETY: the handle is open; the format pointer is checked for null.
+        unsafe {
+            let fmt = htslib::hts_get_format(self.0);
+            !fmt.is_null() && (*fmt).compression == htslib::htsCompression_bgzf
+        }
+    }
+
+    /// The BGZF virtual offset of the next byte to read (htslib's `bgzf_tell`, a
+    /// macro): where a reader of the raw blocks takes over.
+    pub(crate) fn tell(&self) -> Option<u64> {
+        let b = self.bgzf();
+        if b.is_null() {
+            return None;
+        }
+        // SAFETY: non-null, owned by the open handle; two plain fields are read.
+        let (address, offset) = unsafe { ((*b).block_address, (*b).block_offset) };
+        Some(((address as u64) << 16) | (offset as u64 & 0xffff))
     }
 
     /// The BGZF stream under the handle, for index iterators.

@@ -27,6 +27,7 @@ pub mod fastvcf;
 mod genotype;
 mod hts;
 pub mod index;
+mod inflate;
 pub mod inputs;
 pub mod packed;
 pub mod pieces;

@@ -22,13 +22,18 @@ pub fn quiet_htslib() {
     unsafe { htslib::hts_set_log_level(htslib::htsLogLevel_HTS_LOG_OFF) };
 }
 
-/// Encoding threads (`--threads`) from which a reader (BCF or bgzipped VCF) gets a
-/// helper thread inflating BGZF blocks ahead of it: one streaming reader then feeds
-/// more encoders than it can keep busy, and inflate is up to a third of its time. On
-/// two cores the helper only takes the encoders' time: fmt2000.vcf.gz 1.13 s without,
-/// 1.12 s with (median of 9), sim.vcf.gz slower with it (0.76 -> 0.86 s at
-/// `--threads 1`, htslib's thread pool adding 0.2 s of system time).
+/// Encoding threads (`--threads`) from which a BCF reader gets htslib's helper thread
+/// inflating BGZF blocks ahead of it: one streaming reader then feeds more encoders
+/// than it can keep busy. On two cores the helper only takes the encoders' time, its
+/// block-by-block hand-offs costing more than they save (htslib's thread pool adds
+/// 0.2 s of system time on sim.vcf.gz).
 const INFLATE_HELPER_THREADS: usize = 4;
+
+/// Encoding threads from which bgzipped VCF text is inflated on a thread of its own,
+/// in batches of blocks (`inflate`): the parse, which every chunk row waits on, then
+/// does not inflate. At `--threads 2` on two cores: fmt2000.vcf.gz 0.74 -> 0.65 s,
+/// fmt500 0.31 -> 0.28 s, w500k 0.96 -> 0.89 s (medians), sim.vcf.gz unchanged.
+const INFLATE_AHEAD_THREADS: usize = 2;
 
 /// An open VCF/BCF file and its parsed header.
 pub struct VcfReader {
@@ -66,7 +71,7 @@ impl VcfReader {
             // Standard input is read once: VCF text (plain or bgzipped) only, since
             // telling BCF apart would consume what its reader needs.
             return match TextReader::open(path)? {
-                Some(t) => Self::finish_open(path, Self::text(t, threads)),
+                Some(t) => Self::finish_open(path, Self::text(t, path, threads)),
                 None => Err(Error::Open {
                     path: path.into(),
                     msg: "standard input is not VCF text: pipe VCF (`bcftools view -Ov`, \
@@ -82,7 +87,7 @@ impl VcfReader {
             });
         }
         let inner = match TextReader::open(path)? {
-            Some(t) => Self::text(t, threads),
+            Some(t) => Self::text(t, path, threads),
             None => {
                 let mut reader = bcf::Reader::from_path(path).map_err(|e| Error::Open {
                     path: path.into(),
@@ -102,11 +107,11 @@ impl VcfReader {
         Self::finish_open(path, inner)
     }
 
-    /// VCF text, with a thread inflating BGZF blocks ahead of the parse from
-    /// [`INFLATE_HELPER_THREADS`] on, as BCF.
-    fn text(mut t: TextReader, threads: usize) -> Inner {
-        if threads >= INFLATE_HELPER_THREADS {
-            t.set_inflate_threads(1);
+    /// VCF text, bgzipped text inflated ahead on a thread of its own from
+    /// [`INFLATE_AHEAD_THREADS`] on.
+    fn text(mut t: TextReader, path: &Path, threads: usize) -> Inner {
+        if threads >= INFLATE_AHEAD_THREADS {
+            t.inflate_ahead(path);
         }
         Inner::Text(Box::new(t), Box::default())
     }
@@ -133,14 +138,23 @@ impl VcfReader {
         })
     }
 
-    /// This reader set up for a conversion on `threads` threads: itself where that
-    /// count adds no inflate helper, so a header read for planning is not read again
-    /// (0.1 s at 500,000 samples); else the file opened afresh with the helper.
-    pub fn for_threads(self, threads: usize) -> Result<VcfReader> {
-        if threads >= INFLATE_HELPER_THREADS && !crate::inputs::is_stdin(&self.path) {
-            VcfReader::open(&self.path, threads)
-        } else {
-            Ok(self)
+    /// This reader set up for a conversion on `threads` threads, without reading the
+    /// header again (0.1 s at 500,000 samples): VCF text starts inflating ahead where
+    /// that count calls for it; BCF is opened afresh only where it gets htslib's helper.
+    pub fn for_threads(mut self, threads: usize) -> Result<VcfReader> {
+        match &mut self.inner {
+            Inner::Text(t, _) => {
+                if threads >= INFLATE_AHEAD_THREADS {
+                    t.inflate_ahead(&self.path);
+                }
+                Ok(self)
+            }
+            Inner::Hts(..)
+                if threads >= INFLATE_HELPER_THREADS && !crate::inputs::is_stdin(&self.path) =>
+            {
+                VcfReader::open(&self.path, threads)
+            }
+            Inner::Hts(..) => Ok(self),
         }
     }
 
