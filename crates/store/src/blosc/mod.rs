@@ -1,0 +1,35 @@
+//! The blosc 1 frame of a numeric inner chunk, parsed and decoded without c-blosc, by
+//! the rules c-blosc 1.21 writes (`../shared/design/gpu.md`): [`Frame`] checks a
+//! stored frame against the chunk's known size before anything is allocated,
+//! [`Decoder`] decodes it (the reader), and the GPU path batches a frame's zstd
+//! streams into one nvCOMP call.
+//!
+//! Modules, in dependency order: `frame` (the format), `unshuffle`, `decode`.
+
+mod decode;
+mod frame;
+mod unshuffle;
+
+pub use decode::Decoder;
+pub use frame::{Block, Frame, Shuffle, Stream};
+pub use unshuffle::{bitunshuffle, byteunshuffle};
+
+#[cfg(test)]
+pub(crate) mod testing {
+    /// Deterministic bytes, mostly small values (as genotypes and counts are).
+    pub(crate) fn noise(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x.is_multiple_of(5) {
+                    (x >> 8) as u8
+                } else {
+                    (x % 3) as u8
+                }
+            })
+            .collect()
+    }
+}
