@@ -23,7 +23,8 @@
 //! - [`stored`]: a chunk's stored bytes, owned or in a mapped shard file;
 //! - [`any`]: any Zarr v2 or v3 VCF Zarr store, read chunk by chunk through zarrs;
 //! - [`block`]: boxes of an array (chunks, tiles, patches) and copies between them;
-//! - [`blosc`]: blosc frames parsed and decoded without c-blosc (reader, GPU path).
+//! - [`blosc`]: blosc frames encoded (convert), parsed and decoded (reader, GPU path)
+//!   without c-blosc.
 
 pub mod any;
 pub mod block;

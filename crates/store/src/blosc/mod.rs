@@ -1,16 +1,20 @@
-//! The blosc 1 frame of a numeric inner chunk, parsed and decoded without c-blosc, by
-//! the rules c-blosc 1.21 writes (`../shared/design/gpu.md`): [`Frame`] checks a
-//! stored frame against the chunk's known size before anything is allocated,
-//! [`Decoder`] decodes it (the reader), and the GPU path batches a frame's zstd
-//! streams into one nvCOMP call.
+//! The blosc 1 frame of a numeric inner chunk, written, parsed and decoded without
+//! c-blosc, by the rules c-blosc 1.21 writes (`../shared/design/gpu.md`):
+//! [`Encoder`] writes c-blosc's exact bytes (convert), [`Frame`] checks a stored frame
+//! against the chunk's known size before anything is allocated, [`Decoder`] decodes it
+//! (the reader), and the GPU path batches a frame's zstd streams into one nvCOMP call.
 //!
-//! Modules, in dependency order: `frame` (the format), `unshuffle`, `decode`.
+//! Modules, in dependency order: `frame` (the format), `unshuffle` and `shuffle` (the
+//! (bit)shuffles each way), `decode`, `encode`.
 
 mod decode;
+mod encode;
 mod frame;
+mod shuffle;
 mod unshuffle;
 
 pub use decode::Decoder;
+pub use encode::Encoder;
 pub use frame::{Block, Frame, Shuffle, Stream};
 pub use unshuffle::{bitunshuffle, byteunshuffle};
 
