@@ -3,7 +3,8 @@
 #   1. nvCOMP and NVRTC: the wheels (pip; offline: SVAR2_WHEELS=DIR of .whl files),
 #      or SVAR2_NVCOMP=/path/libnvcomp.so.5 and SVAR2_NVRTC=/path/libnvrtc.so.12;
 #   2. the GPU tests with SVAR2_REQUIRE_GPU=1 (every dtype svar2 writes, the corner-case
-#      frames: GPU bytes == CPU bytes, or the test fails rather than skips);
+#      frames: GPU bytes == CPU bytes, or the test fails rather than skips; a failure
+#      is reported in the verdict, after the other checks, and the script exits 1);
 #   3. GPU == CPU on thousands of random patches of every numeric array of a
 #      converted store (bench-read --gpu --verify);
 #   4. timing: the CPU reader, then the GPU for batches of 64 ... 4096 patches;
@@ -19,7 +20,7 @@ say() { echo "gpu-check: $*" >&2; }
 
 # 1. Libraries.
 py_has() { python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('$1') is None)" 2>/dev/null; }
-if ! py_has nvidia.libnvcomp || ! py_has nvidia.cuda_nvrtc; then
+if [[ -z ${SVAR2_NVCOMP:-} || -z ${SVAR2_NVRTC:-} ]] && { ! py_has nvidia.libnvcomp || ! py_has nvidia.cuda_nvrtc; }; then
   if [[ -n ${SVAR2_WHEELS:-} ]]; then
     pip install -q --no-index --find-links "$SVAR2_WHEELS" nvidia-libnvcomp-cu12 nvidia-cuda-nvrtc-cu12 || true
   else
@@ -29,15 +30,18 @@ fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >&2 || say "no nvidia-smi"
 
 # 2. Build (when cargo is here; otherwise the binaries carried with the tree) and the
-# GPU tests.
+# GPU tests; a failure is reported at the end, after the other checks have run.
+tests=PASS
 if command -v cargo >/dev/null; then
   cargo build --release --quiet
-  SVAR2_REQUIRE_GPU=1 cargo test --release --quiet --test gpu 2>&1 | tail -3
+  SVAR2_REQUIRE_GPU=1 cargo test --release --quiet --test gpu >"${TMPDIR:-/tmp}/gpu-tests.log" 2>&1 || tests=FAIL
 else
   t=$(ls -t target/release/deps/gpu-* 2>/dev/null | grep -v '\.d$' | head -1)
   [[ -n $t ]] || { say "no cargo and no built test binary"; exit 1; }
-  SVAR2_REQUIRE_GPU=1 "$t" --quiet 2>&1 | tail -3
+  SVAR2_REQUIRE_GPU=1 "$t" --quiet >"${TMPDIR:-/tmp}/gpu-tests.log" 2>&1 || tests=FAIL
 fi
+tail -25 "${TMPDIR:-/tmp}/gpu-tests.log" >&2
+say "GPU tests: $tests"
 svar2=$PWD/target/release/svar2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -82,4 +86,5 @@ done
 # 5. Verdict.
 ratio=$(python3 -c "print('%.1f' % ($best_pps / max($cpu, 1e-9)))")
 ok=$(python3 -c "print('PASS' if $best_gbps >= 50 and $ratio >= 10 else 'SHORT')")
-echo "gpu-check: $ok: GPU == CPU on $checked patches; best device decode $best_gbps GB/s (target 50); GPU patches/s = $ratio x CPU (target 10)"
+echo "gpu-check: $ok: GPU tests $tests; GPU == CPU on $checked patches; best device decode $best_gbps GB/s (target 50); GPU patches/s = $ratio x CPU (target 10)"
+[[ $tests == PASS ]]

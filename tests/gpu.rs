@@ -163,7 +163,8 @@ fn device(test: &str) -> Option<svar2_gpu::device::Device> {
 }
 
 /// On a GPU: random patches of every numeric array, decoded on the device, equal the
-/// CPU reader's bytes; a corrupt stream is an error naming its chunk.
+/// CPU reader's bytes; a stream that decodes to other than its planned size is an
+/// error naming its chunk (nvCOMP's per-stream size and status).
 #[test]
 fn device_patches_equal_the_cpu_readers() {
     let Some(mut dev) = device("device_patches_equal_the_cpu_readers") else {
@@ -173,14 +174,24 @@ fn device_patches_equal_the_cpu_readers() {
         dev.decode(plan).unwrap();
         assert!(dev.patches_to_host().unwrap() == want, "{store}: {array}");
     });
-    let plan = undecodable_batch();
+    let (enc, _) = two_chunks();
+    let mut plan = BatchPlan::build(&[ChunkInput {
+        key: "x/c/0",
+        bytes: &enc,
+        nbytes: 40_000,
+    }])
+    .unwrap();
+    // The task asks for 8 bytes more than the stream holds (room made for them).
+    plan.zstd[0].len += 8;
+    plan.stage_bytes += 8;
+    plan.out_bytes += 8;
     let e = dev.decode(&plan).unwrap_err().to_string();
-    assert!(e.starts_with("x/c/1"), "{e}");
+    assert!(e.starts_with("x/c/0"), "{e}");
 }
 
-/// A batch of two chunks whose second holds a stream that parses but does not
-/// decompress (its zstd magic number broken).
-fn undecodable_batch() -> BatchPlan {
+/// An int32 chunk of 10,000 values that compresses (its frame, crc32c removed), and
+/// the same frame with its zstd stream's magic number broken.
+fn two_chunks() -> (Vec<u8>, Vec<u8>) {
     let codec = svar2_store::codec::InnerCodec::new(svar2_store::Dtype::I32, false, 1).unwrap();
     let values: Vec<u8> = (0..40_000u32).map(|i| (i % 7) as u8).collect();
     let stored = codec.encode(&Raw::Fixed(values), &[10_000]).unwrap();
@@ -192,28 +203,50 @@ fn undecodable_batch() -> BatchPlan {
     assert!(!stream.raw, "the values compress");
     let mut bad = enc.clone();
     bad[stream.offset] ^= 0x55;
-    BatchPlan::build(&[
-        ChunkInput {
-            key: "x/c/0",
-            bytes: &enc,
-            nbytes: 40_000,
-        },
-        ChunkInput {
-            key: "x/c/1",
-            bytes: &bad,
-            nbytes: 40_000,
-        },
-    ])
-    .unwrap()
+    (enc, bad)
 }
 
-/// The CPU executor (the kernels' arithmetic) names the chunk whose stream does not
-/// decompress; nvCOMP's status does the same on a device (above).
+/// A stream that is no zstd frame is refused when the batch is planned, naming its
+/// chunk, so neither executor sees it (nvCOMP does not check frames: it decoded this
+/// one as if the magic number were right); a stream cut short or whose header gives
+/// another size is refused likewise.
 #[test]
-fn a_stream_that_does_not_decompress_names_its_chunk() {
-    let e = svar2_gpu::cpu::execute(&undecodable_batch())
-        .unwrap_err()
-        .to_string();
+fn a_malformed_stream_is_refused_naming_its_chunk() {
+    let (enc, bad) = two_chunks();
+    let plan = |second: &[u8]| {
+        BatchPlan::build(&[
+            ChunkInput {
+                key: "x/c/0",
+                bytes: &enc,
+                nbytes: 40_000,
+            },
+            ChunkInput {
+                key: "x/c/1",
+                bytes: second,
+                nbytes: 40_000,
+            },
+        ])
+    };
+    assert!(plan(&enc).is_ok());
+    let e = plan(&bad).unwrap_err().to_string();
+    assert!(
+        e.starts_with("x/c/1") && e.contains("not a zstd frame"),
+        "{e}"
+    );
+    // The stream's frame header: the content size (after the 4-byte magic, a
+    // descriptor byte and, for a single-segment frame, the size) changed.
+    let frame = svar2_store::blosc::Frame::parse("x", &enc, 40_000).unwrap();
+    let s = frame.blocks[0].streams[0];
+    let mut other = enc.clone();
+    other[s.offset + 5] ^= 0x01;
+    let e = plan(&other).unwrap_err().to_string();
+    assert!(e.starts_with("x/c/1") && e.contains("decoded bytes"), "{e}");
+    // The CPU executor names a chunk whose stream fails there too.
+    let mut ok = plan(&enc).unwrap();
+    ok.zstd[1].len += 8;
+    ok.stage_bytes += 8;
+    ok.out_bytes += 8;
+    let e = svar2_gpu::cpu::execute(&ok).unwrap_err().to_string();
     assert!(e.starts_with("x/c/1"), "{e}");
 }
 

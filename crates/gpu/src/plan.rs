@@ -11,7 +11,7 @@
 
 use std::ops::Range;
 use svar2_store::blosc::{Frame, Shuffle};
-use svar2_store::Result;
+use svar2_store::{Error, Result};
 
 /// nvCOMP zstd's alignment for input, output and temp buffers.
 pub const ALIGN: usize = 8;
@@ -25,6 +25,36 @@ pub struct ChunkInput<'a> {
     pub key: &'a str,
     pub bytes: &'a [u8],
     pub nbytes: usize,
+}
+
+/// Checks on the host that `stream` is one whole zstd frame whose header says it
+/// decodes to `len` bytes: nvCOMP's behaviour on a malformed frame is undefined (it
+/// does not even check the magic number), so none reaches it. Reads only the frame
+/// and block headers.
+fn check_zstd(key: &str, stream: &[u8], len: usize) -> Result<()> {
+    use zstd::zstd_safe::{find_frame_compressed_size, get_frame_content_size};
+    let bad = |msg: String| Error::Corrupt {
+        key: key.to_string(),
+        msg: format!("blosc frame: zstd stream: {msg}"),
+    };
+    match get_frame_content_size(stream) {
+        Ok(Some(n)) if n == len as u64 => {}
+        Ok(Some(n)) => {
+            return Err(bad(format!(
+                "says {n} decoded bytes where the block holds {len}"
+            )))
+        }
+        Ok(None) => return Err(bad("its header does not give its decoded size".into())),
+        Err(_) => return Err(bad("not a zstd frame".into())),
+    }
+    match find_frame_compressed_size(stream) {
+        Ok(n) if n == stream.len() => Ok(()),
+        Ok(n) => Err(bad(format!("a {n}-byte frame in {} bytes", stream.len()))),
+        Err(e) => Err(bad(format!(
+            "cut short or damaged ({})",
+            zstd::zstd_safe::get_error_name(e)
+        ))),
+    }
 }
 
 /// A buffer of the plan (the discriminants are the kernels' buffer numbers).
@@ -218,6 +248,7 @@ impl BatchPlan {
                         len: s.len,
                     });
                 } else {
+                    check_zstd(key, stream, s.out_len)?;
                     self.push_zstd(c, stream, to, at, s.out_len);
                 }
                 at += s.out_len;
