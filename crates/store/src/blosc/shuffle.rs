@@ -29,12 +29,19 @@ pub fn byteshuffle(src: &[u8], out: &mut [u8], typesize: usize) {
     out[n * t..].copy_from_slice(&src[n * t..]);
 }
 
-/// The byte planes of `n` elements of `T` bytes (a constant, so the loop unrolls).
+/// The byte planes of `n` elements of `T` bytes (a constant, so the loop unrolls):
+/// AVX2 for 2- and 4-byte elements where the CPU has it, then element by element.
 fn planes<const T: usize>(src: &[u8], out: &mut [u8], n: usize) {
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if (T == 2 || T == 4) && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked above).
+        done = unsafe { simd::byte_planes_avx2::<T>(src, out, n) };
+    }
     let (head, _) = out.split_at_mut(n * T);
     let mut planes: Vec<&mut [u8]> = head.chunks_exact_mut(n).collect();
     let planes: &mut [&mut [u8]; T] = (&mut planes[..]).try_into().expect("T planes");
-    for (i, e) in src[..n * T].chunks_exact(T).enumerate() {
+    for (i, e) in src[..n * T].chunks_exact(T).enumerate().skip(done) {
         for j in 0..T {
             planes[j][i] = e[j];
         }
@@ -120,6 +127,56 @@ mod simd {
                 };
                 a = _mm256_add_epi8(a, a);
                 b = _mm256_add_epi8(b, b);
+            }
+        }
+        wide
+    }
+
+    /// The byte planes of elements `0..` of `T` = 2 or 4 bytes in runs of 32 bytes:
+    /// `pshufb` gathers each lane's bytes plane by plane, a cross-lane permute joins
+    /// the two lanes' pieces, then one store per plane. Returns the elements done.
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn byte_planes_avx2<const T: usize>(src: &[u8], out: &mut [u8], n: usize) -> usize {
+        assert!((T == 2 || T == 4) && src.len() >= n * T && out.len() >= n * T);
+        let per = 32 / T; // elements per register
+        let wide = n / per * per;
+        let (s, o) = (src.as_ptr(), out.as_mut_ptr());
+        let lane: [i8; 16] = if T == 2 {
+            [0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]
+        } else {
+            [0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15]
+        };
+        // SAFETY: a 16-byte load of a 16-byte array.
+        let lane = unsafe { _mm_loadu_si128(lane.as_ptr() as *const __m128i) };
+        let mask = _mm256_broadcastsi128_si256(lane);
+        for i in (0..wide).step_by(per) {
+            // SAFETY: 32 bytes at `i * T` with `i + per <= n`: inside `src` (asserted).
+            let v = unsafe { _mm256_loadu_si256(s.add(i * T) as *const __m256i) };
+            let v = _mm256_shuffle_epi8(v, mask);
+            if T == 2 {
+                // Lanes hold [lo 8 | hi 8]: gather the two lo halves, then the hi.
+                let v = _mm256_permute4x64_epi64::<0b11_01_10_00>(v);
+                // SAFETY: 16 bytes at `j * n + i` with `i + 16 <= n`: inside `out`.
+                unsafe {
+                    _mm_storeu_si128(o.add(i) as *mut __m128i, _mm256_castsi256_si128(v));
+                    _mm_storeu_si128(
+                        o.add(n + i) as *mut __m128i,
+                        _mm256_extracti128_si256::<1>(v),
+                    );
+                }
+            } else {
+                // Lanes hold 4 bytes of each plane: pair the lanes' pieces per plane.
+                let v = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+                let mut q = [0u64; 4];
+                // SAFETY: a 32-byte store into a 32-byte array.
+                unsafe { _mm256_storeu_si256(q.as_mut_ptr() as *mut __m256i, v) };
+                for (j, x) in q.iter().enumerate() {
+                    // SAFETY: 8 bytes at `j * n + i` with `i + 8 <= n`: inside `out`.
+                    unsafe { (o.add(j * n + i) as *mut u64).write_unaligned(*x) };
+                }
             }
         }
         wide
