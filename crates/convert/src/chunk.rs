@@ -53,10 +53,12 @@ thread_local! {
 /// Chunk buffers each encoding thread keeps for the next chunks.
 const POOLED: usize = 4;
 
-/// An empty byte buffer from this thread's pool, one holding `bytes` if any does:
-/// a fresh multi-megabyte buffer per chunk costs page faults and the zeroing of new
-/// pages (a fifth of all CPU time in profiles of the shared corpus, and a quarter of
-/// fmt2000's page faults when only byte outputs were pooled).
+/// A byte buffer from this thread's pool, one holding `bytes` if any does: a fresh
+/// multi-megabyte buffer per chunk costs page faults and the zeroing of new pages (a
+/// fifth of all CPU time in profiles of the shared corpus, and a quarter of fmt2000's
+/// page faults when only byte outputs were pooled). It keeps the bytes of the chunk
+/// it last held (its length too), so [`chunk_bytes`] zeroes only what the layout
+/// will not write.
 fn pooled(bytes: usize) -> Vec<u8> {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
@@ -68,24 +70,41 @@ fn pooled(bytes: usize) -> Vec<u8> {
     })
 }
 
-/// A chunk of `n` values of `T`, zeroed (the fill value), then laid out by `fill`,
-/// as the little-endian bytes the codec takes. On a little-endian machine the values
-/// are written straight into a pooled byte buffer; elsewhere through a typed copy.
-fn chunk_bytes<T: Plain>(n: usize, fill: impl FnOnce(&mut [T])) -> Vec<u8> {
+/// The chunk `v` of cells of `cell` values of `T`, laid out by `fill`, as the
+/// little-endian bytes the codec takes. `fill` writes every value of the real records
+/// × real samples (`[r][..v.ns][..cell]` for `r < v.nr`, as every `lay_out_*` does);
+/// the rest is the fill value, zero, written here. On a little-endian machine the
+/// values are written straight into a pooled byte buffer; elsewhere through a typed
+/// copy.
+fn chunk_bytes<T: Plain>(v: &ChunkView, cell: usize, fill: impl FnOnce(&mut [T])) -> Vec<u8> {
     let size = std::mem::size_of::<T>();
+    let n = v.rows * v.cols * cell;
     let mut out = pooled(n * size);
+    // A recycled buffer keeps its old bytes (only growth is zeroed here): the memset
+    // of a whole chunk was 3-4 % of a GT-only conversion, for bytes overwritten next.
     out.resize(n * size, 0);
+    let outside = |vals: &mut [T]| {
+        let (row, real) = (v.cols * cell, v.ns * cell);
+        if real < row {
+            for r in vals[..v.nr * row].chunks_exact_mut(row) {
+                r[real..].fill(T::default());
+            }
+        }
+        vals[v.nr * row..].fill(T::default());
+    };
     if cfg!(target_endian = "little") {
         // SAFETY: `Plain` types take any bit pattern, and align_to_mut hands back only
         // the aligned middle (checked to be the whole buffer before use).
         let (head, mid, tail) = unsafe { out.align_to_mut::<T>() };
         if head.is_empty() && tail.is_empty() {
             fill(mid);
+            outside(mid);
             return out;
         }
     }
     let mut vals = vec![T::default(); n];
     fill(&mut vals);
+    outside(&mut vals);
     for (d, v) in out.chunks_exact_mut(size).zip(vals) {
         v.write_le(d);
     }
@@ -94,8 +113,7 @@ fn chunk_bytes<T: Plain>(n: usize, fill: impl FnOnce(&mut [T])) -> Vec<u8> {
 
 /// Returns a laid-out chunk's buffer to this thread's pool once it is encoded.
 pub fn recycle(raw: Raw) {
-    if let Raw::Fixed(mut v) = raw {
-        v.clear();
+    if let Raw::Fixed(v) = raw {
         POOL.with(|p| {
             let mut p = p.borrow_mut();
             if p.len() < POOLED {
@@ -238,17 +256,16 @@ fn lay_out_ints<T: Copy>(
 
 /// Integers narrowed to `dtype` as little-endian bytes.
 fn ints(col: &Column, v: &ChunkView, cell: usize, dtype: Dtype) -> Vec<u8> {
-    let n = v.rows * v.cols * cell;
     // Genotypes: i8 in, i8 out.
     match (&col.values, dtype) {
         (Values::Int8(vals), Dtype::I8) => {
-            return chunk_bytes(n, |out: &mut [u8]| {
+            return chunk_bytes(v, cell, |out: &mut [u8]| {
                 lay_out(col, v, cell, -2i8 as u8, -1i8 as u8, vals, |x| x as u8, out)
             });
         }
         (Values::Diploid(b), Dtype::I8) => {
             let pairs: Pairs<u8> = unpack_diploid_bytes;
-            return chunk_bytes(n, |out: &mut [u8]| {
+            return chunk_bytes(v, cell, |out: &mut [u8]| {
                 let f = |x: i8| x as u8;
                 lay_out_diploid(col, v, cell, -2i8 as u8, -1i8 as u8, b, f, Some(pairs), out)
             });
@@ -256,16 +273,16 @@ fn ints(col: &Column, v: &ChunkView, cell: usize, dtype: Dtype) -> Vec<u8> {
         _ => {}
     }
     match dtype {
-        Dtype::I8 => chunk_bytes(n, |out: &mut [u8]| {
+        Dtype::I8 => chunk_bytes(v, cell, |out: &mut [u8]| {
             lay_out_ints(col, v, cell, -2i8 as u8, -1i8 as u8, |x| x as i8 as u8, out)
         }),
-        Dtype::I16 => chunk_bytes(n, |out: &mut [i16]| {
+        Dtype::I16 => chunk_bytes(v, cell, |out: &mut [i16]| {
             lay_out_ints(col, v, cell, -2, -1, |x| x as i16, out)
         }),
-        Dtype::I32 => chunk_bytes(n, |out: &mut [i32]| {
+        Dtype::I32 => chunk_bytes(v, cell, |out: &mut [i32]| {
             lay_out_ints(col, v, cell, -2, -1, |x| x as i32, out)
         }),
-        Dtype::I64 => chunk_bytes(n, |out: &mut [i64]| {
+        Dtype::I64 => chunk_bytes(v, cell, |out: &mut [i64]| {
             lay_out_ints(col, v, cell, -2, -1, |x| x, out)
         }),
         d => unreachable!("int array as {d:?}"),
@@ -282,10 +299,9 @@ fn first_char(s: &[u8]) -> u32 {
 /// Lays out one inner chunk of `spec` from `col` under `layout`.
 pub fn materialize(spec: &ArraySpec, col: &Column, layout: &Layout, v: &ChunkView) -> Raw {
     let cell = layout.cell();
-    let n = v.rows * v.cols * cell;
     match (spec.base, spec.source) {
         (_, Source::GenotypeMask) => {
-            Raw::Fixed(chunk_bytes(n, |out: &mut [u8]| match &col.values {
+            Raw::Fixed(chunk_bytes(v, cell, |out: &mut [u8]| match &col.values {
                 Values::Diploid(b) => {
                     let pairs: Pairs<u8> = negative_alleles;
                     let f = |x: i8| u8::from(x < 0);
@@ -307,7 +323,7 @@ pub fn materialize(spec: &ArraySpec, col: &Column, layout: &Layout, v: &ChunkVie
             let Values::Float(vals) = &col.values else {
                 unreachable!()
             };
-            Raw::Fixed(chunk_bytes(n, |out: &mut [u32]| {
+            Raw::Fixed(chunk_bytes(v, cell, |out: &mut [u32]| {
                 lay_out(
                     col,
                     v,
@@ -324,7 +340,7 @@ pub fn materialize(spec: &ArraySpec, col: &Column, layout: &Layout, v: &ChunkVie
             let Values::Bool(bits) = &col.values else {
                 unreachable!()
             };
-            Raw::Fixed(chunk_bytes(n, |out: &mut [u8]| {
+            Raw::Fixed(chunk_bytes(v, cell, |out: &mut [u8]| {
                 lay_out_bits(col, v, cell, bits, out)
             }))
         }
@@ -613,17 +629,40 @@ mod tests {
             dtype: Dtype::I8,
             width: Some(2),
         };
-        let Raw::Fixed(b) = materialize(&s, &c, &l, &view) else {
-            panic!()
-        };
-        let v: Vec<i8> = b.iter().map(|&x| x as i8).collect();
         #[rustfmt::skip]
-        assert_eq!(v, vec![
+        let want: Vec<i8> = vec![
             5, -2, 6, -2, 0, 0,
             -1, -1, -1, -1, 0, 0,
             1, -2, 3, 4, 0, 0,
             0, 0, 0, 0, 0, 0,
-        ]);
+        ];
+        // A fresh buffer, then recycled ones still holding other chunks' bytes (of
+        // every length around this chunk's): the fill past the real records and
+        // samples is written, not inherited.
+        for round in 0..3 {
+            let Raw::Fixed(b) = materialize(&s, &c, &l, &view) else {
+                panic!()
+            };
+            let v: Vec<i8> = b.iter().map(|&x| x as i8).collect();
+            assert_eq!(v, want, "round {round}");
+            recycle(Raw::Fixed(b));
+            for len in [3, 24, 40] {
+                recycle(Raw::Fixed(vec![0x55; len]));
+            }
+        }
+        let wide = Layout {
+            dtype: Dtype::I16,
+            width: Some(2),
+        };
+        recycle(Raw::Fixed(vec![0x55; 48]));
+        let Raw::Fixed(b) = materialize(&s, &c, &wide, &view) else {
+            panic!()
+        };
+        let v: Vec<i16> = b
+            .chunks_exact(2)
+            .map(|x| i16::from_le_bytes([x[0], x[1]]))
+            .collect();
+        assert_eq!(v, want.iter().map(|&x| x as i16).collect::<Vec<_>>());
     }
 
     /// Re-laying an encoded chunk under a wider, wider-typed layout gives the very
