@@ -119,6 +119,29 @@ impl Bits {
     /// Appends one boolean per byte (non-zero is true).
     pub fn extend_from_flags(&mut self, flags: &[u8]) {
         self.reserve(flags.len());
+        let mut flags = flags;
+        #[cfg(target_arch = "x86_64")]
+        if self.len.is_multiple_of(8) {
+            // Whole bytes of bits: 16 flags a `movemask` (SSE2, part of x86-64), the
+            // per-byte path below was ~5 % of a GT-only conversion.
+            let wide = flags.len() / 16 * 16;
+            let at = self.bytes.len();
+            self.bytes.resize(at + wide / 8, 0);
+            for (d, c) in self.bytes[at..]
+                .chunks_exact_mut(2)
+                .zip(flags[..wide].chunks_exact(16))
+            {
+                use std::arch::x86_64::*;
+                // SAFETY: SSE2 is part of x86-64; a 16-byte load of a 16-byte slice.
+                let set = unsafe {
+                    let v = _mm_loadu_si128(c.as_ptr() as *const __m128i);
+                    !_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128())) as u16
+                };
+                d.copy_from_slice(&set.to_le_bytes());
+            }
+            self.len += wide;
+            flags = &flags[wide..];
+        }
         let mut chunks = flags.chunks_exact(8);
         for c in &mut chunks {
             let x = u64::from_le_bytes(c.try_into().expect("8 bytes"));
@@ -158,6 +181,15 @@ impl Bits {
         assert!(from + out.len() <= self.len, "range inside the set");
         let mut chunks = out.chunks_exact_mut(8);
         let mut i = from;
+        if from.is_multiple_of(8) {
+            // Whole bytes: no shifting between two (the common case, a record's
+            // flags starting a byte).
+            let bytes = &self.bytes[from / 8..];
+            for (c, &b) in (&mut chunks).zip(bytes) {
+                c.copy_from_slice(&SPREAD[b as usize].to_le_bytes());
+                i += 8;
+            }
+        }
         for c in &mut chunks {
             c.copy_from_slice(&SPREAD[self.byte_at(i) as usize].to_le_bytes());
             i += 8;
