@@ -20,6 +20,16 @@ const MAX_BUFFER: usize = i32::MAX as usize - HEADER;
 /// c-blosc stores a type size above this as single bytes.
 const MAX_TYPESIZE: usize = 255;
 
+/// How one frame's blocks are cut, shuffled and compressed.
+#[derive(Clone, Copy)]
+struct Blocks {
+    typesize: usize,
+    shuffle: Shuffle,
+    /// zstd's level (c-blosc's mapping of the blosc clevel).
+    level: i32,
+    blocksize: usize,
+}
+
 /// Encodes chunks on one thread, reusing its zstd context and shuffle buffers.
 pub struct Encoder {
     zstd: zstd::zstd_safe::CCtx<'static>,
@@ -99,9 +109,13 @@ impl Encoder {
         out.extend_from_slice(&(nbytes as i32).to_le_bytes());
         out.extend_from_slice(&(blocksize as i32).to_le_bytes());
         out.extend_from_slice(&0i32.to_le_bytes()); // the frame's size, below
-        let compressed = clevel > 0
-            && nbytes >= MIN_BUFFER
-            && self.blocks(src, typesize, shuffle, clevel, blocksize, start, out);
+        let how = Blocks {
+            typesize,
+            shuffle,
+            level: zstd_level(clevel),
+            blocksize,
+        };
+        let compressed = clevel > 0 && nbytes >= MIN_BUFFER && self.blocks(src, how, start, out);
         if !compressed {
             // Stored as is: the data follows the header, unshuffled whatever the flags.
             out.truncate(start + HEADER);
@@ -116,22 +130,17 @@ impl Encoder {
     /// The block table and blocks of a compressed frame after its header at `start`;
     /// false when they would not fit in `nbytes` + 16 bytes (c-blosc's output buffer,
     /// as zarrs sizes it), so the frame is stored as is instead.
-    #[allow(clippy::too_many_arguments)]
-    fn blocks(
-        &mut self,
-        src: &[u8],
-        typesize: usize,
-        shuffle: Shuffle,
-        clevel: u8,
-        blocksize: usize,
-        start: usize,
-        out: &mut Vec<u8>,
-    ) -> bool {
+    fn blocks(&mut self, src: &[u8], how: Blocks, start: usize, out: &mut Vec<u8>) -> bool {
+        let Blocks {
+            typesize,
+            shuffle,
+            level,
+            blocksize,
+        } = how;
         let nbytes = src.len();
         let max_bytes = nbytes + HEADER;
         let table = start + HEADER;
         out.resize(table + 4 * nbytes.div_ceil(blocksize), 0);
-        let level = zstd_level(clevel);
         for (j, block) in src.chunks(blocksize).enumerate() {
             let bsize = block.len();
             let at = (out.len() - start) as i32;
