@@ -31,8 +31,10 @@ pub struct Args {
     inputs: Option<PathBuf>,
     #[command(flatten)]
     planning: PlanningArgs,
-    /// Replace an existing Zarr store. Never removes anything else: a folder of
-    /// other files, a plain file or a symbolic link is refused even with it.
+    /// Replace an existing Zarr store: valid root metadata and nothing but Zarr
+    /// metadata and chunk keys below it. Never removes anything else: a folder with
+    /// any other file in it (at any depth), a plain file, a symbolic link or an input
+    /// inside the output is refused even with it.
     #[arg(long)]
     force: bool,
     /// Debugging aid: the contig order readers follow (`planned`, `file`,

@@ -21,8 +21,8 @@ pub struct Args {
     /// dozens).
     #[arg(long)]
     io_threads: Option<usize>,
-    /// Replace an existing Zarr store (never the input, nor anything that is not a
-    /// Zarr store).
+    /// Replace an existing Zarr store (never the input, nor anything that holds a file
+    /// that is not part of a Zarr store: the rule is convert's --force).
     #[arg(long)]
     force: bool,
     /// Print the plan (geometry, tiles, predicted peak RSS, source decodes) and

@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[test]
 fn force_replaces_only_what_a_store_holds() {
@@ -44,14 +44,21 @@ fn force_replaces_only_what_a_store_holds() {
         .unwrap();
     assert!(!o.status.success());
     assert!(mine.join("keep.txt").exists());
-    // An empty directory is written; a finished store is replaced with --force, and a
-    // link inside it is unlinked, never followed.
+    // An empty directory is written; a finished store is replaced with --force; a
+    // link inside it is not a store entry, so the store is refused, the link kept.
     let out = d.join("out.zarr");
     std::fs::create_dir(&out).unwrap();
     convert(&input, &out, &[]);
-    std::os::unix::fs::symlink(&mine, out.join("inner-link")).unwrap();
     convert(&input, &out, &[]);
-    assert!(!out.join("inner-link").exists() && out.join("zarr.json").exists());
+    std::os::unix::fs::symlink(&mine, out.join("inner-link")).unwrap();
+    let r = run_convert(&input, &out, &["--force"]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(!r.status.success(), "{err}");
+    assert!(
+        err.contains("inner-link") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert!(std::fs::symlink_metadata(out.join("inner-link")).is_ok());
     assert!(mine.join("keep.txt").exists() && mine.join("sub/more.txt").exists());
     // A Zarr v2 store (another tool's) is a store: replaced with --force.
     let v2 = d.join("v2.zarr");
@@ -60,6 +67,119 @@ fn force_replaces_only_what_a_store_holds() {
     convert_fails(&input, &v2, &[]);
     convert(&input, &v2, &[]);
     assert!(!v2.join(".zgroup").exists() && v2.join("zarr.json").exists());
+}
+
+/// A folder that merely looks like a store — a `zarr.json` that is not Zarr metadata,
+/// a stray `.svar2-in-progress`, a user's file inside a real store — is never emptied,
+/// by `convert` or `rechunk`, with or without `--force`.
+#[test]
+fn force_deletes_only_a_recognised_store() {
+    let dir = test_dir();
+    let d = dir.path();
+    let input = data("all_fields.vcf");
+    let good = d.join("good.zarr");
+    convert(&input, &good, &[]);
+    let cases: [(&str, &[(&str, &str)]); 4] = [
+        ("notjson", &[("zarr.json", "not json")]),
+        ("notzarr", &[("zarr.json", r#"{"hello": 1}"#)]),
+        ("marker", &[(".svar2-in-progress", "svar2 0.1.0 pid 1\n")]),
+        ("v2", &[(".zarray", "{}")]),
+    ];
+    for (name, files) in cases {
+        let o = d.join(name);
+        std::fs::create_dir(&o).unwrap();
+        std::fs::write(o.join("thesis.txt"), "precious").unwrap();
+        for (f, text) in files {
+            std::fs::write(o.join(f), text).unwrap();
+        }
+        for args in [&[][..], &["--force"][..]] {
+            let r = run_convert(&input, &o, args);
+            assert!(!r.status.success(), "{name} {args:?}");
+            let err = String::from_utf8_lossy(&r.stderr);
+            assert!(err.contains("choose another output"), "{name}: {err}");
+            let r = run_rechunk(&good, &o, args);
+            assert!(!r.status.success(), "rechunk into {name} {args:?}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(o.join("thesis.txt")).unwrap(),
+            "precious"
+        );
+    }
+    // A user's file deep inside a finished store: refused, named, kept.
+    std::fs::write(good.join("call_genotype/notes.txt"), "mine").unwrap();
+    let r = run_convert(&input, &good, &["--force"]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        !r.status.success() && err.contains("call_genotype/notes.txt"),
+        "{err}"
+    );
+    assert!(good.join("call_genotype/notes.txt").exists());
+    assert!(good.join("zarr.json").exists());
+}
+
+/// An output that holds an input, or an input store that holds the output file:
+/// refused before anything is written or deleted.
+#[test]
+fn outputs_never_overwrite_inputs() {
+    let dir = test_dir();
+    let d = dir.path();
+    let outer = d.join("outer.zarr");
+    convert(&data("all_fields.vcf"), &outer, &[]);
+    let inside = outer.join("in.vcf");
+    std::fs::copy(data("all_fields.vcf"), &inside).unwrap();
+    for args in [&[][..], &["--force"][..]] {
+        let r = run_convert(&inside, &outer, args);
+        assert!(!r.status.success());
+        let err = String::from_utf8_lossy(&r.stderr);
+        // (A store holding a stray VCF is not a store either way; with the VCF being
+        // the input, the overlap is what is named.)
+        assert!(err.contains("overlaps the input file"), "{err}");
+    }
+    assert!(inside.exists() && outer.join("zarr.json").exists());
+    std::fs::remove_file(&inside).unwrap();
+    let before = digest(&outer);
+    // `view -o` inside the store it reads, whatever the name.
+    for target in ["zarr.json", "call_genotype/c/0/0/0", "new.vcf"] {
+        let o = svar2()
+            .args(["view", "-o"])
+            .arg(outer.join(target))
+            .arg(&outer)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{target}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("overlaps the store being read"), "{err}");
+    }
+    assert_eq!(digest(&outer), before);
+    assert!(!outer.join("new.vcf").exists());
+    // `--write-index` has no place beside standard output or a device.
+    for args in [
+        &["-Oz", "--write-index"][..],
+        &["-Oz", "--write-index", "-o", "/dev/stdout"][..],
+    ] {
+        let o = svar2().arg("view").args(args).arg(&outer).output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--write-index needs -o"), "{err}");
+    }
+    assert!(!Path::new("/dev/stdout.csi").exists());
+}
+
+/// `link/` names the link, not the folder it points to: refused even with --force.
+#[test]
+fn a_link_with_a_trailing_slash_is_still_a_link() {
+    let dir = test_dir();
+    let d = dir.path();
+    let real = d.join("real.zarr");
+    convert(&data("all_fields.vcf"), &real, &[]);
+    let before = digest(&real);
+    let link = d.join("lnk");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let slashed = PathBuf::from(format!("{}/", link.display()));
+    let r = run_convert(&data("all_fields.vcf"), &slashed, &["--force"]);
+    assert!(!r.status.success());
+    assert!(String::from_utf8_lossy(&r.stderr).contains("symbolic link"));
+    assert_eq!(digest(&real), before);
 }
 
 #[test]

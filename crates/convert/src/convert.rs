@@ -231,6 +231,15 @@ fn check_inputs(inputs: &[std::path::PathBuf]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses an output that holds an input (`convert --force out.zarr/in.vcf out.zarr`
+/// would delete the input with the store it replaces).
+pub(crate) fn check_not_in_output(inputs: &[std::path::PathBuf], output: &Path) -> Result<()> {
+    for input in inputs.iter().filter(|p| !is_stdin(p)) {
+        svar2_store::replace::refuse_overlap(input, output, "input file")?;
+    }
+    Ok(())
+}
+
 /// Whether one input file (not standard input) is converted.
 fn is_single(inputs: &[std::path::PathBuf]) -> bool {
     inputs.len() == 1 && !is_stdin(&inputs[0])
@@ -450,31 +459,25 @@ pub fn convert_inputs(
 ) -> Result<Summary> {
     let t0 = Instant::now();
     check_inputs(inputs)?;
-    // Nothing is written before the output is known to be writable, every input's
-    // header is read and checked, and the plan fits.
+    // Nothing is written before the output is known to be writable (and to hold no
+    // input: replacing it would delete what is being read), every input's header is
+    // read and checked, and the plan fits.
+    check_not_in_output(inputs, output)?;
     svar2_store::dir::check_output(output, options.force)?;
     let input = inputs[0].as_path();
     let (report, files, mut schema) = open_call_set(inputs, &options.request)?;
-    tracing::info!(
-        cc = report.plan.cc,
-        w = report.plan.w,
-        predicted_peak_rss = report.plan.predicted_peak_rss,
-        budget = report.budget,
-        "plan\n{}",
-        report.render()
-    );
+    tracing::info!("plan\n{}", report.render().trim_end());
     schema.add_undeclared_contigs(&report.undeclared_contigs);
     let set = ArraySet::new(&schema);
     let geometry = normalise(report.geometry(), schema.samples.len() as u64);
     let reading = plan_reading(inputs, &files, &schema, &report, options)?;
     let store = StoreDir::create(output, options.force)?;
     tracing::info!(
-        samples = schema.samples.len(),
-        contigs = schema.contigs.len(),
-        arrays = set.arrays.len(),
-        ?geometry,
-        "converting {}",
-        input.display()
+        "converting {}: {} samples, {} contigs, {} arrays; {geometry}",
+        input.display(),
+        schema.samples.len(),
+        schema.contigs.len(),
+        set.arrays.len(),
     );
     let mut writer = Writer::new(
         input,

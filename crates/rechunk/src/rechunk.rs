@@ -215,52 +215,21 @@ pub fn dry_run(input: &Path, opts: &Options) -> Result<RechunkReport> {
     Ok(plan(input, opts)?.report)
 }
 
-/// Refuses an output that is the input or lies inside it (or holds it): replacing it
-/// would destroy the data being read.
-fn check_not_overlapping(input: &Path, output: &Path) -> Result<()> {
-    let canon = |p: &Path| -> PathBuf {
-        if let Ok(c) = p.canonicalize() {
-            return c;
-        }
-        match (p.parent(), p.file_name()) {
-            (Some(dir), Some(name)) => {
-                let dir = if dir.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    dir
-                };
-                dir.canonicalize()
-                    .map(|d| d.join(name))
-                    .unwrap_or_else(|_| p.to_path_buf())
-            }
-            _ => p.to_path_buf(),
-        }
-    };
-    let (i, o) = (canon(input), canon(output));
-    if o.starts_with(&i) || i.starts_with(&o) {
-        return Err(Error::Usage(format!(
-            "{}: the output overlaps the input store {}; write the rechunked store elsewhere",
-            output.display(),
-            input.display()
-        )));
-    }
-    Ok(())
-}
-
 /// Rechunks the store at `input` into a new store at `output`.
 pub fn rechunk(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     let t0 = Instant::now();
-    check_not_overlapping(input, output)?;
+    svar2_store::replace::refuse_overlap(input, output, "input store")?;
     svar2_store::dir::check_output(output, opts.force)?;
     let planned = plan(input, opts)?;
     let r = &planned.report;
     tracing::info!(
-        geometry = ?r.geometry,
-        predicted_peak_rss = r.plan.predicted_peak_rss,
-        budget = r.plan.budget,
-        decodes = r.plan.decodes,
-        source_chunks = r.plan.source_chunks,
-        "rechunk plan"
+        "rechunk plan: {}; predicted peak RSS {} of a {} budget; {} source chunks, {} \
+         decodes",
+        r.geometry,
+        svar2_planner::size::human(r.plan.predicted_peak_rss),
+        svar2_planner::size::human(r.plan.budget),
+        r.plan.source_chunks,
+        r.plan.decodes,
     );
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(r.plan.threads)

@@ -1,5 +1,5 @@
-//! The store directory: what may be replaced (and what never), the lock held while
-//! writing, the in-progress marker, the completion marker (root `zarr.json`, written
+//! The store directory: the lock held while writing (what may be replaced is
+//! [`replace`](crate::replace)'s rule), the in-progress marker, the completion marker (root `zarr.json`, written
 //! last), and the digest that proves two stores are the same.
 
 use crate::bucket::Bucket;
@@ -8,9 +8,8 @@ use crate::storage::Storage;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Marks a directory as an svar2 store being written; removed once the root
-/// `zarr.json` is in place. An output holding it is an interrupted conversion.
-pub const IN_PROGRESS: &str = ".svar2-in-progress";
+pub use crate::replace::IN_PROGRESS;
+use crate::replace::{classify, refuse, without_trailing_slash, Existing};
 
 /// A store being written.
 pub struct StoreDir {
@@ -38,71 +37,21 @@ impl Drop for StoreDir {
     }
 }
 
-/// What an output path holds before a conversion.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Existing {
-    Empty,
-    /// A finished Zarr store (root `zarr.json`, or `.zgroup`/`.zarray` of Zarr v2):
-    /// replaced only with `--force`.
-    Store,
-    /// An svar2 conversion that was killed or failed: started again.
-    Interrupted,
-    /// Anything else — a user's own files, a file, a symbolic link: never removed,
-    /// not even with `--force`. Says what is in the way.
-    Foreign(String),
-}
-
-fn classify(root: &Path) -> Result<Existing> {
-    let meta = fs::symlink_metadata(root).map_err(|e| Error::io(root, e))?;
-    if meta.file_type().is_symlink() {
-        return Ok(Existing::Foreign(
-            "is a symbolic link (svar2 does not write through one: give the directory it \
-             points to)"
-                .into(),
-        ));
-    }
-    if !meta.is_dir() {
-        return Ok(Existing::Foreign("is a file, not a directory".into()));
-    }
-    let names: Vec<String> = fs::read_dir(root)
-        .map_err(|e| Error::io(root, e))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    Ok(classify_names(names))
-}
-
-/// What a store's top-level names (files and folders, or a bucket prefix's first key
-/// components) say it is.
-fn classify_names(mut names: Vec<String>) -> Existing {
-    let has = |n: &str| names.iter().any(|x| x == n);
-    if names.is_empty() {
-        Existing::Empty
-    } else if has(IN_PROGRESS) {
-        Existing::Interrupted
-    } else if has("zarr.json") || has(".zgroup") || has(".zarray") {
-        Existing::Store
-    } else {
-        names.sort();
-        let shown: Vec<String> = names.iter().take(3).map(|n| format!("`{n}`")).collect();
-        Existing::Foreign(format!(
-            "is not a Zarr store: it holds {}{} ({} entries)",
-            shown.join(", "),
-            if names.len() > 3 { ", …" } else { "" },
-            names.len()
-        ))
-    }
-}
-
-/// What a bucket store's prefix holds (its objects' first key components).
+/// What a bucket store's prefix holds (its objects' keys, the root documents fetched
+/// to recognise a store).
 fn classify_bucket(bucket: &Bucket) -> Result<Existing> {
-    let mut names: Vec<String> = bucket
-        .list("")?
-        .into_iter()
-        .map(|(k, _)| k.split('/').next().unwrap_or(&k).to_string())
-        .collect();
-    names.dedup();
-    Ok(classify_names(names))
+    let listed = bucket.list("")?;
+    let small = |k: &str| {
+        listed
+            .iter()
+            .any(|(key, n)| key == k && *n <= 64 << 20)
+            .then(|| bucket.get(k).ok().flatten())
+            .flatten()
+    };
+    Ok(crate::replace::classify_keys(
+        listed.iter().map(|(k, _)| k.as_str()),
+        &small,
+    ))
 }
 
 /// The local copy a bucket store is written to before it is uploaded: under the
@@ -121,22 +70,6 @@ fn lock(root: &Path) -> Result<fs::File> {
         Ok(()) => Ok(f),
         Err(fs::TryLockError::WouldBlock) => Err(Error::Locked { path: root.into() }),
         Err(fs::TryLockError::Error(e)) => Err(Error::io(root, e)),
-    }
-}
-
-/// Refuses what `existing` forbids: a finished store without `force`, anything that is
-/// not a store (or an interrupted one, or empty) always.
-fn refuse(root: &Path, existing: &Existing, force: bool) -> Result<()> {
-    match existing {
-        Existing::Store if !force => Err(Error::OutputExists { path: root.into() }),
-        Existing::Foreign(what) => Err(Error::NotStore {
-            path: root.into(),
-            msg: format!(
-                "{what}; svar2 replaces only a Zarr store (with --force), an interrupted \
-                 svar2 store or an empty directory: choose another output"
-            ),
-        }),
-        _ => Ok(()),
     }
 }
 
@@ -188,6 +121,7 @@ pub fn check_output(root: &Path, force: bool) -> Result<()> {
         let bucket = Bucket::open(root)?;
         return refuse(root, &classify_bucket(&bucket)?, force);
     }
+    let root = &without_trailing_slash(root);
     if fs::symlink_metadata(root).is_err() {
         return Ok(());
     }
@@ -228,6 +162,7 @@ impl StoreDir {
         if crate::bucket::is_bucket_url(root) {
             return Self::create_in_bucket(root, force);
         }
+        let root = &without_trailing_slash(root);
         if fs::symlink_metadata(root).is_ok() {
             refuse(root, &classify(root)?, force)?;
         }
@@ -280,6 +215,7 @@ impl StoreDir {
                 msg: "internal: a bucket output is joined with join_bucket".into(),
             });
         }
+        let root = &without_trailing_slash(root);
         let marker_text = job_marker(job);
         if fs::symlink_metadata(root).is_err() {
             fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;

@@ -14,6 +14,21 @@ pub struct Geometry {
     pub zstd_level: i32,
 }
 
+/// As logs show it: `chunks 1000 x 1000, shards 10000 x 1000 (variants x samples), zstd 1`.
+impl std::fmt::Display for Geometry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "chunks {} x {}, shards {} x {} (variants x samples), zstd level {}",
+            self.variants_chunk,
+            self.samples_chunk,
+            self.variants_shard,
+            self.samples_shard,
+            self.zstd_level
+        )
+    }
+}
+
 impl Geometry {
     /// (shard shape, inner chunk shape) of an array with these dimension names and
     /// shape: `variants` and `samples` on the store's grid, any other axis whole (at

@@ -18,7 +18,8 @@
 //! - [`fields`]: which arrays are VCF fields and how they were declared;
 //! - [`layout`]: the layout of any Zarr v2 or v3 group's arrays, from metadata and files;
 //! - [`bucket`]: a store in an S3 bucket (object_store behind a blocking facade);
-//! - [`dir`]: the store directory (replace rules, lock, in-progress marker, digest);
+//! - [`replace`]: what an output path holds and whether svar2 may replace it;
+//! - [`dir`]: the store directory (lock, in-progress marker, completion, digest);
 //! - [`storage`]: where a store is read from (a directory or a bucket), one trait;
 //! - [`stored`]: a chunk's stored bytes, owned or in a mapped shard file;
 //! - [`any`]: any Zarr v2 or v3 VCF Zarr store, read chunk by chunk through zarrs;
@@ -41,6 +42,7 @@ pub mod key;
 pub mod layout;
 pub mod metadata;
 pub mod region;
+pub mod replace;
 pub mod shard;
 pub mod storage;
 pub mod stored;

@@ -315,8 +315,33 @@ where
     Ok(printed)
 }
 
+/// Refuses an output file that would overwrite the store being read (`-o
+/// store/zarr.json`), and `--write-index` where no index file can sit beside the
+/// output (standard output, `/dev/stdout`, a pipe).
+fn check_output_file(store: &Store, o: &ViewOptions) -> Result<()> {
+    if let Some(out) = &o.output {
+        if !store.group().arrays.iter().any(|a| a.reads_remote()) {
+            svar2_store::replace::refuse_overlap(&store.group().root, out, "store being read")?;
+        }
+    }
+    if o.write_index {
+        let regular = match &o.output {
+            None => false,
+            Some(p) => std::fs::metadata(p).map_or(true, |m| m.is_file()),
+        };
+        if !regular {
+            return Err(Error::Usage(
+                "--write-index needs -o naming a regular file (the index is written beside                  it as FILE.csi); standard output, a pipe or a device has no place for one"
+                    .into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `svar2 view`: VCF/BCF of the store's records.
 pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> {
+    check_output_file(store, o)?;
     let (schema, columns, recompute) = output_schema(store, o)?;
     let header = header_text(&schema, o.genotypes);
     // BCF carries its header whatever -H says (its records are coded against it).

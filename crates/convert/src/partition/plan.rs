@@ -60,6 +60,7 @@ pub fn plan(
         .iter()
         .map(|p| absolute(p))
         .collect::<Result<Vec<_>>>()?;
+    crate::convert::check_not_in_output(&inputs, output)?;
     let cs = open_indexed(&inputs, request)?;
     let samples = cs.schema.samples.len() as u64;
     let geometry = normalise(cs.report.geometry(), samples);
