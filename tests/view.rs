@@ -118,6 +118,31 @@ fn regions_targets_and_samples_equal_bcftools_view() {
     same_selection(&small, &store, d, &["-r", "chr2:2000000-", "-s", "^tsk_0"]);
 }
 
+/// `view -h` prints the header as `bcftools view -h` does, line for line: the input's
+/// order of FILTER, INFO, FORMAT, contig and other meta lines, contig lengths kept
+/// where the header gives them (all_fields.vcf has one contig without).
+#[test]
+fn header_lines_in_the_inputs_order() {
+    if !tools("header_lines_in_the_inputs_order", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    for input in [root().join("examples/small.vcf.gz"), data("all_fields.vcf")] {
+        let store = d.join("h.zarr");
+        convert(&input, &store, &[]);
+        let want = sh_ok(&format!(
+            "bcftools view -h --no-version {}",
+            input.display()
+        ));
+        let got = ok(
+            "svar2 view -h",
+            run(svar2().args(["view", "-h"]).arg(&store)),
+        );
+        assert_eq!(got, want, "{}", input.display());
+    }
+}
+
 /// The `svar2 query` lines of README.md, run on the store of `all_fields.vcf` and,
 /// with `bcftools query`, on the file itself: the same output for each.
 #[test]

@@ -93,6 +93,89 @@ pub struct Schema {
     pub has_gt: bool,
     /// `##key=value` lines other than contig/FILTER/INFO/FORMAT, as bio2zarr stores them.
     pub meta_information: Vec<(String, String)>,
+    /// The header's lines by kind, in the input's order, as runs (kind, lines): what
+    /// lets `view -h` print them where bcftools does (`[]`: an order of svar2's own).
+    pub header_order: Vec<(HeaderLineKind, usize)>,
+}
+
+/// The kinds of `##` header line, for [`Schema::header_order`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderLineKind {
+    FileFormat,
+    Filter,
+    Info,
+    /// `##FORMAT=<ID=GT,…>`, kept apart from the other FORMAT fields.
+    Gt,
+    Format,
+    Contig,
+    /// Any other `##key=value` line (`##source`, `##ALT`, a tool's command line).
+    Meta,
+}
+
+impl HeaderLineKind {
+    /// Every kind, in the order svar2 prints them when the input's is not known.
+    pub const ALL: [HeaderLineKind; 7] = [
+        HeaderLineKind::FileFormat,
+        HeaderLineKind::Filter,
+        HeaderLineKind::Info,
+        HeaderLineKind::Gt,
+        HeaderLineKind::Format,
+        HeaderLineKind::Contig,
+        HeaderLineKind::Meta,
+    ];
+
+    /// The name stored in a store's `vcf_header_order` attribute.
+    pub fn name(self) -> &'static str {
+        match self {
+            HeaderLineKind::FileFormat => "fileformat",
+            HeaderLineKind::Filter => "FILTER",
+            HeaderLineKind::Info => "INFO",
+            HeaderLineKind::Gt => "GT",
+            HeaderLineKind::Format => "FORMAT",
+            HeaderLineKind::Contig => "contig",
+            HeaderLineKind::Meta => "meta",
+        }
+    }
+
+    /// The kind a stored name says (`None`: not one of [`name`](Self::name)'s).
+    pub fn from_name(name: &str) -> Option<HeaderLineKind> {
+        HeaderLineKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The kind of one `##` line of a header.
+    fn of(line: &str) -> Option<HeaderLineKind> {
+        let (key, value) = line.strip_prefix("##")?.split_once('=')?;
+        Some(match key {
+            "fileformat" => HeaderLineKind::FileFormat,
+            "FILTER" => HeaderLineKind::Filter,
+            "INFO" => HeaderLineKind::Info,
+            "FORMAT" if value.starts_with("<ID=GT,") => HeaderLineKind::Gt,
+            "FORMAT" => HeaderLineKind::Format,
+            "contig" => HeaderLineKind::Contig,
+            _ => HeaderLineKind::Meta,
+        })
+    }
+}
+
+/// The runs of line kinds of a header's text, in order.
+fn header_order(raw_header: &str) -> Vec<(HeaderLineKind, usize)> {
+    let mut runs: Vec<(HeaderLineKind, usize)> = Vec::new();
+    for kind in raw_header.lines().filter_map(HeaderLineKind::of) {
+        match runs.last_mut() {
+            Some((k, n)) if *k == kind => *n += 1,
+            _ => runs.push((kind, 1)),
+        }
+    }
+    // A last run of contig lines is left to print as the lines the order does not
+    // place, which come there anyway: htslib appends the contigs it learns from an
+    // index there, and an indexed input must record the order its plain text does.
+    if runs
+        .last()
+        .is_some_and(|(k, _)| *k == HeaderLineKind::Contig)
+    {
+        runs.pop();
+    }
+    runs
 }
 
 fn strip_quotes(s: &str) -> String {
@@ -233,6 +316,7 @@ impl Schema {
             fields,
             has_gt,
             meta_information,
+            header_order: header_order(raw_header),
         })
     }
 }
@@ -259,10 +343,19 @@ impl Schema {
         }
     }
 
-    /// Every contig's length, or `None` when any is unknown: VCF Zarr has no missing
-    /// value for `contig_length`, so bio2zarr leaves the array out then, and so do we.
+    /// Every contig's length, −1 (VCF Zarr's missing integer) where the header gives
+    /// none, as bio2zarr writes them; `None` when no contig has a length (bio2zarr
+    /// leaves the array out then, and so do we).
     pub fn contig_lengths(&self) -> Option<Vec<i64>> {
-        self.contigs.iter().map(|c| c.length).collect()
+        if self.contigs.iter().all(|c| c.length.is_none()) {
+            return None;
+        }
+        Some(
+            self.contigs
+                .iter()
+                .map(|c| c.length.unwrap_or(-1))
+                .collect(),
+        )
     }
 }
 

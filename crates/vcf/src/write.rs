@@ -10,7 +10,7 @@
 use crate::block::{Block, Dense, FieldValues, Genotypes};
 use crate::error::{Error, Result};
 use crate::hts::KString;
-use crate::schema::{Category, FieldDef, Schema, VcfNumber, VcfType};
+use crate::schema::{Category, FieldDef, HeaderLineKind, Schema, VcfNumber, VcfType};
 use rust_htslib::htslib;
 use std::ffi::CString;
 use std::io::Write as _;
@@ -43,55 +43,89 @@ fn quoted(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
-/// The VCF header of `schema`: `##fileformat` first, FILTER, INFO, FORMAT (GT first)
-/// and contig lines, the other meta lines as kept, then `#CHROM` with the samples
-/// (none with `genotypes` false: `view -G`).
-pub fn header_text(schema: &Schema, genotypes: bool) -> String {
-    let mut s = String::new();
-    let fileformat = schema
-        .meta_information
-        .iter()
-        .find(|(k, _)| k == "fileformat")
-        .map_or("VCFv4.3", |(_, v)| v.as_str());
-    s += &format!("##fileformat={fileformat}\n");
-    for f in &schema.filters {
-        s += &format!(
-            "##FILTER=<ID={},Description=\"{}\">\n",
-            f.id,
-            quoted(&f.description)
-        );
-    }
-    for f in schema
-        .fields
-        .iter()
-        .filter(|f| f.category == Category::Info)
-    {
-        s += &field_line("INFO", f);
-    }
-    if genotypes && schema.has_gt {
-        s += "##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n";
-    }
-    if genotypes {
-        for f in schema
+/// The `##` lines of `schema` of one kind, in order (FORMAT ones only with
+/// `genotypes`).
+fn lines_of(schema: &Schema, kind: HeaderLineKind, genotypes: bool) -> Vec<String> {
+    let fields = |category: Category, tag: &str| -> Vec<String> {
+        schema
             .fields
             .iter()
-            .filter(|f| f.category == Category::Format)
-        {
-            s += &field_line("FORMAT", f);
+            .filter(|f| f.category == category)
+            .map(|f| field_line(tag, f))
+            .collect()
+    };
+    match kind {
+        HeaderLineKind::FileFormat => {
+            let fileformat = schema
+                .meta_information
+                .iter()
+                .find(|(k, _)| k == "fileformat")
+                .map_or("VCFv4.3", |(_, v)| v.as_str());
+            vec![format!("##fileformat={fileformat}\n")]
         }
-    }
-    for c in &schema.contigs {
-        match c.length {
-            Some(l) if l > 0 => s += &format!("##contig=<ID={},length={l}>\n", c.name),
-            _ => s += &format!("##contig=<ID={}>\n", c.name),
+        HeaderLineKind::Filter => schema
+            .filters
+            .iter()
+            .map(|f| {
+                format!(
+                    "##FILTER=<ID={},Description=\"{}\">\n",
+                    f.id,
+                    quoted(&f.description)
+                )
+            })
+            .collect(),
+        HeaderLineKind::Info => fields(Category::Info, "INFO"),
+        HeaderLineKind::Gt if genotypes && schema.has_gt => {
+            vec!["##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n".into()]
         }
+        HeaderLineKind::Format if genotypes => fields(Category::Format, "FORMAT"),
+        HeaderLineKind::Gt | HeaderLineKind::Format => Vec::new(),
+        HeaderLineKind::Contig => schema
+            .contigs
+            .iter()
+            .map(|c| match c.length {
+                Some(l) if l > 0 => format!("##contig=<ID={},length={l}>\n", c.name),
+                _ => format!("##contig=<ID={}>\n", c.name),
+            })
+            .collect(),
+        HeaderLineKind::Meta => schema
+            .meta_information
+            .iter()
+            .filter(|(k, _)| k != "fileformat")
+            .map(|(k, v)| format!("##{k}={v}\n"))
+            .collect(),
     }
-    for (k, v) in schema
-        .meta_information
-        .iter()
-        .filter(|(k, _)| k != "fileformat")
-    {
-        s += &format!("##{k}={v}\n");
+}
+
+/// The VCF header of `schema`, then `#CHROM` with the samples (none with `genotypes`
+/// false: `view -G`). Its `##` lines follow the input's order of line kinds where the
+/// schema knows it (`header_order`, as htslib and so bcftools print them), lines the
+/// order does not place (AC/AN added for `-s`, undeclared contigs) after them;
+/// otherwise `##fileformat`, FILTER, INFO, FORMAT (GT first), contigs, the other meta
+/// lines.
+pub fn header_text(schema: &Schema, genotypes: bool) -> String {
+    let mut queues: Vec<(HeaderLineKind, std::collections::VecDeque<String>)> = HeaderLineKind::ALL
+        .into_iter()
+        .map(|k| (k, lines_of(schema, k, genotypes).into()))
+        .collect();
+    let mut s = String::new();
+    let mut take = |kind: HeaderLineKind, n: usize, s: &mut String| {
+        let q = &mut queues
+            .iter_mut()
+            .find(|(k, _)| *k == kind)
+            .expect("every kind")
+            .1;
+        for line in q.drain(..n.min(q.len())) {
+            s.push_str(&line);
+        }
+    };
+    // ##fileformat is first whatever the order says (htslib refuses it elsewhere).
+    take(HeaderLineKind::FileFormat, 1, &mut s);
+    for &(kind, n) in &schema.header_order {
+        take(kind, n, &mut s);
+    }
+    for kind in HeaderLineKind::ALL {
+        take(kind, usize::MAX, &mut s);
     }
     s += "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO";
     if genotypes && !schema.samples.is_empty() {

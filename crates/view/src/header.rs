@@ -136,5 +136,26 @@ pub fn schema_of(store: &Store) -> Result<Schema> {
         fields,
         has_gt: g.array("call_genotype").is_some(),
         meta_information,
+        header_order: stored_header_order(&g.attributes),
     })
+}
+
+/// The header's order of line kinds as convert recorded it (`vcf_header_order`: runs
+/// of `[kind, lines]`); empty for stores without it (bio2zarr's, older svar2's), or
+/// when anything in it is not such a run.
+fn stored_header_order(
+    attributes: &serde_json::Map<String, Value>,
+) -> Vec<(svar2_vcf::schema::HeaderLineKind, usize)> {
+    let Some(runs) = attributes.get("vcf_header_order").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    runs.iter()
+        .map(|r| {
+            let r = r.as_array()?;
+            let kind = svar2_vcf::schema::HeaderLineKind::from_name(r.first()?.as_str()?)?;
+            let n = usize::try_from(r.get(1)?.as_u64()?).ok()?;
+            Some((kind, n))
+        })
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default()
 }

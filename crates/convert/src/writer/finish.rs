@@ -142,8 +142,8 @@ impl Writer {
             Dtype::Str,
             strings(schema.contigs.iter().map(|c| c.name.as_str()).collect()),
         )?;
-        // Only when every contig has a length: the array has no missing value, and a
-        // −1 would be printed back as `length=-1`, which htslib then drops.
+        // An unknown length is −1 (printed back without `length=`); the array is left
+        // out when no contig has one.
         let unknown: Vec<&str> = schema
             .contigs
             .iter()
@@ -152,8 +152,8 @@ impl Writer {
             .collect();
         if !unknown.is_empty() && unknown.len() < schema.contigs.len() {
             tracing::warn!(
-                "{}: the header gives no length for contig {}{}: contig_length is left out \
-                 (add lengths with `bcftools reheader --fai`)",
+                "{}: the header gives no length for contig {}{}: its contig_length is -1 \
+                 (missing; add lengths with `bcftools reheader --fai`)",
                 self.input.display(),
                 unknown[0],
                 match unknown.len() {
@@ -217,6 +217,7 @@ impl Writer {
                 "vcf_zarr_version": "0.5",
                 "source": format!("svar2-{}", env!("CARGO_PKG_VERSION")),
                 "vcf_meta_information": schema.meta_information.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+                "vcf_header_order": schema.header_order.iter().map(|(k, n)| json!([k.name(), n])).collect::<Vec<_>>(),
                 "svar2": {
                     "version": env!("CARGO_PKG_VERSION"),
                     "layout": self.geometry,
