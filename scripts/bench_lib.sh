@@ -1,6 +1,10 @@
-# Shared by the benchmark scripts: `run NAME OUTPUT CMD...` runs CMD under
-# /usr/bin/time -v and appends "name wall_s rss_mb out_bytes" to $work/rows
-# (the caller sets $work; OUTPUT is measured with du when it exists).
+# Shared by the benchmark scripts.
+# The Python the peers (vcf2zarr, zarr-python) were installed into.
+source "$(dirname "${BASH_SOURCE[0]}")/python-env.sh"
+
+# `run NAME OUTPUT CMD...` runs CMD under /usr/bin/time -v and appends
+# "name wall_s rss_mb out_bytes" to $work/rows (the caller sets $work; OUTPUT is
+# measured with du when it exists).
 run() {
   local name=$1 out=$2; shift 2
   rm -rf "$out"

@@ -24,7 +24,11 @@ if (( want_test )); then
     have_pkg "$p" || command -v "$p" >/dev/null || need_apt+=("$p")
   done
   [[ -x /usr/bin/time ]] || need_apt+=(time)
-  command -v pip3 >/dev/null || python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+  # The oracles go into a virtualenv of svar2's own (scripts/python-env.sh): python3
+  # needs its venv module and pip (Debian ships them apart).
+  command -v python3 >/dev/null || need_apt+=(python3)
+  python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+  python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 fi
 if (( ${#need_apt[@]} )); then
   if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
@@ -41,7 +45,30 @@ if ! command -v cargo >/dev/null; then
   echo "setup: cargo not found; install Rust from https://rustup.rs (stable >= 1.89)" >&2
   exit 1
 fi
+# pip_install WHAT...: into the active Python (svar2's virtualenv); a failure stops
+# the set-up with pip's own reason, never a test run that then cannot pass.
+pip_install() {
+  local log
+  log=$(mktemp)
+  if ! python3 -m pip install -q --disable-pip-version-check "$@" >"$log" 2>&1; then
+    echo "setup: pip install $* failed:" >&2
+    grep -v "WARNING: Running pip as" "$log" | tail -20 >&2
+    rm -f "$log"
+    exit 1
+  fi
+  grep -v "WARNING: Running pip as\|dependency resolver\|which is incompatible\|requires .*, but you have" "$log" >&2 || true
+  rm -f "$log"
+}
 if (( want_test )); then
+  source "$(dirname "$0")/python-env.sh"
+  if [[ ! -x $SVAR2_VENV/bin/python3 ]]; then
+    echo "setup: a Python virtualenv for the tests' oracles: $SVAR2_VENV" >&2
+    python3 -m venv --system-site-packages "$SVAR2_VENV" || {
+      echo "setup: python3 -m venv failed (Debian/Ubuntu: apt-get install python3-venv)" >&2
+      exit 1
+    }
+    source "$(dirname "$0")/python-env.sh"
+  fi
   missing_py=()
   python3 -c 'import bio2zarr, cyvcf2' 2>/dev/null || missing_py+=('bio2zarr[vcf]')
   python3 -c 'import vcztools' 2>/dev/null || missing_py+=(vcztools)
@@ -63,8 +90,8 @@ if (( want_test )); then
   python3 -c 'import nvidia.cuda_nvrtc' 2>/dev/null || missing_py+=(nvidia-cuda-nvrtc-cu12)
   python3 -c 'import nvidia.libnvcomp' 2>/dev/null || missing_py+=(nvidia-libnvcomp-cu12)
   if (( ${#missing_py[@]} )); then
-    echo "setup: pip install ${missing_py[*]}" >&2
-    python3 -m pip install -q --disable-pip-version-check "${missing_py[@]}" 2>&1 | grep -v "WARNING: Running pip as" >&2 || true
+    echo "setup: pip install ${missing_py[*]} (into $SVAR2_VENV)" >&2
+    pip_install "${missing_py[@]}"
   fi
 fi
 if (( want_test )); then
@@ -82,7 +109,7 @@ if (( want_test )); then
 fi
 if (( want_bench )) && ! python3 -c 'import matplotlib' 2>/dev/null; then
   echo "setup: pip install matplotlib (scripts/bench_charts.py)" >&2
-  python3 -m pip install -q --disable-pip-version-check matplotlib 2>&1 | grep -v "WARNING: Running pip as" >&2 || true
+  pip_install matplotlib
 fi
 s3s=${XDG_CACHE_HOME:-$HOME/.cache}/svar2/tools/bin/s3s-fs
 if (( want_bench )) && [[ ! -x $s3s ]]; then

@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
+# The Python the oracles were installed into (svar2's virtualenv), first on PATH for
+# every test that runs python3, vcf2zarr, vcztools or moto_server.
+source scripts/python-env.sh
 # Tests that skip a part say so in their (hidden) output and here; printed at the end.
 export SVAR2_SKIP_LOG=$PWD/target/skipped.txt
 mkdir -p target && rm -f "$SVAR2_SKIP_LOG"
