@@ -29,10 +29,10 @@ mod view;
 )]
 struct Cli {
     /// More log output (-v info, -vv debug); RUST_LOG overrides.
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    #[arg(short, long, action = clap::ArgAction::Count, global = true, help_heading = "Global options")]
     verbose: u8,
     /// Only errors; no progress bar, no summary line.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = "Global options")]
     quiet: bool,
     #[command(subcommand)]
     command: Command,

@@ -26,7 +26,10 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Also run the rate probe (parses a bounded prefix of the largest contig,
-    /// writes nothing) so `w` is the one `convert` will use.
+    /// writes nothing) so `w` is the one `convert` will use. It runs only where it
+    /// can change the plan — one indexed input, no --readers, and 3 or more usable
+    /// cores (room for a second reader beside the encoder) — and the plan says why
+    /// when it did not.
     #[arg(long)]
     probe: bool,
     /// Plan a conversion in N partitions, each converted by its own task (a

@@ -331,7 +331,14 @@ fn replan_with_probe(
         zstd_level,
     };
     let p = crate::probe::run(input, schema, set, &piece, &geometry, plan_input.threads)?;
-    tracing::info!(?p, "rate probe");
+    tracing::info!(
+        "rate probe: {} records read in {:.1} ms, encoded in {:.1} ms: {} reader(s) per \
+         encoder",
+        p.records,
+        p.t_read * 1e3,
+        p.t_exec * 1e3,
+        p.raw_w
+    );
     let mut with_probe = plan_input.clone();
     with_probe.probe = Some(p.raw_w);
     let plan = svar2_planner::plan(&with_probe).map_err(plan_err)?;

@@ -92,7 +92,14 @@ pub fn run(
         useful,
         latencies,
     };
-    let mut r = m.result(&a.name, batch, reader.threads(), reader.io_threads());
+    // Local shards mapped into memory are read by the decode threads themselves: no
+    // IO thread takes part (reported as 0).
+    let io = if a.reads_from_memory() {
+        0
+    } else {
+        reader.io_threads()
+    };
+    let mut r = m.result(&a.name, batch, reader.threads(), io);
     if a.reads_remote() {
         r.gets = Some(fetched1.0 - fetched0.0);
         r.fetched_bytes = Some(fetched1.1 - fetched0.1);
@@ -235,23 +242,34 @@ pub fn run_gpu(
 impl BenchResult {
     /// One line per figure, as people read it.
     pub fn render(&self) -> String {
+        let threads = match self.io_threads {
+            0 => format!(
+                "{} decode threads, which also read the mapped shards",
+                self.threads
+            ),
+            io => format!("{} decode, {io} IO threads", self.threads),
+        };
         let mut s = format!(
-            "{} patches of {} in batches of {} ({} decode, {} IO threads): {:.2} s\n\
+            "{} patches of {} in batches of {} ({threads}): {:.2} s\n\
              patches/s      {:.0}\n\
              useful GB/s    {:.3}\n\
              decoded GB/s   {:.3}\n\
-             decoded/useful {:.3}\n\
+             decoded/useful {:.3} per batch (a chunk that patches of one batch share \
+             decodes once{})\n\
              batch latency  p50 {:.2} ms, p99 {:.2} ms\n",
             self.patches,
             self.array,
             self.batch,
-            self.threads,
-            self.io_threads,
             self.seconds,
             self.patches_per_s,
             self.useful_gbps,
             self.decoded_gbps,
             self.decoded_per_useful,
+            if self.decoded_per_useful < 1.0 {
+                ": below 1, the batch's patches overlap; `inspect`'s amp is per patch"
+            } else {
+                ""
+            },
             self.p50_ms,
             self.p99_ms
         );

@@ -98,7 +98,8 @@ impl StoreReport {
             bytes(self.stored_bytes),
             self.files,
             self.patch.as_ref().map_or(String::new(), |p| format!(
-                "; amplification for a {p} patch"
+                "; amp = bytes one {p} patch decodes / bytes it needs (per patch, alone; \
+                 `bench-read` reports decoded/useful per batch, where patches share chunks)"
             ))
         );
         let _ = writeln!(

@@ -274,14 +274,10 @@ fn run_claimed(
     }
     let (cc, w) = (report.plan.cc, report.plan.w as usize);
     tracing::info!(
-        partition = k,
-        first,
-        end,
-        cc,
-        w,
-        predicted_peak_rss = report.plan.predicted_peak_rss,
-        budget = report.budget,
-        "converting a partition"
+        "converting partition {k} (rows {first}..{end}): {cc} contigs at once, {w} \
+         reader(s) each, predicted peak RSS {} of a {} budget",
+        svar2_planner::size::human(report.plan.predicted_peak_rss),
+        svar2_planner::size::human(report.budget),
     );
     // Each span cut into pieces for its readers.
     let mut pieces = Vec::new();
