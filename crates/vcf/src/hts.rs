@@ -60,6 +60,15 @@ impl HtsFile {
         unsafe { htslib::hts_getline(self.0, KS_SEP_LINE, &mut ks.0) }
     }
 
+    /// Whether the file is compressed (bgzipped or plain gzip).
+    pub(crate) fn is_compressed(&self) -> bool {
+        // SAFETY: the handle is open; the format pointer is checked for null.
+        unsafe {
+            let fmt = htslib::hts_get_format(self.0);
+            !fmt.is_null() && (*fmt).compression != htslib::htsCompression_no_compression
+        }
+    }
+
     /// Whether the file is bgzipped (not plain text, not plain gzip).
     pub(crate) fn is_bgzf(&self) -> bool {
         // SAFETY: the handle is open; the format pointer is checked for null.
@@ -79,6 +88,18 @@ impl HtsFile {
         // SAFETY: non-null, owned by the open handle; two plain fields are read.
         let (address, offset) = unsafe { ((*b).block_address, (*b).block_offset) };
         Some(((address as u64) << 16) | (offset as u64 & 0xffff))
+    }
+
+    /// Whether htslib found the stream, read to its end, without the BGZF
+    /// end-of-file block (a file is checked at open, standard input at its end);
+    /// `false` for plain text and plain gzip.
+    pub(crate) fn lacks_eof_block(&self) -> bool {
+        if !self.is_bgzf() {
+            return false;
+        }
+        let b = self.bgzf();
+        // SAFETY: non-null, owned by the open handle; one bit field is read.
+        !b.is_null() && unsafe { (*b).no_eof_block() } != 0
     }
 
     /// The BGZF stream under the handle, for index iterators.
