@@ -174,6 +174,33 @@ fn a_cut_inside_a_record_drops_that_record_when_allowed() {
         );
         assert_eq!(records(&o), kept, "--threads {threads}");
     }
+    // Piped: the last line is dropped however it parses, or the cut is refused.
+    let cut_bytes = std::fs::read(&cut).unwrap();
+    let dash = Path::new("-");
+    let o = run(&["--force"], &[dash, &out], Some(&cut_bytes));
+    assert_refused(
+        &o,
+        "standard input",
+        &format!("stream ended after {kept} records"),
+    );
+    let o = run(
+        &["--force", "--allow-truncated"],
+        &[dash, &out],
+        Some(&cut_bytes),
+    );
+    assert_eq!(records(&o), kept);
+    assert_eq!(stderr(&o).matches("cut short").count(), 1, "{}", stderr(&o));
+    // Whatever record the cut falls inside.
+    for at in (0..12).map(|k| text.len() / 2 + k * 7) {
+        let short = &text[..at];
+        let whole_lines = short.iter().filter(|&&b| b == b'\n').count() as u64 - 5;
+        let f = d.join("short.vcf.gz");
+        bgzip(&f, short, 0);
+        let mut b = std::fs::read(&f).unwrap();
+        b.truncate(b.len() - 28); // drop the end-of-file block
+        let o = run(&["--force", "--allow-truncated"], &[dash, &out], Some(&b));
+        assert_eq!(records(&o), whole_lines, "cut at {at}");
+    }
 }
 
 #[test]

@@ -52,6 +52,9 @@ pub struct TextReader {
     inflate_from: Option<PathBuf>,
     /// Whether the current line is in `ks` (else it is `ahead`'s).
     line_in_ks: bool,
+    /// For bgzipped standard input: `Some(ends with \n)` when the line in `ks` is
+    /// the stream's last (see [`HtsFile::ended_with_newline`]).
+    ks_end: Option<bool>,
 }
 
 impl TextReader {
@@ -130,6 +133,7 @@ impl TextReader {
                 ahead: None,
                 inflate_from: None,
                 line_in_ks: true,
+                ks_end: None,
             }))
         }
     }
@@ -262,6 +266,11 @@ impl TextReader {
                 });
             }
             if !self.ks.bytes().is_empty() {
+                // Standard input is read once: whether its last line was cut is seen
+                // now (a file cut short was found before reading, see `truncation`).
+                if crate::inputs::is_stdin(path) {
+                    self.ks_end = self.fp.ended_with_newline();
+                }
                 return Ok(true);
             }
         }
@@ -277,7 +286,10 @@ impl TextReader {
     /// Whether the current line is the input's last and known to end without `\n`
     /// (read ahead: the file was cut in the middle of it).
     pub fn unterminated(&self) -> bool {
-        matches!(&self.ahead, Some(a) if !self.line_in_ks && a.unterminated())
+        match &self.ahead {
+            Some(a) if !self.line_in_ks => a.unterminated(),
+            _ => self.ks_end == Some(false),
+        }
     }
 
     /// How the current line, which failed to parse, ends: reads on to find out
@@ -286,7 +298,7 @@ impl TextReader {
         if self.unterminated() {
             return LineEnd::Unterminated;
         }
-        if self.ahead.is_some() && !self.line_in_ks {
+        if (self.ahead.is_some() && !self.line_in_ks) || self.ks_end == Some(true) {
             return LineEnd::Terminated; // it had its `\n`
         }
         let mut scratch = KString::new();
@@ -298,7 +310,14 @@ impl TextReader {
                 _ => return LineEnd::Terminated,
             }
         }
-        // The last line: a plain file shows whether it ends with `\n`.
+        // The last line: a bgzipped stream's last block or a plain file's last byte
+        // shows whether it ends with `\n`.
+        if let Some(newline) = self.fp.ended_with_newline() {
+            return match newline {
+                true => LineEnd::Terminated,
+                false => LineEnd::Unterminated,
+            };
+        }
         if crate::inputs::is_stdin(path) || self.fp.is_compressed() {
             return LineEnd::Last;
         }

@@ -331,8 +331,21 @@ impl VcfReader {
                     }
                     return Ok(false);
                 }
-                if self.cut && self.allow_truncated && t.unterminated() {
-                    return Ok(false); // the cut fell inside it (warned at the check)
+                if t.unterminated() {
+                    // The input's last line, without its `\n`: cut inside this record?
+                    let stdin_cut = t.stream_cut_short(path);
+                    if stdin_cut && !self.allow_truncated {
+                        return Err(Error::Truncated {
+                            path: path.clone(),
+                            records: Some(record_no),
+                        });
+                    }
+                    if self.allow_truncated && (self.cut || stdin_cut) {
+                        if stdin_cut {
+                            crate::truncation::warn_allowed(path, Some(record_no));
+                        }
+                        return Ok(false); // dropped (a file's warning came at the check)
+                    }
                 }
                 // `untouched`: the failure came before the batch was written to.
                 let (failed, untouched) = match ex.extract_direct_line(
