@@ -133,7 +133,7 @@ mod tests {
         plain.extend_from_slice(&[0u8; 40]);
         std::fs::write(&gz, plain).unwrap();
         assert!(!lacks_eof_block(&gz));
-        let e = check_complete(&[cut.clone()], false)
+        let e = check_complete(std::slice::from_ref(&cut), false)
             .unwrap_err()
             .to_string();
         assert!(
