@@ -27,6 +27,7 @@ pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
         readers: None,
         zstd_level: 1,
         probe: false,
+        allow_truncated: false,
     };
     let s = svar2_convert::partition::finalize(&a.plan, &request)?;
     if quiet {

@@ -83,6 +83,11 @@ pub struct PlanningArgs {
     /// without an index.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub readers: Option<u32>,
+    /// Convert an input cut short (a bgzipped VCF or BCF without the BGZF end-of-file
+    /// block: an interrupted download) as far as it goes, with a warning; by default
+    /// it is an error.
+    #[arg(long)]
+    pub allow_truncated: bool,
 }
 
 impl PlanningArgs {
@@ -97,6 +102,7 @@ impl PlanningArgs {
             readers: self.readers,
             zstd_level: self.layout.zstd_level,
             probe,
+            allow_truncated: self.allow_truncated,
         }
     }
 }

@@ -184,18 +184,23 @@ fn damaged_files_and_indexes_are_named() {
         bcf.display(),
         vcf.display()
     ));
-    // Truncated mid-records: where, and that it was cut short.
+    // Truncated mid-records: found before reading (no BGZF end-of-file block), and
+    // that it was cut short (tests/truncated_input.rs has the rest).
     for (src, name) in [(&gz, "cut.vcf.gz"), (&bcf, "cut.bcf")] {
         let bytes = std::fs::read(src).unwrap();
         let cut = d.join(name);
         std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
-        refused(&cut, &[], &["after c1:", "truncated", "re-download"]);
+        refused(
+            &cut,
+            &[],
+            &["cut short", "end-of-file block", "re-download"],
+        );
     }
     // Truncated inside the header.
     let bytes = std::fs::read(&gz).unwrap();
     let cut = d.join("cut_header.vcf.gz");
     std::fs::write(&cut, &bytes[..60]).unwrap();
-    refused(&cut, &[], &["truncated"]);
+    refused(&cut, &[], &["cut short", "end-of-file block"]);
     // Not a VCF at all.
     let junk = d.join("junk.vcf");
     std::fs::write(&junk, b"\x7fELF\x02\x01\x01 this is no VCF\n").unwrap();

@@ -48,7 +48,7 @@ fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
 #[pyo3(signature = (inputs, output, *, max_mem = "auto", threads = None, readers = None,
     patch = None, max_amplification = 1.5, variants_chunk = None, samples_chunk = None,
     variants_shard = None, samples_shard = None, zstd_level = 1, force = false,
-    progress = false))]
+    progress = false, allow_truncated = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn convert<'py>(
     py: Python<'py>,
@@ -66,6 +66,7 @@ pub fn convert<'py>(
     zstd_level: i32,
     force: bool,
     progress: bool,
+    allow_truncated: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let inputs = inputs_of(inputs)?;
     let opts = svar2_convert::Options {
@@ -83,6 +84,7 @@ pub fn convert<'py>(
             readers,
             zstd_level: level(zstd_level)?,
             probe: true,
+            allow_truncated,
         },
         force,
         progress,

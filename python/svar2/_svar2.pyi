@@ -125,6 +125,7 @@ def convert(
     zstd_level: int = 1,
     force: bool = False,
     progress: bool = False,
+    allow_truncated: bool = False,
 ) -> dict[str, Any]:
     """VCF/BCF -> VCF Zarr, as ``svar2 convert``."""
 

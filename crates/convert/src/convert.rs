@@ -131,10 +131,19 @@ pub(crate) fn open_call_set(
     let first = inputs
         .first()
         .ok_or_else(|| Error::Usage("no input files".into()))?;
+    // A file cut short fails here, before any work (standard input at its end).
+    let cut = svar2_vcf::truncation::check_complete(inputs, request.allow_truncated)?;
+    let opt_in = |mut r: VcfReader| {
+        if request.allow_truncated {
+            let is_cut = cut.contains(&r.path);
+            r.allow_truncated(is_cut);
+        }
+        r
+    };
     if inputs.len() == 1 && !is_stdin(first) {
         // Opened without the inflate helper: a read through the index (pieces)
         // never uses this reader, and a stream adds the helper when it starts.
-        let reader = VcfReader::open(first, 1)?;
+        let reader = opt_in(VcfReader::open(first, 1)?);
         let report = plan_reader(&reader, request)?;
         let schema = reader.schema.clone();
         return Ok((report, vec![reader], schema));
@@ -142,7 +151,7 @@ pub(crate) fn open_call_set(
     let threads = request.threads.unwrap_or(1);
     let opened = inputs
         .iter()
-        .map(|p| VcfReader::open(p, threads))
+        .map(|p| VcfReader::open(p, threads).map(opt_in))
         .collect::<svar2_vcf::Result<Vec<_>>>()?;
     let ins: Vec<Input> = opened
         .iter()
@@ -247,19 +256,35 @@ fn is_single(inputs: &[std::path::PathBuf]) -> bool {
 
 /// Chooses the way to read: pieces through the index when the plan asks for more than
 /// one stream and every input has a usable index; else one stream (an error when the
-/// user asked for several readers, a warning when only the plan did).
+/// user asked for several readers, a warning when only the plan did). `cut`: an input
+/// was cut short and the user chose to convert what it holds.
 fn plan_reading(
     inputs: &[std::path::PathBuf],
     files: &[VcfReader],
     schema: &Schema,
     report: &PlanReport,
     options: &Options,
+    cut: bool,
 ) -> Result<Reading> {
     let input = inputs[0].as_path();
     let (cc, readers) = (report.plan.cc, report.plan.w as usize);
     let counts: Vec<u64> = report.contigs.iter().map(|c| c.cost).collect();
     let parallel = cc > 1 || readers > 1;
     let per_contig = PIECES_PER_READER as usize * readers;
+    // An input cut short (converted as far as it goes, --allow-truncated) is read by
+    // one stream: its index describes the whole file.
+    if cut {
+        if parallel {
+            tracing::info!(
+                "{}: cut short, so read by one streaming reader (its index describes the \
+                 whole file)",
+                input.display()
+            );
+        }
+        return Ok(Reading::Stream {
+            single: is_single(inputs),
+        });
+    }
     let pieces = (parallel && report.index.is_some())
         .then(|| {
             if is_single(inputs) {
@@ -470,7 +495,12 @@ pub fn convert_inputs(
     schema.add_undeclared_contigs(&report.undeclared_contigs);
     let set = ArraySet::new(&schema);
     let geometry = normalise(report.geometry(), schema.samples.len() as u64);
-    let reading = plan_reading(inputs, &files, &schema, &report, options)?;
+    // Inputs cut short that the user chose to convert (others were refused above).
+    let cut = options.request.allow_truncated
+        && inputs
+            .iter()
+            .any(|p| svar2_vcf::truncation::lacks_eof_block(p));
+    let reading = plan_reading(inputs, &files, &schema, &report, options, cut)?;
     let store = StoreDir::create(output, options.force)?;
     tracing::info!(
         "converting {}: {} samples, {} contigs, {} arrays; {geometry}",
@@ -498,7 +528,8 @@ pub fn convert_inputs(
         &mut writer,
     )?;
     let listed = report.index.and(report.plan.records);
-    if let Some(listed) = listed.filter(|&n| n != writer.records()) {
+    // An input cut short holds fewer than its index lists (warned at the check).
+    if let Some(listed) = listed.filter(|&n| n != writer.records() && !cut) {
         // (Index-driven reading checks each contig and fails; one stream reads it all.)
         tracing::warn!(
             "{}: the index lists {listed} records but {} were read: it is stale, \

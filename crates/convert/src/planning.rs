@@ -29,6 +29,9 @@ pub struct PlanRequest {
     pub zstd_level: i32,
     /// Run the rate probe (reads a bounded prefix of records) to choose readers.
     pub probe: bool,
+    /// Convert inputs cut short (no BGZF end-of-file block) as far as they go, with
+    /// a warning, instead of refusing them (`--allow-truncated`).
+    pub allow_truncated: bool,
 }
 
 /// The plan and everything it was made from.
@@ -78,6 +81,7 @@ pub fn plan_reader(reader: &VcfReader, request: &PlanRequest) -> Result<PlanRepo
 /// Plans a conversion of `inputs` (one file, several of one call set, or `-`) as
 /// `convert_inputs` will run it.
 pub fn plan_inputs(inputs: &[PathBuf], request: &PlanRequest) -> Result<PlanReport> {
+    svar2_vcf::truncation::check_complete(inputs, request.allow_truncated)?;
     match inputs {
         [] => Err(Error::Usage("no input files".into())),
         [one] if !svar2_vcf::inputs::is_stdin(one) => make_plan(one, request),

@@ -4,7 +4,7 @@
 //! turn into missing values quietly) and handed to htslib's `vcf_parse` unchanged, so
 //! the values stored are exactly those of the htslib path; the tests hold both.
 
-use crate::error::{Error, Result};
+use crate::error::{printable, Error, Result};
 use crate::hts::{HtsFile, KString};
 use crate::inflate::InflatedLines;
 use crate::schema::{Category, Schema, VcfType};
@@ -52,6 +52,9 @@ pub struct TextReader {
     inflate_from: Option<PathBuf>,
     /// Whether the current line is in `ks` (else it is `ahead`'s).
     line_in_ks: bool,
+    /// For bgzipped standard input: `Some(ends with \n)` when the line in `ks` is
+    /// the stream's last (see [`HtsFile::ended_with_newline`]).
+    ks_end: Option<bool>,
 }
 
 impl TextReader {
@@ -130,6 +133,7 @@ impl TextReader {
                 ahead: None,
                 inflate_from: None,
                 line_in_ks: true,
+                ks_end: None,
             }))
         }
     }
@@ -262,8 +266,65 @@ impl TextReader {
                 });
             }
             if !self.ks.bytes().is_empty() {
+                // Standard input is read once: whether its last line was cut is seen
+                // now (a file cut short was found before reading, see `truncation`).
+                if crate::inputs::is_stdin(path) {
+                    self.ks_end = self.fp.ended_with_newline();
+                }
                 return Ok(true);
             }
+        }
+    }
+
+    /// Whether the input was read to its end and lacks the BGZF end-of-file block:
+    /// standard input cut short (a file is checked before it is read, see
+    /// `truncation`).
+    pub fn stream_cut_short(&self, path: &Path) -> bool {
+        crate::inputs::is_stdin(path) && self.fp.lacks_eof_block()
+    }
+
+    /// Whether the current line is the input's last and known to end without `\n`
+    /// (read ahead: the file was cut in the middle of it).
+    pub fn unterminated(&self) -> bool {
+        match &self.ahead {
+            Some(a) if !self.line_in_ks => a.unterminated(),
+            _ => self.ks_end == Some(false),
+        }
+    }
+
+    /// How the current line, which failed to parse, ends: reads on to find out
+    /// (the reading stops at this error anyway).
+    pub fn line_end(&mut self, path: &Path) -> LineEnd {
+        if self.unterminated() {
+            return LineEnd::Unterminated;
+        }
+        if (self.ahead.is_some() && !self.line_in_ks) || self.ks_end == Some(true) {
+            return LineEnd::Terminated; // it had its `\n`
+        }
+        let mut scratch = KString::new();
+        loop {
+            match self.fp.getline(&mut scratch) {
+                -1 => break,
+                r if r < -1 => return LineEnd::Terminated,
+                _ if scratch.bytes().is_empty() => continue,
+                _ => return LineEnd::Terminated,
+            }
+        }
+        // The last line: a bgzipped stream's last block or a plain file's last byte
+        // shows whether it ends with `\n`.
+        if let Some(newline) = self.fp.ended_with_newline() {
+            return match newline {
+                true => LineEnd::Terminated,
+                false => LineEnd::Unterminated,
+            };
+        }
+        if crate::inputs::is_stdin(path) || self.fp.is_compressed() {
+            return LineEnd::Last;
+        }
+        match last_byte(path) {
+            Some(b'\n') => LineEnd::Terminated,
+            Some(_) => LineEnd::Unterminated,
+            None => LineEnd::Last,
         }
     }
 
@@ -276,10 +337,11 @@ impl TextReader {
         }
         let fix = parse_general(&self.lookups, &mut self.ks, &self.header, &mut self.rec).map_err(
             |msg| {
+                // htslib's parse has written NULs over the tabs it read past.
                 let line = self.ks.bytes();
-                let mut cols = line.split(|&b| b == b'\t');
-                let chrom = String::from_utf8_lossy(cols.next().unwrap_or(b"?")).into_owned();
-                let pos = String::from_utf8_lossy(cols.next().unwrap_or(b"?")).into_owned();
+                let mut cols = line.split(|&b| b == b'\t' || b == 0);
+                let chrom = printable(cols.next().unwrap_or(b"?"));
+                let pos = printable(cols.next().unwrap_or(b"?"));
                 Error::Record {
                     path: path.into(),
                     record: record_no + 1,
@@ -290,6 +352,44 @@ impl TextReader {
         )?;
         Ok((&self.rec, fix))
     }
+}
+
+/// How a line that failed to parse ends (see [`TextReader::line_end`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineEnd {
+    /// With `\n`, or more lines follow: the failure is the line's own.
+    Terminated,
+    /// The input's last line, whose end is not known (standard input, compressed).
+    Last,
+    /// The input's last line, without `\n`: the input was cut in the middle of it.
+    Unterminated,
+}
+
+impl LineEnd {
+    /// What to add to the line's own failure: that the input was cut short there.
+    pub fn note(self) -> Option<&'static str> {
+        match self {
+            LineEnd::Terminated => None,
+            LineEnd::Last => Some(
+                "this is the input's last line: the input most likely ends in the middle of \
+                 a record, i.e. it was cut short (re-download or re-create it)",
+            ),
+            LineEnd::Unterminated => Some(
+                "the input ends in the middle of this record (its last line has no newline): \
+                 it was cut short, re-download or re-create it",
+            ),
+        }
+    }
+}
+
+/// The last byte of a file, if it can be read.
+fn last_byte(path: &Path) -> Option<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    f.seek(SeekFrom::End(-1)).ok()?;
+    let mut b = [0u8; 1];
+    f.read_exact(&mut b).ok()?;
+    Some(b[0])
 }
 
 /// Why htslib refused a text header, found by reading it again: the line and what
@@ -309,7 +409,7 @@ fn diagnose_header(path: &Path) -> Option<String> {
             break;
         }
     }
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let text = printable;
     let Some(at) = lines.iter().position(|l| l.starts_with(b"#CHROM")) else {
         let n = lines.iter().take_while(|l| l.starts_with(b"##")).count();
         return Some(match lines.get(n) {
@@ -455,7 +555,7 @@ impl Lookups {
     /// htslib's general path (the direct parse refuses anything unusual itself).
     pub fn check_line(&self, line: &[u8]) -> std::result::Result<LineFix, String> {
         let mut fix = LineFix::default();
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let text = printable;
         // The fixed columns and FORMAT; the calls stay one slice, scanned once below.
         let cols: Vec<&[u8]> = line.splitn(10, |&b| b == b'\t').collect();
         let n = self.samples.len();
@@ -468,6 +568,12 @@ impl Lookups {
                 "{} tab-separated columns; a VCF record has at least 8 (is the file \
                  space-separated or cut short?)",
                 cols.len()
+            ));
+        }
+        if cols[1].is_empty() || !cols[1].iter().all(u8::is_ascii_digit) {
+            return Err(format!(
+                "POS `{}` is not a position (a whole number, 1-based)",
+                text(cols[1])
             ));
         }
         if n == 0 && calls.is_some() {
@@ -617,7 +723,7 @@ fn check_values(ty: VcfType, v: &[u8]) -> std::result::Result<(), String> {
         if item != b"." && !good {
             return Err(format!(
                 "`{}` is not {} (declared Type={ty:?}; `.` marks a missing value)",
-                String::from_utf8_lossy(item),
+                printable(item),
                 match ty {
                     VcfType::Integer => "a 32-bit integer",
                     _ => "a number",
@@ -726,13 +832,13 @@ fn check_gt(v: &[u8]) -> std::result::Result<(), String> {
         Err(format!(
             "`{}` starts with a phasing mark (VCF 4.4's explicit phasing of the first \
              allele), which htslib (and so bcftools) cannot read yet: drop the leading `{}`",
-            String::from_utf8_lossy(v),
+            printable(v),
             v[0] as char
         ))
     } else {
         Err(format!(
             "`{}` is not a genotype (allele indexes or `.`, separated by `/` or `|`)",
-            String::from_utf8_lossy(v)
+            printable(v)
         ))
     }
 }

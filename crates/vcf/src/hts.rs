@@ -60,6 +60,15 @@ impl HtsFile {
         unsafe { htslib::hts_getline(self.0, KS_SEP_LINE, &mut ks.0) }
     }
 
+    /// Whether the file is compressed (bgzipped or plain gzip).
+    pub(crate) fn is_compressed(&self) -> bool {
+        // SAFETY: the handle is open; the format pointer is checked for null.
+        unsafe {
+            let fmt = htslib::hts_get_format(self.0);
+            !fmt.is_null() && (*fmt).compression != htslib::htsCompression_no_compression
+        }
+    }
+
     /// Whether the file is bgzipped (not plain text, not plain gzip).
     pub(crate) fn is_bgzf(&self) -> bool {
         // SAFETY: the handle is open; the format pointer is checked for null.
@@ -79,6 +88,59 @@ impl HtsFile {
         // SAFETY: non-null, owned by the open handle; two plain fields are read.
         let (address, offset) = unsafe { ((*b).block_address, (*b).block_offset) };
         Some(((address as u64) << 16) | (offset as u64 & 0xffff))
+    }
+
+    /// Whether htslib found the stream, read to its end, without the BGZF
+    /// end-of-file block (a file is checked at open, standard input at its end);
+    /// `false` for plain text and plain gzip.
+    pub(crate) fn lacks_eof_block(&self) -> bool {
+        if !self.is_bgzf() {
+            return false;
+        }
+        let b = self.bgzf();
+        // SAFETY: non-null, owned by the open handle; one bit field is read.
+        !b.is_null() && unsafe { (*b).no_eof_block() } != 0
+    }
+
+    /// After a line was read from a bgzipped stream: `Some(ends with \n)` once the
+    /// stream has nothing more (the last byte of its last block, which htslib keeps
+    /// after the end: the one place standard input shows whether it was cut inside
+    /// a line); `None` while more follows, or when it cannot be told (plain text or
+    /// gzip, threaded reading, an empty last block).
+    pub(crate) fn ended_with_newline(&mut self) -> Option<bool> {
+        if !self.is_bgzf() {
+            return None;
+        }
+        let b = self.bgzf();
+        if b.is_null() {
+            return None;
+        }
+        // SAFETY: non-null, owned by the open handle, read by one thread (no `mt`).
+        // `bgzf_peek` reads the next block only where the next line read would; at
+        // the end it leaves both block buffers as the last block filled them. The
+        // compressed buffer holds a whole block (at most 64 KiB, its size in bytes
+        // 16-17 and its inflated size in its last 4), the inflated one that size.
+        unsafe {
+            if !(*b).mt.is_null() || htslib::bgzf_peek(b) != -1 {
+                return None;
+            }
+            let c = (*b).compressed_block as *const u8;
+            let u = (*b).uncompressed_block as *const u8;
+            if c.is_null() || u.is_null() {
+                return None;
+            }
+            let bsize = u16::from_le_bytes([*c.add(16), *c.add(17)]) as usize + 1;
+            if bsize < 26 {
+                return None;
+            }
+            let mut isize = [0u8; 4];
+            std::ptr::copy_nonoverlapping(c.add(bsize - 4), isize.as_mut_ptr(), 4);
+            let isize = u32::from_le_bytes(isize) as usize;
+            if isize == 0 || isize > 1 << 16 {
+                return None;
+            }
+            Some(*u.add(isize - 1) == b'\n')
+        }
     }
 
     /// The BGZF stream under the handle, for index iterators.

@@ -33,6 +33,9 @@ pub struct InflatedLines {
     /// The current line: in `carry` (`None`) or at `buf[start..end]`.
     line: Option<(usize, usize)>,
     done: bool,
+    /// The current line is the file's last and ends without `\n`: where a file
+    /// cut short ends in the middle of a record.
+    unterminated: bool,
 }
 
 impl InflatedLines {
@@ -78,6 +81,7 @@ impl InflatedLines {
             carry: Vec::new(),
             line: None,
             done: false,
+            unterminated: false,
         })
     }
 
@@ -98,7 +102,8 @@ impl InflatedLines {
                 self.line = None;
                 let n = trim_cr(&self.carry);
                 self.carry.truncate(n);
-                return Ok(!self.carry.is_empty());
+                self.unterminated = !self.carry.is_empty();
+                return Ok(self.unterminated);
             }
             match self.batches.recv() {
                 Ok(Ok(next)) => {
@@ -123,6 +128,11 @@ impl InflatedLines {
             self.carry.extend_from_slice(&self.buf);
             self.pos = self.buf.len();
         }
+    }
+
+    /// Whether the current line is the file's last and has no `\n` (cut short?).
+    pub fn unterminated(&self) -> bool {
+        self.unterminated
     }
 
     /// The current line.
@@ -315,6 +325,12 @@ mod tests {
         let mut got = Vec::new();
         while lines.advance().unwrap() {
             got.push(lines.line().to_vec());
+            assert_eq!(
+                lines.unterminated(),
+                got.len() == want.len(),
+                "{}",
+                got.len()
+            );
         }
         assert_eq!(got.len(), want.len());
         assert!(got.iter().zip(&want).all(|(g, w)| g == w));

@@ -7,7 +7,7 @@ use crate::columns::RecordColumns;
 use crate::direct::Direct;
 use crate::error::{Error, Result};
 use crate::extract::Extractor;
-use crate::fastvcf::TextReader;
+use crate::fastvcf::{LineEnd, TextReader};
 use crate::hts::KString;
 use crate::schema::{contig_name, Schema};
 use crate::truncation::truncation_hint;
@@ -44,6 +44,10 @@ pub struct VcfReader {
     /// queries on the store assume the records are sorted.
     last: Option<(i32, i64)>,
     left: Vec<bool>,
+    /// The user opted in to converting inputs cut short (`--allow-truncated`).
+    allow_truncated: bool,
+    /// This file lacks the BGZF end-of-file block (found before reading).
+    cut: bool,
 }
 
 /// BCF goes through htslib's record reader; VCF text is read line by line so simple
@@ -135,7 +139,22 @@ impl VcfReader {
             schema,
             last: None,
             left: Vec::new(),
+            allow_truncated: false,
+            cut: false,
         })
+    }
+
+    /// Converts what this input holds even if it was cut short (`--allow-truncated`):
+    /// `cut` says the file was found so before reading (see `truncation`); its last
+    /// record is dropped when the cut falls inside it. Standard input is checked at
+    /// its end; without this call, a cut there is an error.
+    pub fn allow_truncated(&mut self, cut: bool) {
+        self.allow_truncated = true;
+        self.cut = cut;
+        if let (Inner::Text(t, _), true) = (&mut self.inner, cut) {
+            // Read ahead by svar2's own inflate, which knows where the last line ends.
+            t.inflate_ahead(&self.path);
+        }
     }
 
     /// This reader set up for a conversion on `threads` threads, without reading the
@@ -152,7 +171,9 @@ impl VcfReader {
             Inner::Hts(..)
                 if threads >= INFLATE_HELPER_THREADS && !crate::inputs::is_stdin(&self.path) =>
             {
-                VcfReader::open(&self.path, threads)
+                let mut r = VcfReader::open(&self.path, threads)?;
+                (r.allow_truncated, r.cut) = (self.allow_truncated, self.cut);
+                Ok(r)
             }
             Inner::Hts(..) => Ok(self),
         }
@@ -271,6 +292,9 @@ impl VcfReader {
                 match reader.read(rec) {
                     None => Ok(false),
                     Some(Ok(())) => ex.extract(&self.path, record_no, rec, batch).map(|_| true),
+                    // The cut fell inside the last record: dropped, as the user asked
+                    // (the warning was given when the file was checked).
+                    Some(Err(_)) if self.cut && self.allow_truncated => Ok(false),
                     Some(Err(e)) => {
                         let locus = match last {
                             Some((rid, pos)) => format!(
@@ -294,23 +318,88 @@ impl VcfReader {
                 }
             }
             Inner::Text(t, direct) => {
-                if !t.next_line(&self.path, record_no)? {
+                let path = &self.path;
+                if !t.next_line(path, record_no)? {
+                    if t.stream_cut_short(path) {
+                        if !self.allow_truncated {
+                            return Err(Error::Truncated {
+                                path: path.clone(),
+                                records: Some(record_no),
+                            });
+                        }
+                        crate::truncation::warn_allowed(path, Some(record_no));
+                    }
                     return Ok(false);
                 }
-                if ex.extract_direct_line(
+                if t.unterminated() {
+                    // The input's last line, without its `\n`: cut inside this record?
+                    let stdin_cut = t.stream_cut_short(path);
+                    if stdin_cut && !self.allow_truncated {
+                        return Err(Error::Truncated {
+                            path: path.clone(),
+                            records: Some(record_no),
+                        });
+                    }
+                    if self.allow_truncated && (self.cut || stdin_cut) {
+                        if stdin_cut {
+                            crate::truncation::warn_allowed(path, Some(record_no));
+                        }
+                        return Ok(false); // dropped (a file's warning came at the check)
+                    }
+                }
+                // `untouched`: the failure came before the batch was written to.
+                let (failed, untouched) = match ex.extract_direct_line(
                     direct,
-                    &self.path,
+                    path,
                     record_no,
                     t.line(),
                     t.lookups(),
                     batch,
-                )? {
-                    return Ok(true);
+                ) {
+                    Ok(true) => return Ok(true),
+                    Err(e) => (e, false),
+                    Ok(false) => match t.parse_line(path, record_no) {
+                        Err(e) => (e, true),
+                        Ok((rec, fix)) => {
+                            ex.extract(path, record_no, rec, batch)?;
+                            ex.apply_line_fix(&fix, batch);
+                            return Ok(true);
+                        }
+                    },
+                };
+                let Error::Record {
+                    path,
+                    record,
+                    locus,
+                    msg,
+                } = failed
+                else {
+                    return Err(failed);
+                };
+                // A line that fails to parse at the very end: the input was cut there.
+                let end = t.line_end(&path);
+                if end != LineEnd::Terminated && t.stream_cut_short(&path) {
+                    if !self.allow_truncated {
+                        return Err(Error::Truncated {
+                            path,
+                            records: Some(record_no),
+                        });
+                    }
+                    if untouched {
+                        crate::truncation::warn_allowed(&path, Some(record_no));
+                        return Ok(false);
+                    }
                 }
-                let (rec, fix) = t.parse_line(&self.path, record_no)?;
-                ex.extract(&self.path, record_no, rec, batch)?;
-                ex.apply_line_fix(&fix, batch);
-                Ok(true)
+                let msg = match end.note() {
+                    Some(note) => format!("{msg}; {note}"),
+                    None => msg,
+                };
+                Err(Error::Record {
+                    path,
+                    record,
+                    locus,
+                    msg,
+                })
             }
         }
     }

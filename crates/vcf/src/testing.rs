@@ -277,6 +277,36 @@ pub fn both_paths(path: &Path) -> std::result::Result<(usize, usize), String> {
     Ok((direct, lines))
 }
 
+/// Writes `text` bgzipped to `path` with htslib's writer, ending a block after every
+/// `lines_per_block` lines (as bcftools does, records not straddling blocks; 0: full
+/// 64 KiB blocks, cut anywhere). For the tests of inputs cut short.
+pub fn bgzip(path: &Path, text: &[u8], lines_per_block: usize) {
+    use rust_htslib::bgzf::{CompressionLevel, Writer};
+    use std::io::Write;
+    let mut w = Writer::from_path_with_level(path, CompressionLevel::Default).expect("bgzf writer");
+    if lines_per_block == 0 {
+        w.write_all(text).expect("bgzf write");
+        return;
+    }
+    for (i, line) in text.split_inclusive(|&b| b == b'\n').enumerate() {
+        w.write_all(line).expect("bgzf write");
+        if (i + 1) % lines_per_block == 0 {
+            w.flush().expect("bgzf flush");
+        }
+    }
+}
+
+/// The file offsets where the BGZF blocks of `bytes` start (each block's BSIZE field).
+pub fn bgzf_block_starts(bytes: &[u8]) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut at = 0;
+    while at + 18 <= bytes.len() {
+        starts.push(at);
+        at += u16::from_le_bytes([bytes[at + 16], bytes[at + 17]]) as usize + 1;
+    }
+    starts
+}
+
 #[cfg(test)]
 mod both_paths {
     use std::path::Path;

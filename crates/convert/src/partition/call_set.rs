@@ -46,6 +46,19 @@ pub(super) fn open_indexed(inputs: &[PathBuf], request: &PlanRequest) -> Result<
                 .into(),
         ));
     }
+    if request.allow_truncated {
+        if let Some(p) = inputs
+            .iter()
+            .find(|p| svar2_vcf::truncation::lacks_eof_block(p))
+        {
+            return Err(Error::Usage(format!(
+                "{}: cut short (no BGZF end-of-file block); partitions read through the \
+                 index, which describes the whole file: re-download or re-create it, or \
+                 convert what it holds without partitions (`svar2 convert --allow-truncated`)",
+                p.display()
+            )));
+        }
+    }
     let mut request = request.clone();
     request.probe = false;
     let (report, files, mut schema) = open_call_set(inputs, &request)?;

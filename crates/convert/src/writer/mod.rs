@@ -351,14 +351,12 @@ impl Writer {
             if need <= self.budget {
                 continue;
             }
-            let col = &batch.columns[spec.column];
-            let widest = col
+            // The first record of this batch that is this wide (`widths` holds one
+            // width per record, whatever the cells per record).
+            let widest = batch.columns[spec.column]
                 .widths
                 .iter()
-                .enumerate()
-                .max_by_key(|&(_, w)| *w)
-                .filter(|&(_, &w)| w >= width)
-                .map(|(i, _)| i / col.per_record.max(1));
+                .position(|&w| w >= width);
             let locus = widest
                 .and_then(|r| batch.loci.get(r))
                 .map(|&(rid, pos, _)| format!("{}:{pos}", self.schema.contig_label(rid as i64)))

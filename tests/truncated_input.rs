@@ -1,0 +1,389 @@
+//! Inputs cut short (an interrupted download or copy) are never converted quietly:
+//! a bgzipped VCF or BCF without the BGZF end-of-file block is an error naming the
+//! file, the records read and the remedy — read as a file, through its index with
+//! sub-contig readers, or from standard input — unless `--allow-truncated` asks for
+//! what it holds (then one warning, and a record the cut fell inside is dropped). A
+//! VCF cut in the middle of a line says so, and record messages name the right
+//! record in plain text.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use svar2_vcf::testing::{bgzf_block_starts, bgzip};
+
+/// A VCF of `n` records on chr1 (POS 100, 101, ...) with 3 samples (GT and DP).
+fn vcf_text(n: usize) -> Vec<u8> {
+    let mut t = String::from(
+        "##fileformat=VCFv4.3\n##contig=<ID=chr1,length=1000000>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+         ##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"d\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\tC\n",
+    );
+    for i in 0..n {
+        t += &format!(
+            "chr1\t{}\t.\tA\tC\t.\t.\t.\tGT:DP\t0/1:{}\t1|1:{}\t./.:.\n",
+            100 + i,
+            i % 97,
+            1000 + i
+        );
+    }
+    t.into_bytes()
+}
+
+fn run(args: &[&str], paths: &[&Path], stdin: Option<&[u8]>) -> Output {
+    let mut cmd = svar2();
+    cmd.arg("convert").args(args).args(paths);
+    let Some(bytes) = stdin else {
+        return cmd.output().unwrap();
+    };
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    let _ = child.stdin.take().unwrap().write_all(bytes);
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The record count of the closing summary line (`svar2: N records in ...`).
+fn records(o: &Output) -> u64 {
+    let err = stderr(o);
+    assert!(o.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("svar2: ") && l.contains(" records in "))
+        .unwrap_or_else(|| panic!("no summary line in {err}"));
+    line["svar2: ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// The refusal: exit 1, one line naming `name`, the records read, the missing
+/// end-of-file block, the remedy and the opt-in.
+fn assert_refused(o: &Output, name: &str, read: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    for want in [
+        name,
+        read,
+        "cut short",
+        "BGZF end-of-file block",
+        "re-download or re-create it",
+        "--allow-truncated",
+    ] {
+        assert!(err.contains(want), "`{want}` not in {err}");
+    }
+}
+
+/// `text` bgzipped to `dir/name` as bcftools writes it (blocks end at line ends), and
+/// the same file cut at the block boundary nearest its middle, with the records the
+/// kept blocks hold.
+fn cut_at_block(dir: &Path, text: &[u8]) -> (PathBuf, PathBuf, u64) {
+    let whole = dir.join("whole.vcf.gz");
+    bgzip(&whole, text, 40);
+    let bytes = std::fs::read(&whole).unwrap();
+    let starts = bgzf_block_starts(&bytes);
+    let at = starts[starts.len() / 2];
+    let cut = dir.join("cut.vcf.gz");
+    std::fs::write(&cut, &bytes[..at]).unwrap();
+    let inflated = inflated_len(&bytes[..at]);
+    let kept = text[..inflated]
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty() && !l.starts_with(b"#"))
+        .count() as u64
+        - u64::from(text[inflated - 1] != b'\n'); // a line the cut fell inside
+    (whole, cut, kept)
+}
+
+/// The text bytes whole BGZF blocks inflate to (the sum of their ISIZE fields).
+fn inflated_len(bytes: &[u8]) -> usize {
+    let starts = bgzf_block_starts(bytes);
+    let mut ends: Vec<usize> = starts[1..].to_vec();
+    ends.push(bytes.len());
+    ends.iter()
+        .map(|&e| u32::from_le_bytes(bytes[e - 4..e].try_into().unwrap()) as usize)
+        .sum()
+}
+
+#[test]
+fn a_bgzipped_file_cut_at_a_block_boundary_is_an_error_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = vcf_text(2000);
+    let (whole, cut, kept) = cut_at_block(d, &text);
+    assert!(kept > 100 && kept < 2000, "{kept}");
+    let out = d.join("o.zarr");
+    assert_eq!(records(&run(&["--force"], &[&whole, &out], None)), 2000);
+
+    let refused = d.join("refused.zarr");
+    let o = run(&[], &[&cut, &refused], None);
+    assert_refused(&o, "cut.vcf.gz", "before reading any record");
+    assert!(!refused.exists());
+
+    let o = run(&["--force", "--allow-truncated"], &[&cut, &out], None);
+    assert_eq!(records(&o), kept);
+    assert_eq!(stderr(&o).matches("cut short").count(), 1, "{}", stderr(&o));
+    // At one thread the text is read by htslib's line reader, not the inflate thread.
+    let o = run(
+        &["--force", "--allow-truncated", "--threads", "1"],
+        &[&cut, &out],
+        None,
+    );
+    assert_eq!(records(&o), kept);
+}
+
+#[test]
+fn a_cut_inside_a_record_drops_that_record_when_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = vcf_text(3000);
+    // Full 64 KiB blocks: the cut falls inside a line.
+    let whole = d.join("whole.vcf.gz");
+    bgzip(&whole, &text, 0);
+    let bytes = std::fs::read(&whole).unwrap();
+    let starts = bgzf_block_starts(&bytes);
+    assert!(starts.len() > 2, "{starts:?}");
+    let at = starts[starts.len() - 2];
+    let inflated = inflated_len(&bytes[..at]);
+    assert_ne!(text[inflated - 1], b'\n');
+    let kept = text[..inflated]
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.starts_with(b"#"))
+        .count() as u64
+        - 1;
+    let cut = d.join("cut.vcf.gz");
+    std::fs::write(&cut, &bytes[..at]).unwrap();
+    let out = d.join("o.zarr");
+    for threads in ["1", "2"] {
+        let o = run(
+            &["--force", "--allow-truncated", "--threads", threads],
+            &[&cut, &out],
+            None,
+        );
+        assert_eq!(records(&o), kept, "--threads {threads}");
+    }
+    // Piped: the last line is dropped however it parses, or the cut is refused.
+    let cut_bytes = std::fs::read(&cut).unwrap();
+    let dash = Path::new("-");
+    let o = run(&["--force"], &[dash, &out], Some(&cut_bytes));
+    assert_refused(
+        &o,
+        "standard input",
+        &format!("stream ended after {kept} records"),
+    );
+    let o = run(
+        &["--force", "--allow-truncated"],
+        &[dash, &out],
+        Some(&cut_bytes),
+    );
+    assert_eq!(records(&o), kept);
+    assert_eq!(stderr(&o).matches("cut short").count(), 1, "{}", stderr(&o));
+    // Whatever record the cut falls inside.
+    for at in (0..12).map(|k| text.len() / 2 + k * 7) {
+        let short = &text[..at];
+        let whole_lines = short.iter().filter(|&&b| b == b'\n').count() as u64 - 5;
+        let f = d.join("short.vcf.gz");
+        bgzip(&f, short, 0);
+        let mut b = std::fs::read(&f).unwrap();
+        b.truncate(b.len() - 28); // drop the end-of-file block
+        let o = run(&["--force", "--allow-truncated"], &[dash, &out], Some(&b));
+        assert_eq!(records(&o), whole_lines, "cut at {at}");
+    }
+}
+
+#[test]
+fn bgzipped_standard_input_cut_short_is_an_error_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = vcf_text(2000);
+    let (_, cut, kept) = cut_at_block(d, &text);
+    let bytes = std::fs::read(&cut).unwrap();
+    let out = d.join("o.zarr");
+    let dash = Path::new("-");
+    let o = run(&["--force"], &[dash, &out], Some(&bytes));
+    assert_refused(
+        &o,
+        "standard input",
+        &format!("stream ended after {kept} records"),
+    );
+    assert!(!out.join("zarr.json").exists());
+    let o = run(
+        &["--force", "--allow-truncated"],
+        &[dash, &out],
+        Some(&bytes),
+    );
+    assert_eq!(records(&o), kept);
+    assert_eq!(stderr(&o).matches("cut short").count(), 1, "{}", stderr(&o));
+}
+
+#[test]
+fn an_indexed_file_cut_short_is_an_error_for_sub_contig_readers_too() {
+    let test = "an_indexed_file_cut_short_is_an_error_for_sub_contig_readers_too";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = vcf_text(4000);
+    let (whole, cut, kept) = cut_at_block(d, &text);
+    sh_ok(&format!(
+        "bcftools index {0} && cp {0}.csi {1}.csi",
+        whole.display(),
+        cut.display()
+    ));
+    let out = d.join("o.zarr");
+    let args = ["--force", "--readers", "2", "--threads", "2"];
+    assert_eq!(records(&run(&args, &[&whole, &out], None)), 4000);
+    let o = run(&args, &[&cut, &out], None);
+    assert_refused(&o, "cut.vcf.gz", "before reading any record");
+    let mut allowed = args.to_vec();
+    allowed.push("--allow-truncated");
+    let o = run(&allowed, &[&cut, &out], None);
+    assert_eq!(records(&o), kept);
+    let err = stderr(&o);
+    assert_eq!(err.matches("WARN").count(), 1, "{err}");
+    // `plan` shares the flag and the check.
+    let p = svar2().arg("plan").arg(&cut).output().unwrap();
+    assert_refused(&p, "cut.vcf.gz", "before reading any record");
+    let p = svar2()
+        .args(["plan", "--allow-truncated"])
+        .arg(&cut)
+        .output()
+        .unwrap();
+    assert!(p.status.success(), "{}", stderr(&p));
+}
+
+#[test]
+fn a_bcf_cut_short_is_refused_with_the_same_message() {
+    let test = "a_bcf_cut_short_is_refused_with_the_same_message";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let vcf = d.join("in.vcf");
+    std::fs::write(&vcf, vcf_text(20000)).unwrap();
+    let bcf = d.join("whole.bcf");
+    sh_ok(&format!(
+        "bcftools view -Ob -o {} {}",
+        bcf.display(),
+        vcf.display()
+    ));
+    let bytes = std::fs::read(&bcf).unwrap();
+    let starts = bgzf_block_starts(&bytes);
+    let cut = d.join("cut.bcf");
+    std::fs::write(&cut, &bytes[..starts[starts.len() / 2]]).unwrap();
+    let out = d.join("o.zarr");
+    let o = run(&["--force"], &[&cut, &out], None);
+    assert_refused(&o, "cut.bcf", "before reading any record");
+    let o = run(&["--force", "--allow-truncated"], &[&cut, &out], None);
+    let n = records(&o);
+    assert!(n > 0 && n < 20000, "{n}");
+}
+
+#[test]
+fn a_vcf_cut_in_the_middle_of_a_line_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = vcf_text(50);
+    // Cut inside the last record's genotype (`0/`), where the message used to blame
+    // a bad genotype.
+    let end = text.len() - "1:49\t1|1:1049\t./.:.\n".len();
+    let cut = &text[..end];
+    assert!(
+        cut.ends_with(b"0/"),
+        "{}",
+        String::from_utf8_lossy(&cut[end - 10..])
+    );
+    let file = d.join("cut.vcf");
+    std::fs::write(&file, cut).unwrap();
+    let out = d.join("o.zarr");
+    let o = run(&["--force"], &[&file, &out], None);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("record 50 (chr1:149)"), "{err}");
+    assert!(
+        err.contains("ends in the middle of this record") && err.contains("cut short"),
+        "{err}"
+    );
+    let o = run(&["--force"], &[Path::new("-"), &out], Some(cut));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.starts_with("svar2: error: -: record 50"), "{err}");
+    assert!(
+        err.contains("ends in the middle of a record") && err.contains("cut short"),
+        "{err}"
+    );
+    // A bad genotype on a complete last line is the line's own fault.
+    let mut bad = text.clone();
+    let n = bad.len();
+    bad[n - 5] = b'x'; // `./.:.` -> `.x.:.`
+    std::fs::write(&file, &bad).unwrap();
+    let o = run(&["--force"], &[&file, &out], None);
+    let err = stderr(&o);
+    assert!(err.contains("not a genotype"), "{err}");
+    assert!(!err.contains("cut short"), "{err}");
+}
+
+#[test]
+fn negative_or_junk_pos_is_named_in_plain_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("o.zarr");
+    for pos in ["-3", "abc", "1\u{1}2"] {
+        let mut text = String::from_utf8(vcf_text(3)).unwrap();
+        text = text.replacen("chr1\t101\t", &format!("chr1\t{pos}\t"), 1);
+        let file = d.join("pos.vcf");
+        std::fs::write(&file, &text).unwrap();
+        let o = run(&["--force"], &[&file, &out], None);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("record 2"), "{err}");
+        assert!(err.contains("is not a position"), "{err}");
+        assert!(
+            !err.trim_end().chars().any(|c| c.is_control() && c != '\n'),
+            "{err:?}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn a_number_dot_field_too_wide_for_the_budget_names_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut t = String::from(
+        "##fileformat=VCFv4.3\n##contig=<ID=chr1,length=1000000>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+         ##FORMAT=<ID=XS,Number=.,Type=Integer,Description=\"x\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\tC\tD\n",
+    );
+    let wide = vec!["7"; 400_000].join(",");
+    for i in 0..600 {
+        let xs = if i == 500 { wide.as_str() } else { "1,2" };
+        t += &format!(
+            "chr1\t{}\t.\tA\tC\t.\t.\t.\tGT:XS\t0/1:{xs}\t0/0:1\t1/1:.\t0/1:3\n",
+            100 + i
+        );
+    }
+    let file = d.join("wide.vcf");
+    std::fs::write(&file, t).unwrap();
+    let out = d.join("o.zarr");
+    let o = run(&["--force", "--max-mem", "1GiB"], &[&file, &out], None);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("record 501 (chr1:600)"), "{err}");
+    assert!(err.contains("XS"), "{err}");
+}
