@@ -373,7 +373,18 @@ fn plan_schema(
         svar2_planner::host::resolve_budget(request.max_mem, memory_limit.as_ref())
             .map_err(Error::Usage)?;
     let cores = host.cores();
-    let threads = request.threads.unwrap_or(cores.usable).max(1);
+    if let Some(r) = request.readers {
+        if r == 0 || r > svar2_planner::MAX_READERS {
+            return Err(Error::Usage(format!(
+                "readers {r}: give 1 to {} readers per contig",
+                svar2_planner::MAX_READERS
+            )));
+        }
+    }
+    let threads = match request.threads {
+        Some(n) => svar2_planner::host::check_threads("threads", n, false).map_err(Error::Usage)?,
+        None => cores.usable.max(1),
+    };
     let (call_arrays, variant_arrays) = set.counts();
     let samples = schema.samples.len() as u64;
     let (row_bytes, format_row_bytes) = set.row_bytes_estimate(samples);
