@@ -455,6 +455,7 @@ pub fn convert_inputs(
     svar2_store::dir::check_output(output, options.force)?;
     let input = inputs[0].as_path();
     let (report, files, mut schema) = open_call_set(inputs, &options.request)?;
+    svar2_vcf::limits::set_budget(report.budget);
     tracing::info!(
         cc = report.plan.cc,
         w = report.plan.w,

@@ -232,7 +232,11 @@ impl TextReader {
                     self.line_in_ks = false;
                     match ahead.advance() {
                         Ok(true) if ahead.line().is_empty() => continue,
-                        Ok(more) => return Ok(more),
+                        Ok(true) => {
+                            crate::limits::check_line(path, record_no + 1, ahead.line())?;
+                            return Ok(true);
+                        }
+                        Ok(false) => return Ok(false),
                         Err(msg) => {
                             return Err(Error::Record {
                                 path: path.into(),
@@ -262,6 +266,7 @@ impl TextReader {
                 });
             }
             if !self.ks.bytes().is_empty() {
+                crate::limits::check_line(path, record_no + 1, self.ks.bytes())?;
                 return Ok(true);
             }
         }

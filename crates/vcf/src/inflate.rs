@@ -33,6 +33,9 @@ pub struct InflatedLines {
     /// The current line: in `carry` (`None`) or at `buf[start..end]`.
     line: Option<(usize, usize)>,
     done: bool,
+    /// The longest line taken ([`crate::limits`]): a longer one is an error before
+    /// `carry` grows past it.
+    max_line: usize,
 }
 
 impl InflatedLines {
@@ -78,6 +81,7 @@ impl InflatedLines {
             carry: Vec::new(),
             line: None,
             done: false,
+            max_line: crate::limits::max_line(),
         })
     }
 
@@ -119,6 +123,9 @@ impl InflatedLines {
                 let n = trim_cr(&self.carry);
                 self.carry.truncate(n);
                 return Ok(true);
+            }
+            if self.carry.len() + self.buf.len() > self.max_line {
+                return Err(crate::limits::too_long(self.carry.len() + self.buf.len()));
             }
             self.carry.extend_from_slice(&self.buf);
             self.pos = self.buf.len();
