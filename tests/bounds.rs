@@ -500,3 +500,105 @@ fn bucket_keys_round_trip_and_missing_buckets_are_named() {
         );
     }
 }
+
+#[test]
+fn a_header_of_more_samples_than_the_budget_holds_is_refused_before_it_is_parsed() {
+    let test = "a_header_of_more_samples_than_the_budget_holds_is_refused_before_it_is_parsed";
+    if !Path::new("/usr/bin/time").exists() {
+        skip(test, "/usr/bin/time not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let vcf = dir.path().join("wide.vcf");
+    {
+        let n = 1_000_000;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&vcf).unwrap());
+        write!(
+            f,
+            "##fileformat=VCFv4.3\n##contig=<ID=chr1>\n\
+             ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
+             #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT"
+        )
+        .unwrap();
+        for i in 0..n {
+            write!(f, "\ts{i:07}").unwrap();
+        }
+        write!(f, "\nchr1\t1\t.\tA\tC\t.\t.\t.\tGT").unwrap();
+        for _ in 0..n {
+            f.write_all(b"\t0/1").unwrap();
+        }
+        writeln!(f).unwrap();
+    }
+    for cmd in ["convert", "plan"] {
+        let out = Command::new("/usr/bin/time")
+            .arg("-v")
+            .arg(env!("CARGO_BIN_EXE_svar2"))
+            .args([cmd, "-q", "--max-mem", "64MiB"])
+            .arg(&vcf)
+            .arg(dir.path().join("o.zarr"))
+            .stdout(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{cmd}: {err}");
+        assert!(
+            err.contains("1000000 samples") && err.contains("raise --max-mem"),
+            "{cmd}: {err}"
+        );
+        let rss = max_rss_kib(&err) << 10;
+        eprintln!("{cmd}: peak RSS {} MiB", rss >> 20);
+        assert!(
+            rss < 64 << 20,
+            "{cmd}: peak RSS {} MiB over --max-mem 64MiB",
+            rss >> 20
+        );
+    }
+}
+
+#[test]
+fn a_record_of_more_alleles_than_the_budget_holds_is_refused() {
+    let test = "a_record_of_more_alleles_than_the_budget_holds_is_refused";
+    if !Path::new("/usr/bin/time").exists() {
+        skip(test, "/usr/bin/time not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let vcf = dir.path().join("alts.vcf");
+    {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&vcf).unwrap());
+        writeln!(
+            f,
+            "##fileformat=VCFv4.3\n##contig=<ID=chr1>\n\
+             #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nchr1\t1\t.\tA\tC\t.\t.\t."
+        )
+        .unwrap();
+        // Record 2: ten million ALT alleles in a 20 MB line (under 1/4 of 128 MiB).
+        write!(f, "chr1\t2\t.\tA\tC").unwrap();
+        for _ in 1..10_000_000 {
+            f.write_all(b",C").unwrap();
+        }
+        writeln!(f, "\t.\t.\t.").unwrap();
+    }
+    let out = Command::new("/usr/bin/time")
+        .arg("-v")
+        .arg(env!("CARGO_BIN_EXE_svar2"))
+        .args(["convert", "-q", "--max-mem", "128MiB"])
+        .arg(&vcf)
+        .arg(dir.path().join("o.zarr"))
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("record 2 (chr1:2)") && err.contains("10000000 ALT alleles"),
+        "{err}"
+    );
+    let rss = max_rss_kib(&err) << 10;
+    eprintln!("peak RSS {} MiB", rss >> 20);
+    assert!(
+        rss < 128 << 20,
+        "peak RSS {} MiB over --max-mem 128MiB",
+        rss >> 20
+    );
+}

@@ -131,6 +131,7 @@ pub(crate) fn open_call_set(
     let first = inputs
         .first()
         .ok_or_else(|| Error::Usage("no input files".into()))?;
+    crate::planning::set_read_limits(request);
     if inputs.len() == 1 && !is_stdin(first) {
         // Opened without the inflate helper: a read through the index (pieces)
         // never uses this reader, and a stream adds the helper when it starts.

@@ -69,6 +69,9 @@ impl TextReader {
         if !fp.is_vcf_text() {
             return Ok(None);
         }
+        if crate::limits::budget_set() && !crate::inputs::is_stdin(path) {
+            check_header_samples(path)?;
+        }
         // SAFETY: the file is open; the header is checked for null and owned by the
         // HeaderView made from it.
         unsafe {
@@ -295,6 +298,26 @@ impl TextReader {
         )?;
         Ok((&self.rec, fix))
     }
+}
+
+/// The `#CHROM` line checked against the memory budget before htslib parses the
+/// header ([`crate::limits::check_header_samples`]); read through a handle of its
+/// own (standard input cannot be read twice, and is not checked).
+fn check_header_samples(path: &Path) -> Result<()> {
+    let Some(mut fp) = HtsFile::open(path) else {
+        return Ok(());
+    };
+    let mut ks = KString::new();
+    while fp.getline(&mut ks) >= 0 {
+        let line = ks.bytes();
+        if line.starts_with(b"#CHROM") {
+            return crate::limits::check_header_samples(path, line);
+        }
+        if !line.starts_with(b"#") {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// Why htslib refused a text header, found by reading it again: the line and what
