@@ -602,3 +602,25 @@ fn a_record_of_more_alleles_than_the_budget_holds_is_refused() {
         rss >> 20
     );
 }
+
+#[test]
+fn partition_counts_beyond_any_cluster_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let vcf = small_vcf(dir.path());
+    let err = fails_fast(
+        &[
+            "plan",
+            "--partitions",
+            "1000000000000",
+            "-o",
+            dir.path().join("plan.json").to_str().unwrap(),
+            vcf.to_str().unwrap(),
+            dir.path().join("o.zarr").to_str().unwrap(),
+        ],
+        20,
+    );
+    assert!(
+        err.contains("--partitions 1000000000000") && err.contains("give at most 65536"),
+        "{err}"
+    );
+}
