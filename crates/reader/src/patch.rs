@@ -196,7 +196,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("a list of 1152921504606846976 patches"), "{e}");
-        let w = [0..10_000];
+        let w = std::iter::once(0..10_000).collect::<Vec<_>>();
         assert!(draw_in(usize::MAX, 100, 1, &w, 50, 3).is_err());
     }
 
