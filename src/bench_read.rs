@@ -28,10 +28,10 @@ pub struct Args {
     /// Threads that only read, for stores whose chunks are not in mapped shard files:
     /// a bucket store (one request each in flight: give it many, e.g. 64) or unsharded
     /// arrays (e.g. bio2zarr's); local shards are mapped and read by the decode threads
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = crate::flags::io_threads_arg)]
     io_threads: usize,
     /// Decode threads (default: every usable core).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::flags::threads_arg)]
     threads: Option<usize>,
     /// Write the drawn patch list (JSON rows [variant_start, n_variants,
     /// sample_start, n_samples]) here, for peer tools.
@@ -85,7 +85,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             len("variants"),
             len("samples"),
             a.seed,
-        ),
+        )?,
     };
     if let Some(path) = &a.emit_patches {
         std::fs::write(path, serde_json::to_vec(&list)?)

@@ -66,8 +66,21 @@ pub struct BudgetArgs {
     /// Readers are threads of their own (a conversion's encoders run at nice +5, so a
     /// reader sharing their cores goes first); from 4, a streaming reader also gets a
     /// helper inflating BGZF blocks ahead of it.
-    #[arg(long)]
+    #[arg(long, value_parser = threads_arg)]
     pub threads: Option<usize>,
+}
+
+/// `--threads N`: refused beyond what svar2 starts (a multiple of the usable cores),
+/// not spawned for minutes.
+pub fn threads_arg(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    svar2_planner::host::check_threads("--threads", n, false)
+}
+
+/// `--io-threads N`: refused beyond [`svar2_planner::host::MAX_IO_THREADS`].
+pub fn io_threads_arg(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    svar2_planner::host::check_threads("--io-threads", n, true)
 }
 
 /// What `convert` and `plan` plan with: budget, layout and readers.
@@ -81,7 +94,7 @@ pub struct PlanningArgs {
     /// parallel (the bytes do not change). Default: as many as the rate probe finds
     /// keep the encoder busy, within the cores (one on 2 cores); one streaming reader
     /// without an index.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=svar2_planner::MAX_READERS as i64))]
     pub readers: Option<u32>,
     /// Convert an input cut short (a bgzipped VCF or BCF without the BGZF end-of-file
     /// block: an interrupted download) as far as it goes, with a warning; by default

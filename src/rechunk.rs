@@ -19,7 +19,7 @@ pub struct Args {
     budget: BudgetArgs,
     /// Threads that only wait on reads (default 4; a network file system wants
     /// dozens).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::flags::io_threads_arg)]
     io_threads: Option<usize>,
     /// Replace an existing Zarr store (never the input, nor anything that holds a file
     /// that is not part of a Zarr store: the rule is convert's --force).

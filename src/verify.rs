@@ -14,7 +14,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Threads that only read.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = crate::flags::io_threads_arg)]
     io_threads: usize,
 }
 

@@ -63,14 +63,9 @@ fn patch_list(n_variants: u64, n_samples: u64, shard_rows: u64) -> Vec<Patch> {
         .iter()
         .enumerate()
     {
-        list.extend(svar2_reader::patch::draw(
-            60,
-            *v,
-            *s,
-            n_variants,
-            n_samples,
-            k as u64 + 11,
-        ));
+        list.extend(
+            svar2_reader::patch::draw(60, *v, *s, n_variants, n_samples, k as u64 + 11).unwrap(),
+        );
     }
     let p = |v0: u64, nv: u64, s0: u64, ns: u64| Patch {
         variant_start: v0,

@@ -140,6 +140,7 @@ pub(crate) fn open_call_set(
         }
         r
     };
+    crate::planning::set_read_limits(request);
     if inputs.len() == 1 && !is_stdin(first) {
         // Opened without the inflate helper: a read through the index (pieces)
         // never uses this reader, and a stream adds the helper when it starts.
@@ -491,6 +492,7 @@ pub fn convert_inputs(
     svar2_store::dir::check_output(output, options.force)?;
     let input = inputs[0].as_path();
     let (report, files, mut schema) = open_call_set(inputs, &options.request)?;
+    svar2_vcf::limits::set_budget(report.budget);
     tracing::info!("plan\n{}", report.render().trim_end());
     schema.add_undeclared_contigs(&report.undeclared_contigs);
     let set = ArraySet::new(&schema);

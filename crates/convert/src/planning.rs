@@ -66,6 +66,21 @@ pub struct PlanReport {
 /// The most contigs this build's executor converts at once.
 pub const EXECUTOR_MAX_CC: usize = 64;
 
+/// Bounds what reading the inputs may take before the plan is made
+/// ([`svar2_vcf::limits`]): the budget `--max-mem` names (capped at the machine's
+/// limit, `auto` its share), so a header of more samples than the budget holds is
+/// refused before htslib parses it. The plan's own budget replaces it once made.
+pub fn set_read_limits(request: &PlanRequest) {
+    let limit = Host::system().memory_limit().map(|m| m.bytes);
+    let budget = match (request.max_mem, limit) {
+        (MaxMem::Bytes(b), Some(l)) => b.min(l),
+        (MaxMem::Bytes(b), None) => b,
+        (MaxMem::Auto, Some(l)) => (l as f64 * svar2_planner::size::AUTO_FRACTION) as u64,
+        (MaxMem::Auto, None) => return,
+    };
+    svar2_vcf::limits::set_budget(budget);
+}
+
 /// Plans a conversion of `input` from its header and index.
 pub fn make_plan(input: &Path, request: &PlanRequest) -> Result<PlanReport> {
     plan_reader(&VcfReader::open(input, 1)?, request)
@@ -82,6 +97,7 @@ pub fn plan_reader(reader: &VcfReader, request: &PlanRequest) -> Result<PlanRepo
 /// `convert_inputs` will run it.
 pub fn plan_inputs(inputs: &[PathBuf], request: &PlanRequest) -> Result<PlanReport> {
     svar2_vcf::truncation::check_complete(inputs, request.allow_truncated)?;
+    set_read_limits(request);
     match inputs {
         [] => Err(Error::Usage("no input files".into())),
         [one] if !svar2_vcf::inputs::is_stdin(one) => make_plan(one, request),
@@ -384,7 +400,18 @@ fn plan_schema(
         svar2_planner::host::resolve_budget(request.max_mem, memory_limit.as_ref())
             .map_err(Error::Usage)?;
     let cores = host.cores();
-    let threads = request.threads.unwrap_or(cores.usable).max(1);
+    if let Some(r) = request.readers {
+        if r == 0 || r > svar2_planner::MAX_READERS {
+            return Err(Error::Usage(format!(
+                "readers {r}: give 1 to {} readers per contig",
+                svar2_planner::MAX_READERS
+            )));
+        }
+    }
+    let threads = match request.threads {
+        Some(n) => svar2_planner::host::check_threads("threads", n, false).map_err(Error::Usage)?,
+        None => cores.usable.max(1),
+    };
     let (call_arrays, variant_arrays) = set.counts();
     let samples = schema.samples.len() as u64;
     let (row_bytes, format_row_bytes) = set.row_bytes_estimate(samples);

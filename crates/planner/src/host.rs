@@ -243,6 +243,63 @@ impl Host {
     }
 }
 
+/// Compute threads started per usable core at most (at least [`MIN_THREAD_CAP`]):
+/// more only queue for a core, and a million of them take minutes to start.
+pub const THREADS_PER_CORE: usize = 8;
+/// The compute-thread cap on a small machine (a 1-core container may still ask for
+/// a few dozen).
+pub const MIN_THREAD_CAP: usize = 64;
+/// Threads that only wait on reads at most (a bucket store wants many requests in
+/// flight; thousands only exhaust sockets and stacks).
+pub const MAX_IO_THREADS: usize = 1024;
+
+/// Checks a thread count a user gave: `what` names the flag or argument, `n` the
+/// count; `io`: threads that only wait on reads ([`MAX_IO_THREADS`]), else compute
+/// threads ([`THREADS_PER_CORE`] × the usable cores, at least [`MIN_THREAD_CAP`]).
+/// 0 and counts above the cap are refused with a message saying the cap.
+pub fn check_threads(what: &str, n: usize, io: bool) -> Result<usize, String> {
+    let usable = Host::system().cores().usable;
+    let (max, why) = if io {
+        (MAX_IO_THREADS, "threads that wait on reads".to_string())
+    } else {
+        (
+            (THREADS_PER_CORE * usable).max(MIN_THREAD_CAP),
+            format!(
+                "{THREADS_PER_CORE} per usable core, {usable} usable, at least {MIN_THREAD_CAP}"
+            ),
+        )
+    };
+    if n == 0 {
+        return Err(format!("{what} 0: give at least 1 thread"));
+    }
+    if n > max {
+        return Err(format!(
+            "{what} {n}: more threads than svar2 starts ({max}: {why}); give at most {max}"
+        ));
+    }
+    Ok(n)
+}
+
+/// Refuses an allocation of `bytes` that this process could never hold (above its
+/// memory limit: the cgroup's, else the host's), before it is made: a count from a
+/// caller (`random_patches(2**40)`) fails with `what` named instead of aborting the
+/// process on allocation failure.
+pub fn check_affordable(bytes: u64, what: impl FnOnce() -> String) -> Result<(), String> {
+    static LIMIT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    let limit = LIMIT.get_or_init(|| Host::system().memory_limit().map(|m| m.bytes));
+    // Without a known limit, the address space is the bound (isize::MAX for a Vec).
+    let limit = limit.unwrap_or(isize::MAX as u64);
+    if bytes > limit {
+        return Err(format!(
+            "{}: {} needed, more than this machine's memory ({}); ask for less at a time",
+            what(),
+            human(bytes),
+            human(limit)
+        ));
+    }
+    Ok(())
+}
+
 /// The memory budget `--max-mem` asks for, and where it came from. `auto` is
 /// [`AUTO_FRACTION`] of the cgroup (else host) limit; a figure above that limit would
 /// be a promise the kernel breaks with an OOM kill, so it is capped the same way (and
@@ -380,6 +437,23 @@ mod tests {
         ]);
         let m = Host::at(d.path()).memory_limit().unwrap();
         assert_eq!(m.bytes, 2 << 30);
+    }
+
+    #[test]
+    fn allocations_beyond_memory_are_refused() {
+        assert!(check_affordable(1 << 20, || "x".into()).is_ok());
+        let e = check_affordable(u64::MAX, || "2^40 patches".into()).unwrap_err();
+        assert!(e.starts_with("2^40 patches: "), "{e}");
+    }
+
+    #[test]
+    fn thread_counts_are_bounded() {
+        assert_eq!(check_threads("--threads", 4, false), Ok(4));
+        assert_eq!(check_threads("--io-threads", 1024, true), Ok(1024));
+        for (n, io) in [(0, false), (1 << 20, false), (1025, true), (0, true)] {
+            let e = check_threads("--threads", n, io).unwrap_err();
+            assert!(e.starts_with(&format!("--threads {n}")), "{e}");
+        }
     }
 
     #[test]

@@ -18,5 +18,6 @@ pub mod size;
 mod plan;
 pub use geometry::Requested;
 pub use plan::{
-    plan, readers_that_fit, Plan, PlanError, PlanInput, ReaderSource, PIECES_PER_READER,
+    plan, readers_that_fit, Plan, PlanError, PlanInput, ReaderSource, MAX_READERS,
+    PIECES_PER_READER,
 };

@@ -141,6 +141,10 @@ pub const PIECES_PER_READER: u64 = 4;
 /// per thread past two that the law did not see (27 % under at 4 threads without it).
 const PER_EXTRA_THREAD_BYTES: u64 = 6_500_000;
 
+/// Readers per contig a user may ask for (`--readers`, `readers=`): each is a thread
+/// with its own decompressor and record buffers.
+pub const MAX_READERS: u32 = 64;
+
 /// Sub-contig readers `cores` leave room for: a contig costs one core for its encoder
 /// plus one per reader. At 1 the rate probe cannot change the plan (and is skipped).
 pub fn readers_that_fit(cores: usize) -> u32 {

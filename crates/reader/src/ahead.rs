@@ -38,6 +38,9 @@ pub struct ReadAhead {
     batches: usize,
 }
 
+/// Batches waiting at most (`depth`): each holds a whole batch in memory.
+pub const MAX_DEPTH: usize = 64;
+
 impl ReadAhead {
     /// Starts reading `patches` of `array` in batches of `batch` (the last may be
     /// shorter), their sample ranges indexing `columns` when given. Every patch is
@@ -51,12 +54,28 @@ impl ReadAhead {
         depth: usize,
     ) -> Result<ReadAhead> {
         let batch = batch.max(1);
+        if depth > MAX_DEPTH {
+            return Err(Error::Usage(format!(
+                "depth {depth}: at most {MAX_DEPTH} batches wait read ahead"
+            )));
+        }
+        let mut largest = 0;
         for b in patches.chunks(batch) {
-            match &columns {
+            largest = largest.max(match &columns {
                 Some(c) => reader.batch_bytes_columns(&array, b, c)?,
                 None => reader.batch_bytes(&array, b)?,
-            };
+            });
         }
+        // The waiting batches, the one being read and the one in use.
+        let held = (depth.max(1) as u64 + 2).saturating_mul(largest as u64);
+        svar2_planner::host::check_affordable(held, || {
+            format!(
+                "{} batches of {} bytes read ahead",
+                depth.max(1) + 2,
+                largest
+            )
+        })
+        .map_err(Error::Usage)?;
         let batches = patches.len().div_ceil(batch);
         let (tx, rx) = bounded(depth.max(1));
         let stop = Arc::new(AtomicBool::new(false));

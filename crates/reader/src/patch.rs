@@ -58,8 +58,17 @@ impl XorShift64 {
     }
 }
 
+/// Refuses a list of `n` patches this process could not hold (`n` from a caller:
+/// `--n`, `random_patches(n)`), before it is allocated.
+fn check_count(n: usize) -> Result<()> {
+    let bytes = (n as u64).saturating_mul(std::mem::size_of::<Patch>() as u64);
+    svar2_planner::host::check_affordable(bytes, || format!("a list of {n} patches"))
+        .map_err(Error::Usage)
+}
+
 /// `n` patches of `variants` × `samples` at uniform random starts inside an array of
 /// `n_variants` × `n_samples` (a patch larger than the array is clipped to it).
+/// A list larger than this machine's memory is refused.
 pub fn draw(
     n: usize,
     variants: u64,
@@ -67,17 +76,18 @@ pub fn draw(
     n_variants: u64,
     n_samples: u64,
     seed: u64,
-) -> Vec<Patch> {
+) -> Result<Vec<Patch>> {
+    check_count(n)?;
     let mut rng = XorShift64::new(seed);
     let (v, s) = (variants.min(n_variants), samples.min(n_samples.max(1)));
-    (0..n)
+    Ok((0..n)
         .map(|_| Patch {
             variant_start: rng.below(n_variants - v + 1),
             n_variants: v,
             sample_start: rng.below(n_samples.max(1) - s + 1),
             n_samples: s,
         })
-        .collect()
+        .collect())
 }
 
 /// `n` patches of `variants` × `samples` whose variants lie inside one of `windows`
@@ -112,6 +122,7 @@ pub fn draw_in(
             "a patch of {samples} samples does not fit in {n_samples} samples"
         )));
     }
+    check_count(n)?;
     let mut rng = XorShift64::new(seed);
     Ok((0..n)
         .map(|_| {
@@ -166,9 +177,9 @@ mod tests {
 
     #[test]
     fn draws_are_deterministic_and_inside() {
-        let a = draw(1000, 4096, 1, 198_366, 1000, 7);
-        assert_eq!(a, draw(1000, 4096, 1, 198_366, 1000, 7));
-        assert_ne!(a, draw(1000, 4096, 1, 198_366, 1000, 8));
+        let a = draw(1000, 4096, 1, 198_366, 1000, 7).unwrap();
+        assert_eq!(a, draw(1000, 4096, 1, 198_366, 1000, 7).unwrap());
+        assert_ne!(a, draw(1000, 4096, 1, 198_366, 1000, 8).unwrap());
         for p in &a {
             assert!(p.variant_start + p.n_variants <= 198_366);
             assert!(p.sample_start + p.n_samples <= 1000);
@@ -180,8 +191,18 @@ mod tests {
     }
 
     #[test]
+    fn lists_beyond_memory_are_refused() {
+        let e = draw(1 << 60, 4096, 1, 10_000, 50, 3)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a list of 1152921504606846976 patches"), "{e}");
+        let w = std::iter::once(0..10_000).collect::<Vec<_>>();
+        assert!(draw_in(usize::MAX, 100, 1, &w, 50, 3).is_err());
+    }
+
+    #[test]
     fn windows_hold_every_patch_and_one_window_is_the_plain_draw() {
-        let plain = draw(500, 100, 2, 10_000, 50, 3);
+        let plain = draw(500, 100, 2, 10_000, 50, 3).unwrap();
         let whole: Vec<std::ops::Range<u64>> = std::iter::once(0..10_000).collect();
         assert_eq!(plain, draw_in(500, 100, 2, &whole, 50, 3).unwrap());
         let windows = [10..150, 2_000..2_100, 5_000..5_099, 9_000..10_000];

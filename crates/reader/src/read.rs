@@ -87,14 +87,17 @@ impl Out {
 impl Reader {
     /// A reader with `threads` decode threads and `io_threads` readers.
     pub fn new(threads: usize, io_threads: usize) -> Result<Reader> {
+        use svar2_planner::host::check_threads;
+        let threads = check_threads("threads", threads, false).map_err(Error::Usage)?;
+        let io_threads = check_threads("io_threads", io_threads, true).map_err(Error::Usage)?;
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
+            .num_threads(threads)
             .thread_name(|i| format!("svar2-decode-{i}"))
             .build()
             .map_err(|e| Error::Usage(format!("cannot start threads: {e}")))?;
         Ok(Reader {
             pool,
-            io_threads: io_threads.max(1),
+            io_threads,
             counters: Arc::new(Counters::default()),
         })
     }
@@ -165,8 +168,12 @@ impl Reader {
                 shape: pshape,
                 offset,
             });
-            offset += bytes;
+            offset = offset.saturating_add(bytes);
         }
+        svar2_planner::host::check_affordable(offset as u64, || {
+            format!("{}: a batch of {} patches", a.name, patches.len())
+        })
+        .map_err(Error::Usage)?;
         Ok((out, offset))
     }
 

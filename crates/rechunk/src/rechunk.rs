@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use svar2_planner::geometry::{amplification, requested_chunks, requested_shards, Patch};
-use svar2_planner::host::{resolve_budget, Host};
+use svar2_planner::host::{check_threads, resolve_budget, Host};
 use svar2_planner::rechunk::{plan_rechunk, ArrayInput, RechunkPlan, Tiling};
 use svar2_planner::size::MaxMem;
 use svar2_planner::Requested;
@@ -185,7 +185,14 @@ fn plan(input: &Path, opts: &Options) -> Result<Planned> {
     let host = Host::system();
     let (budget, budget_from) =
         resolve_budget(opts.max_mem, host.memory_limit().as_ref()).map_err(Error::Usage)?;
-    let threads = opts.threads.unwrap_or(host.cores().usable).max(1);
+    let threads = match opts.threads {
+        Some(n) => check_threads("threads", n, false).map_err(Error::Usage)?,
+        None => host.cores().usable.max(1),
+    };
+    let io_threads = match opts.io_threads {
+        Some(n) => check_threads("io_threads", n, true).map_err(Error::Usage)?,
+        None => 4,
+    };
     let rplan = plan_rechunk(&inputs, geometry.variants_chunk, threads, budget)
         .map_err(|e| Error::Usage(format!("{}: {e}", input.display())))?;
     let report = RechunkReport {
@@ -199,7 +206,7 @@ fn plan(input: &Path, opts: &Options) -> Result<Planned> {
             .patch
             .map(|p| amplification(p, geometry.variants_chunk, geometry.samples_chunk, samples)),
         budget_from,
-        io_threads: opts.io_threads.unwrap_or(4).max(1),
+        io_threads,
         plan: rplan,
     };
     Ok(Planned {

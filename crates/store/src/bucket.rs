@@ -50,7 +50,8 @@ fn count(bytes: usize) {
 }
 
 /// `s3://bucket/prefix` split into bucket and key prefix (no slashes at either end);
-/// `None` when `path` is not an `s3://` URL.
+/// `None` when `path` is not an `s3://` URL. [`Bucket::open`] refuses a prefix with
+/// `.`, `..` or empty segments.
 pub fn parse(path: &Path) -> Option<(String, String)> {
     let s = path.to_str()?;
     let rest = s.strip_prefix("s3://")?;
@@ -167,6 +168,38 @@ fn profile_settings() -> Vec<(AmazonS3ConfigKey, String)> {
 /// One line for an `object_store` error: its message and its causes', without
 /// repeats (the causes carry the server's answer or the connection failure).
 fn describe(e: &object_store::Error) -> String {
+    redact_userinfo(&describe_raw(e))
+}
+
+/// `text` with the userinfo of every URL in it (`http://user:password@host`)
+/// replaced by `***`: an `AWS_ENDPOINT_URL` may carry a password, and the client's
+/// errors print the endpoint.
+pub fn redact_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        // The authority ends at the path, query, fragment or the end of the word.
+        let end = tail
+            .find(|c: char| "/?#".contains(c) || c.is_whitespace() || "\"'<>()".contains(c))
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(i) => {
+                out.push_str("***@");
+                out.push_str(&authority[i + 1..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// [`describe`] before redaction.
+fn describe_raw(e: &object_store::Error) -> String {
     let mut parts: Vec<String> = vec![e.to_string()];
     let mut src = std::error::Error::source(e);
     while let Some(s) = src {
@@ -207,12 +240,22 @@ impl Bucket {
             url: url.display().to_string(),
             msg: "not an s3://bucket/path URL".into(),
         })?;
+        let shown = redact_userinfo(&url.display().to_string());
         if bucket.is_empty() {
             return Err(Error::Bucket {
-                url: url.display().to_string(),
+                url: shown,
                 msg: "no bucket name (s3://bucket/path)".into(),
             });
         }
+        if bucket.contains(['@', ':']) {
+            return Err(Error::Bucket {
+                url: shown,
+                msg: "a bucket name has no user, password or port (s3://bucket/path; the \
+                      endpoint and credentials come from AWS_ENDPOINT_URL and AWS_*)"
+                    .into(),
+            });
+        }
+        check_key(&prefix).map_err(|msg| Error::Bucket { url: shown, msg })?;
         let mut b = AmazonS3Builder::from_env().with_bucket_name(&bucket);
         for (k, v) in profile_settings() {
             b = b.with_config(k, v);
@@ -247,13 +290,52 @@ impl Bucket {
         u
     }
 
-    fn path(&self, key: &str) -> ObjectPath {
+    /// The object's key in the bucket, byte for byte (a `%` stays a `%`, as other
+    /// S3 clients name it, so a listed key reads back); a key with a `.`, `..` or
+    /// empty segment or a control character is refused, never escaped into another
+    /// key.
+    fn path(&self, key: &str) -> Result<ObjectPath> {
         let key = key.trim_matches('/');
-        ObjectPath::from(match (self.prefix.is_empty(), key.is_empty()) {
+        let full = match (self.prefix.is_empty(), key.is_empty()) {
             (true, _) => key.to_string(),
             (false, true) => self.prefix.clone(),
             (false, false) => format!("{}/{key}", self.prefix),
+        };
+        check_key(&full).map_err(|msg| Error::Bucket {
+            url: self.url(key),
+            msg,
+        })?;
+        ObjectPath::parse(&full).map_err(|e| Error::Bucket {
+            url: self.url(key),
+            msg: format!("not a valid object key: {e}"),
         })
+    }
+
+    /// Whether the bucket itself exists: `Err` naming it when the server says it
+    /// does not (or cannot be reached), so a missing bucket is not reported as a
+    /// missing store.
+    pub fn check_bucket(&self) -> Result<()> {
+        match block_on(self.store.list_with_delimiter(None)) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let text = describe(&e);
+                let msg = if text.contains("NoSuchBucket")
+                    || matches!(e, object_store::Error::NotFound { .. })
+                {
+                    format!(
+                        "the bucket {:?} does not exist (create it first, or check the name \
+                         and AWS_ENDPOINT_URL)",
+                        self.bucket
+                    )
+                } else {
+                    format!("cannot list the bucket {:?}: {text}", self.bucket)
+                };
+                Err(Error::Bucket {
+                    url: format!("s3://{}", self.bucket),
+                    msg,
+                })
+            }
+        }
     }
 
     fn err(&self, key: &str, e: &object_store::Error) -> Error {
@@ -265,8 +347,9 @@ impl Bucket {
 
     /// The whole object at `key` (`None`: there is none).
     pub fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let path = self.path(key)?;
         let r = block_on(async {
-            let got = self.store.get(&self.path(key)).await?;
+            let got = self.store.get(&path).await?;
             got.bytes().await
         });
         match r {
@@ -285,7 +368,7 @@ impl Bucket {
         if len == 0 {
             return Ok(Vec::new());
         }
-        let b = block_on(self.store.get_range(&self.path(key), at..at + len))
+        let b = block_on(self.store.get_range(&self.path(key)?, at..at + len))
             .map_err(|e| self.err(key, &e))?;
         count(b.len());
         if b.len() as u64 != len {
@@ -308,8 +391,9 @@ impl Bucket {
             range: Some(GetRange::Suffix(n)),
             ..GetOptions::default()
         };
+        let path = self.path(key)?;
         let r = block_on(async {
-            let got = self.store.get_opts(&self.path(key), opts).await?;
+            let got = self.store.get_opts(&path, opts).await?;
             let size = got.meta.size;
             Ok::<_, object_store::Error>((got.bytes().await?, size))
         });
@@ -325,7 +409,7 @@ impl Bucket {
 
     /// The size of the object at `key` (one HEAD; `None`: there is none).
     pub fn size(&self, key: &str) -> Result<Option<u64>> {
-        match block_on(self.store.head(&self.path(key))) {
+        match block_on(self.store.head(&self.path(key)?)) {
             Ok(m) => Ok(Some(m.size)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.err(key, &e)),
@@ -335,7 +419,7 @@ impl Bucket {
     /// Every object under `under` (`""`: the whole store), as keys relative to the
     /// store with their sizes, sorted.
     pub fn list(&self, under: &str) -> Result<Vec<(String, u64)>> {
-        let base = self.path(under);
+        let base = self.path(under)?;
         let strip = if self.prefix.is_empty() {
             String::new()
         } else {
@@ -356,7 +440,7 @@ impl Bucket {
 
     /// Writes `bytes` to `key` (one PUT).
     pub fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
-        block_on(self.store.put(&self.path(key), PutPayload::from(bytes)))
+        block_on(self.store.put(&self.path(key)?, PutPayload::from(bytes)))
             .map(|_| ())
             .map_err(|e| self.err(key, &e))
     }
@@ -370,7 +454,7 @@ impl Bucket {
         };
         match block_on(
             self.store
-                .put_opts(&self.path(key), PutPayload::from(bytes), opts),
+                .put_opts(&self.path(key)?, PutPayload::from(bytes), opts),
         ) {
             Ok(_) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. })
@@ -389,10 +473,11 @@ impl Bucket {
             return self.put(key, std::fs::read(file).map_err(io)?);
         }
         let mut f = std::fs::File::open(file).map_err(io)?;
+        let path = self.path(key)?;
         block_on(async {
             let upload = self
                 .store
-                .put_multipart(&self.path(key))
+                .put_multipart(&path)
                 .await
                 .map_err(|e| self.err(key, &e))?;
             let mut w = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
@@ -424,13 +509,10 @@ impl Bucket {
         if let Some(parent) = file.parent() {
             std::fs::create_dir_all(parent).map_err(io)?;
         }
+        let path = self.path(key)?;
         let mut out = std::io::BufWriter::new(std::fs::File::create(file).map_err(io)?);
         let n = block_on(async {
-            let got = self
-                .store
-                .get(&self.path(key))
-                .await
-                .map_err(|e| self.err(key, &e))?;
+            let got = self.store.get(&path).await.map_err(|e| self.err(key, &e))?;
             let mut stream = got.into_stream();
             let mut n = 0u64;
             while let Some(chunk) = stream.next().await {
@@ -459,7 +541,7 @@ impl Bucket {
 
     /// Deletes the object at `key` (absent is not an error).
     pub fn delete(&self, key: &str) -> Result<()> {
-        match block_on(self.store.delete(&self.path(key))) {
+        match block_on(self.store.delete(&self.path(key)?)) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.err(key, &e)),
         }
@@ -473,11 +555,10 @@ impl Bucket {
     /// Deletes every object under `under` (a partition's leftovers, the work of a
     /// finished partitioned conversion).
     pub fn delete_under(&self, under: &str) -> Result<()> {
-        let paths: Vec<object_store::Result<ObjectPath>> = self
-            .list(under)?
-            .into_iter()
-            .map(|(k, _)| Ok(self.path(&k)))
-            .collect();
+        let mut paths: Vec<object_store::Result<ObjectPath>> = Vec::new();
+        for (k, _) in self.list(under)? {
+            paths.push(Ok(self.path(&k)?));
+        }
         let paths = futures::stream::iter(paths).boxed();
         let results: Vec<object_store::Result<ObjectPath>> =
             block_on(self.store.delete_stream(paths).collect());
@@ -488,6 +569,30 @@ impl Bucket {
             }
         }
         Ok(())
+    }
+}
+
+/// Refuses a key (or key prefix) with a `.`, `..` or empty segment: S3 would store
+/// it under a key no other path names (`base.zarr/..` is not the parent), and a
+/// later `view` or `convert --force` of the store would not see it.
+fn check_key(key: &str) -> std::result::Result<(), String> {
+    if key.is_empty() {
+        return Ok(());
+    }
+    match key
+        .split('/')
+        .find(|s| s.is_empty() || *s == "." || *s == "..")
+    {
+        None => Ok(()),
+        Some(seg) => Err(format!(
+            "{} path segment in the key {key:?}: give the store's path without \
+             '.', '..' or '//' (S3 keys are not resolved like directories)",
+            if seg.is_empty() {
+                "an empty".to_string()
+            } else {
+                format!("a {seg:?}")
+            }
+        )),
     }
 }
 
@@ -533,6 +638,30 @@ mod tests {
         assert_eq!(p("s3://b"), Some(("b".into(), String::new())));
         assert_eq!(p("/tmp/s3://b"), None);
         assert_eq!(p("gs://b/x"), None);
+    }
+
+    #[test]
+    fn userinfo_is_redacted() {
+        let r = redact_userinfo(
+            "error sending request for url (http://me:pa55@127.0.0.1:9000/b/k?x=1): refused; \
+             https://h/x http://u@h",
+        );
+        assert_eq!(
+            r,
+            "error sending request for url (http://***@127.0.0.1:9000/b/k?x=1): refused; \
+             https://h/x http://***@h"
+        );
+        assert!(!r.contains("pa55"));
+    }
+
+    #[test]
+    fn dot_segments_are_refused() {
+        for k in ["a/..", "../a", "a/./b", "a//b", "."] {
+            assert!(check_key(k).is_err(), "{k}");
+        }
+        for k in ["", "a/b.zarr", "a%2E/b", "x..y"] {
+            assert!(check_key(k).is_ok(), "{k}");
+        }
     }
 
     #[test]

@@ -316,6 +316,7 @@ pub fn read_group(root: &Path) -> Result<Vec<ArrayLayout>> {
 pub fn read_group_in(storage: &dyn Storage) -> Result<Vec<ArrayLayout>> {
     let has = |k: &str| -> Result<bool> { Ok(storage.size(k)?.is_some()) };
     if !has("zarr.json")? && !has(".zgroup")? {
+        storage.check_container()?;
         let root = storage.name("");
         let msg = match storage.local_root() {
             Some(p) if !p.exists() => "no such file or directory",

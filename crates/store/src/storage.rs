@@ -29,6 +29,11 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn local_root(&self) -> Option<&Path> {
         None
     }
+    /// `Err` naming the container when it is not there (a bucket that does not
+    /// exist): asked once a store is found missing, so the message names the cause.
+    fn check_container(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Opens the storage at `root`: an `s3://` URL or a local directory (other URL
@@ -190,6 +195,9 @@ impl Storage for Bucket {
     }
     fn name(&self, key: &str) -> PathBuf {
         PathBuf::from(self.url(key))
+    }
+    fn check_container(&self) -> Result<()> {
+        self.check_bucket()
     }
 }
 

@@ -72,6 +72,9 @@ impl TextReader {
         if !fp.is_vcf_text() {
             return Ok(None);
         }
+        if crate::limits::budget_set() && !crate::inputs::is_stdin(path) {
+            check_header_samples(path)?;
+        }
         // SAFETY: the file is open; the header is checked for null and owned by the
         // HeaderView made from it.
         unsafe {
@@ -236,7 +239,11 @@ impl TextReader {
                     self.line_in_ks = false;
                     match ahead.advance() {
                         Ok(true) if ahead.line().is_empty() => continue,
-                        Ok(more) => return Ok(more),
+                        Ok(true) => {
+                            crate::limits::check_line(path, record_no + 1, ahead.line())?;
+                            return Ok(true);
+                        }
+                        Ok(false) => return Ok(false),
                         Err(msg) => {
                             return Err(Error::Record {
                                 path: path.into(),
@@ -271,6 +278,7 @@ impl TextReader {
                 if crate::inputs::is_stdin(path) {
                     self.ks_end = self.fp.ended_with_newline();
                 }
+                crate::limits::check_line(path, record_no + 1, self.ks.bytes())?;
                 return Ok(true);
             }
         }
@@ -390,6 +398,26 @@ fn last_byte(path: &Path) -> Option<u8> {
     let mut b = [0u8; 1];
     f.read_exact(&mut b).ok()?;
     Some(b[0])
+}
+
+/// The `#CHROM` line checked against the memory budget before htslib parses the
+/// header ([`crate::limits::check_header_samples`]); read through a handle of its
+/// own (standard input cannot be read twice, and is not checked).
+fn check_header_samples(path: &Path) -> Result<()> {
+    let Some(mut fp) = HtsFile::open(path) else {
+        return Ok(());
+    };
+    let mut ks = KString::new();
+    while fp.getline(&mut ks) >= 0 {
+        let line = ks.bytes();
+        if line.starts_with(b"#CHROM") {
+            return crate::limits::check_header_samples(path, line);
+        }
+        if !line.starts_with(b"#") {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// Why htslib refused a text header, found by reading it again: the line and what

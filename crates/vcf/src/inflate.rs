@@ -36,6 +36,9 @@ pub struct InflatedLines {
     /// The current line is the file's last and ends without `\n`: where a file
     /// cut short ends in the middle of a record.
     unterminated: bool,
+    /// The longest line taken ([`crate::limits`]): a longer one is an error before
+    /// `carry` grows past it.
+    max_line: usize,
 }
 
 impl InflatedLines {
@@ -82,6 +85,7 @@ impl InflatedLines {
             line: None,
             done: false,
             unterminated: false,
+            max_line: crate::limits::max_line(),
         })
     }
 
@@ -124,6 +128,9 @@ impl InflatedLines {
                 let n = trim_cr(&self.carry);
                 self.carry.truncate(n);
                 return Ok(true);
+            }
+            if self.carry.len() + self.buf.len() > self.max_line {
+                return Err(crate::limits::too_long(self.carry.len() + self.buf.len()));
             }
             self.carry.extend_from_slice(&self.buf);
             self.pos = self.buf.len();

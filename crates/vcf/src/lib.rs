@@ -5,7 +5,7 @@
 //! consumes. It knows nothing of Zarr (no zarrs, no store crate).
 //!
 //! Modules in dependency order (each uses only those before it):
-//! `error`, `hts` (owned htslib handles), `truncation`, `schema` (the header as
+//! `error`, `limits` (the longest line a conversion reads), `hts` (owned htslib handles), `truncation`, `schema` (the header as
 //! facts), `columns` (the raw columns a record fills), `packed` (flags eight to a
 //! byte, diploid calls one to a byte), `column` (ragged values and record batches), `genotype`, `diploid` (a row of one-digit diploid calls, 16 bytes at a time), `index` (per-contig counts), `inputs` (many inputs as
 //! one call set), `fastvcf` (text lines, line checks, htslib's text path), `extract`
@@ -29,6 +29,7 @@ mod hts;
 pub mod index;
 mod inflate;
 pub mod inputs;
+pub mod limits;
 pub mod packed;
 pub mod pieces;
 pub mod query;

@@ -252,6 +252,7 @@ impl PieceReader {
             // POS decides which piece owns the record.
             let pos = if self.text {
                 let line = self.ks.bytes();
+                crate::limits::check_line(&self.path, n + 1, line)?;
                 let mut cols = line.split(|&b| b == b'\t');
                 let chrom = cols.next().unwrap_or(b"");
                 let pos = cols

@@ -201,6 +201,42 @@ impl Query {
             .any(|t| matches!(t, Token::Samples(_) | Token::Tag(Tag::Line, _)))
     }
 
+    /// Every tag of the format, those inside brackets too.
+    fn tags(&self) -> Vec<&Tag> {
+        let mut out = Vec::new();
+        for t in &self.tokens {
+            match t {
+                Token::Tag(tag, _) => out.push(tag),
+                Token::Samples(inner) => out.extend(inner.iter().filter_map(|t| match t {
+                    Token::Tag(tag, _) => Some(tag),
+                    _ => None,
+                })),
+                Token::Text(_) => {}
+            }
+        }
+        out
+    }
+
+    /// Whether the format prints the values of `schema.fields[k]` (`%LINE` prints
+    /// every field, `%INFO` every INFO field): a field it does not print is not read
+    /// or decoded — a `[%GT]` query never decodes a thousand-allele `PL`.
+    pub fn uses_field(&self, schema: &Schema, k: usize) -> bool {
+        let info = schema.fields.get(k).map(|f| f.category) == Some(Category::Info);
+        self.tags().into_iter().any(|t| match t {
+            Tag::Line => true,
+            Tag::Info => info,
+            Tag::InfoField(i) | Tag::FormatField(i) => *i == k,
+            _ => false,
+        })
+    }
+
+    /// Whether the format prints genotypes (`%GT`, `%TGT`, `%LINE`).
+    pub fn uses_genotypes(&self) -> bool {
+        self.tags()
+            .into_iter()
+            .any(|t| matches!(t, Tag::Gt | Tag::Tgt | Tag::Line))
+    }
+
     /// `-H`: `# [1]CHROM\t[2]POS …`, per sample `[n]NAME:TAG`.
     pub fn header(&self, samples: &[String]) -> Vec<u8> {
         let mut out = b"# ".to_vec();

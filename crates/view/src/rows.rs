@@ -69,6 +69,17 @@ impl Sources {
         })
     }
 
+    /// Only the fields `keep` names (schema indexes), and the genotypes only when
+    /// `genotypes`: a `query` format reads and decodes only the arrays it prints.
+    pub fn only(mut self, keep: impl Fn(usize) -> bool, genotypes: bool) -> Sources {
+        self.info.retain(|(k, _)| keep(*k));
+        self.format.retain(|(k, _)| keep(*k));
+        if !genotypes {
+            self.genotype = None;
+        }
+        self
+    }
+
     /// Rows `[r0, r1)` of the whole array's axes beyond the first: their product.
     fn width(a: &AnyArray, skip: usize) -> usize {
         a.shape().iter().skip(skip).product::<u64>() as usize

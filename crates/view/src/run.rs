@@ -411,7 +411,8 @@ pub fn query(
     let io = |e: std::io::Error| Error::Usage(format!("standard output: {e}"));
     let rows = rows_to_print(store, &o.regions, o.targets.as_ref())?;
     let samples = q.uses_samples();
-    let sources = Sources::new(store, &schema, columns.clone(), samples)?;
+    let sources = Sources::new(store, &schema, columns.clone(), samples)?
+        .only(|k| q.uses_field(&schema, k), q.uses_genotypes());
     if o.header {
         out.write_all(&q.header(&schema.samples)).map_err(io)?;
     }

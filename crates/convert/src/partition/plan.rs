@@ -45,6 +45,11 @@ pub(super) fn locate(index: &Index, tid: i32, length: Option<i64>, share: f64) -
     a
 }
 
+/// Partitions a plan may have at most: each is a task (a Slurm array holds at most
+/// MaxArraySize, 1001 by default) and entries of the plan; a count beyond it is a
+/// typo, not a cluster, and would be planned for hours.
+pub const MAX_PARTITIONS: usize = 1 << 16;
+
 /// Plans a conversion of `inputs` into `output` as `n` partitions.
 pub fn plan(
     inputs: &[PathBuf],
@@ -54,6 +59,12 @@ pub fn plan(
 ) -> Result<PartitionPlan> {
     if n == 0 {
         return Err(Error::Usage("--partitions must be 1 or more".into()));
+    }
+    if n > MAX_PARTITIONS {
+        return Err(Error::Usage(format!(
+            "--partitions {n}: more tasks than svar2 plans ({MAX_PARTITIONS}); give at most \
+             {MAX_PARTITIONS}"
+        )));
     }
     let absolute = |p: &Path| std::path::absolute(p).map_err(|e| Error::io(p, e));
     let inputs = inputs

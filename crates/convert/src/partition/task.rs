@@ -273,6 +273,7 @@ fn run_claimed(
         )));
     }
     let (cc, w) = (report.plan.cc, report.plan.w as usize);
+    svar2_vcf::limits::set_budget(report.budget);
     tracing::info!(
         "converting partition {k} (rows {first}..{end}): {cc} contigs at once, {w} \
          reader(s) each, predicted peak RSS {} of a {} budget",

@@ -1,0 +1,119 @@
+//! The longest record line a conversion reads: set once from its memory budget, so a
+//! single record larger than the budget allows (a 100 MB INFO string, ten million ALT
+//! alleles) stops the conversion with an error naming the file and the record,
+//! instead of growing every buffer it passes through past `--max-mem`.
+
+use crate::error::{Error, Result};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The limit in bytes (no limit until a conversion sets one).
+static MAX_LINE: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// The whole budget (no limit until a conversion sets one).
+static BUDGET: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Bytes reading a text header takes per sample, beyond its `#CHROM` line: htslib's
+/// sample dictionary and svar2's sample lists (357 MB measured for 10^6 samples of
+/// 8-character names, of which htslib's header 193 MB).
+pub const HEADER_BYTES_PER_SAMPLE: u64 = 300;
+
+/// Share of the memory budget one line may take: a line is held as text and again
+/// as the columns it fills (~2.6× its length measured at 100 MB), beside the rest.
+pub const LINE_BUDGET_FRACTION: u64 = 4;
+
+/// Sets the longest line from a conversion's memory `budget` (bytes).
+pub fn set_budget(budget: u64) {
+    let max = (budget / LINE_BUDGET_FRACTION).max(1 << 20);
+    MAX_LINE.store(
+        usize::try_from(max).unwrap_or(usize::MAX),
+        Ordering::Relaxed,
+    );
+    BUDGET.store(
+        usize::try_from(budget).unwrap_or(usize::MAX),
+        Ordering::Relaxed,
+    );
+}
+
+/// Refuses a text header whose samples alone would take more than the budget, from
+/// its `#CHROM` line read first (one line held, nothing parsed): htslib's header
+/// parse would otherwise grow to hundreds of MB before the planner could refuse.
+/// `line` is that `#CHROM` line.
+pub(crate) fn check_header_samples(path: &Path, line: &[u8]) -> Result<()> {
+    let budget = BUDGET.load(Ordering::Relaxed) as u64;
+    let samples = (memchr::memchr_iter(b'\t', line).count() as u64).saturating_sub(8);
+    let need = samples
+        .saturating_mul(HEADER_BYTES_PER_SAMPLE)
+        .saturating_add(4 * line.len() as u64);
+    if need <= budget {
+        return Ok(());
+    }
+    Err(Error::Header {
+        path: path.into(),
+        msg: format!(
+            "{samples} samples: reading them takes ~{} MB, over the memory budget of {} MB \
+             (--max-mem); raise --max-mem",
+            need.div_ceil(1 << 20),
+            budget >> 20
+        ),
+    })
+}
+
+/// Whether a budget is set (a conversion is planned), so headers are checked first.
+pub(crate) fn budget_set() -> bool {
+    BUDGET.load(Ordering::Relaxed) != usize::MAX
+}
+
+/// The longest line a reader takes now.
+pub fn max_line() -> usize {
+    MAX_LINE.load(Ordering::Relaxed)
+}
+
+/// What to say of a line of `len` bytes (or more) over the limit.
+pub(crate) fn too_long(len: usize) -> String {
+    format!(
+        "a line of {len} bytes or more, over the {} bytes one record may take under this \
+         memory budget (1/{LINE_BUDGET_FRACTION} of --max-mem): raise --max-mem, or check \
+         the record",
+        max_line()
+    )
+}
+
+/// Bytes the parse takes per allele of a record (its offsets, htslib's pointers, the
+/// allele columns: 284 MB measured for a record of 10^7 ALT alleles).
+pub const BYTES_PER_ALLELE: usize = 32;
+
+/// `Err` naming `path` and record `record` (1-based) when `line` is over the limit,
+/// or names more alleles than the limit holds parsed.
+pub(crate) fn check_line(path: &Path, record: u64, line: &[u8]) -> Result<()> {
+    let max = max_line();
+    // Alleles are at most half the line's bytes: most lines need no count.
+    if line.len() <= max && line.len().saturating_mul(BYTES_PER_ALLELE / 2) <= max {
+        return Ok(());
+    }
+    let mut cols = line.split(|&b| b == b'\t');
+    let chrom = cols.next().unwrap_or(b"?");
+    let pos = cols.next().unwrap_or(b"?");
+    let alt = cols.nth(2).unwrap_or(b"");
+    let alleles = memchr::memchr_iter(b',', alt).count() + 2;
+    let msg = if line.len() > max {
+        too_long(line.len())
+    } else if alleles.saturating_mul(BYTES_PER_ALLELE) > max {
+        format!(
+            "{} ALT alleles take ~{} MB parsed, over the {} MB one record may take under \
+             this memory budget (1/{LINE_BUDGET_FRACTION} of --max-mem): raise --max-mem, or \
+             check the record",
+            alleles - 1,
+            (alleles * BYTES_PER_ALLELE).div_ceil(1 << 20),
+            max >> 20
+        )
+    } else {
+        return Ok(());
+    };
+    let cut = |b: &[u8]| String::from_utf8_lossy(&b[..b.len().min(64)]).into_owned();
+    Err(Error::Record {
+        path: path.into(),
+        record,
+        locus: format!("{}:{}", cut(chrom), cut(pos)),
+        msg,
+    })
+}
