@@ -155,7 +155,9 @@ fn verify_array(reader: &Reader, a: &Arc<AnyArray>) -> Result<(ArrayCheck, Vec<D
     for d in found {
         match merged.last_mut() {
             Some(m)
-                if m.file == d.file && m.error == d.error && d.error.contains("shard index") =>
+                if m.file == d.file
+                    && m.error == d.error
+                    && (d.error.contains("shard index") || d.error.contains("missing shard")) =>
             {
                 m.variants[1] = m.variants[1].max(d.variants[1]);
                 if let (Some(ms), Some(ds)) = (&mut m.samples, d.samples) {
