@@ -434,6 +434,44 @@ fn open_array(
     }
 }
 
+/// Every array that names a dimension gives it one length (a reader indexes all of
+/// them by the same rows and columns), and the VCF arrays lead with theirs: `call_*`
+/// with `variants, samples`, `variant_*` with `variants`. An edited or mixed-up store
+/// is refused here, with the two arrays named, before anything reads past an end.
+fn check_dimensions(arrays: &[Arc<AnyArray>]) -> std::result::Result<(), String> {
+    let mut seen: HashMap<&str, (u64, &str)> = HashMap::new();
+    for a in arrays {
+        let dims = &a.layout.dimension_names;
+        let lead: &[&str] = if a.name.starts_with("call_") {
+            &["variants", "samples"]
+        } else if a.name.starts_with("variant_") {
+            &["variants"]
+        } else {
+            &[]
+        };
+        if dims.len() < lead.len() || dims.iter().zip(lead).any(|(d, l)| d != l) {
+            return Err(format!(
+                "{} has dimensions [{}]; in a VCF Zarr store it starts with [{}] (the store \
+                 was edited or written wrongly: convert again)",
+                a.name,
+                dims.join(", "),
+                lead.join(", ")
+            ));
+        }
+        for (d, &n) in dims.iter().zip(a.shape()) {
+            let (len, first) = *seen.entry(d).or_insert((n, &a.name));
+            if len != n {
+                return Err(format!(
+                    "{} gives dimension `{d}` length {n} where {first} gives it {len}: the \
+                     arrays disagree, so the store is damaged or was edited; convert again",
+                    a.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl AnyGroup {
     /// Opens the group at `root`: every array must be one zarrs reads, with a data
     /// type and dimension names VCF Zarr uses, and the standard arrays must be there.
@@ -594,6 +632,7 @@ impl AnyGroup {
                  store is damaged; copy it back or convert again"
             )));
         }
+        check_dimensions(&arrays).map_err(not_vcf)?;
         Ok(AnyGroup {
             root: root.clone(),
             zarr_format,
