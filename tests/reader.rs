@@ -1,7 +1,7 @@
 //! The companion reader: random patches and edge cases equal zarr-python's read of the
 //! same selections, on stores from convert, rechunk, bio2zarr and zarr-python itself;
-//! `svar2 read --format tsv` equals `bcftools query`; damaged shards are errors naming
-//! the chunk, a missing shard reads as fill.
+//! `svar2 read --format tsv` equals `bcftools query`; damaged or missing shards are
+//! errors naming the chunk.
 
 mod common;
 use common::*;
@@ -218,7 +218,7 @@ fn read_tsv_equals_bcftools_query() {
 }
 
 #[test]
-fn damaged_shards_are_errors_naming_the_chunk_and_missing_ones_are_fill() {
+fn damaged_and_missing_shards_are_errors_naming_the_chunk() {
     let dir = test_dir();
     let d = dir.path();
     let store = d.join("s.zarr");
@@ -280,14 +280,16 @@ fn damaged_shards_are_errors_naming_the_chunk_and_missing_ones_are_fill() {
     std::fs::write(&shard, &cut).unwrap();
     let e = read(&store).expect_err("zeroed chunk");
     assert!(e.contains("call_DP/c/0/0"), "{e}");
-    // A missing shard reads as the fill value, as the spec says.
+    // A shard svar2 wrote that is gone is damage (the root records the shards
+    // written); Zarr's fill is for shards never written (tests/store_integrity.rs).
     std::fs::remove_file(&shard).unwrap();
-    let filled = read(&store).unwrap();
-    assert_ne!(filled, good);
+    let e = read(&store).expect_err("missing shard");
     assert!(
-        filled[..4 * 4 * 2].iter().all(|&b| b == 0),
-        "fill where the shard was"
+        e.contains("call_DP/c/0/0") && e.contains("missing shard"),
+        "{e}"
     );
+    std::fs::write(&shard, &bytes).unwrap();
+    assert_eq!(read(&store).unwrap(), good);
     // (The damaged store is removed: the test directory's xarray check opens the rest.)
     std::fs::remove_dir_all(&store).unwrap();
 }

@@ -114,11 +114,28 @@ impl Store {
         let chunks: Vec<u64> = match self.group.array("region_index") {
             Some(ri) if ri.shape().len() == 2 && ri.shape()[1] == 6 => {
                 let rows = ri.read_rows_i64(0, ri.shape()[0])?;
-                let mut ks: Vec<u64> = rows
+                let chunks = n.div_ceil(vc);
+                let mut ks = Vec::new();
+                for r in rows
                     .chunks_exact(6)
                     .filter(|r| r[1] == c && r[2] <= end && r[4] >= start)
-                    .map(|r| r[0] as u64)
-                    .collect();
+                {
+                    match u64::try_from(r[0]).ok().filter(|&k| k < chunks) {
+                        Some(k) => ks.push(k),
+                        None => {
+                            return Err(Error::Usage(format!(
+                                "{}: region_index names variants chunk {}, but \
+                                 variant_position has {chunks}: the index is damaged \
+                                 (`svar2 verify` checks it; `svar2 rechunk` writes a copy \
+                                 with it rebuilt)",
+                                self.group.root.display(),
+                                r[0]
+                            )))
+                        }
+                    }
+                }
+                // Rows in any order find the records in store order.
+                ks.sort_unstable();
                 ks.dedup();
                 ks
             }

@@ -66,6 +66,9 @@ pub fn verify(store: &AnyGroup, reader: &Reader) -> Result<Report> {
         arrays.push(check);
         damaged.append(&mut found);
     }
+    // Chunks that read are checked; whether the region index still finds every record
+    // is a check of its own (it is only read whole, by `-r`).
+    damaged.extend(check_region_index(store));
     Ok(Report {
         store: store.root.display().to_string(),
         chunks_checked: arrays.iter().map(|a| a.stored).sum(),
@@ -78,6 +81,9 @@ pub fn verify(store: &AnyGroup, reader: &Reader) -> Result<Report> {
 
 /// The records and samples chunk `idx` of `a` covers.
 fn coverage(a: &AnyArray, idx: &[u64]) -> ([u64; 2], Option<[u64; 2]>) {
+    if idx.is_empty() {
+        return ([0, 0], None);
+    }
     let chunk = a.chunk_shape();
     let shape = a.shape();
     let span = |d: usize| {
@@ -130,7 +136,11 @@ fn verify_array(reader: &Reader, a: &Arc<AnyArray>) -> Result<(ArrayCheck, Vec<D
     // Slabs of whole chunk rows along the first axis, so the list of chunk indices in
     // memory stays small whatever the store's size.
     let mut total = 0u64;
-    if !shape.contains(&0) && !chunk.contains(&0) {
+    if shape.is_empty() {
+        // A 0-dimensional array: one chunk.
+        total = 1;
+        reader.visit_chunks(a, &[Vec::new()], &visit)?;
+    } else if !shape.contains(&0) && !chunk.contains(&0) {
         let per_row: u64 = shape
             .iter()
             .zip(&chunk)
@@ -155,7 +165,9 @@ fn verify_array(reader: &Reader, a: &Arc<AnyArray>) -> Result<(ArrayCheck, Vec<D
     for d in found {
         match merged.last_mut() {
             Some(m)
-                if m.file == d.file && m.error == d.error && d.error.contains("shard index") =>
+                if m.file == d.file
+                    && m.error == d.error
+                    && (d.error.contains("shard index") || d.error.contains("missing shard")) =>
             {
                 m.variants[1] = m.variants[1].max(d.variants[1]);
                 if let (Some(ms), Some(ds)) = (&mut m.samples, d.samples) {
@@ -174,6 +186,99 @@ fn verify_array(reader: &Reader, a: &Arc<AnyArray>) -> Result<(ArrayCheck, Vec<D
         damaged: merged.len() as u64,
     };
     Ok((check, merged))
+}
+
+/// Whether `region_index` still finds every record: each record of variants chunk `k`
+/// (`variant_position`'s chunks, as the reader locates them) must lie inside a row of
+/// chunk `k` and its contig — first position at or before it, largest end at or after
+/// its end — or `-r` misses it; every row must name a chunk there is. One damage per
+/// chunk at most; nothing when the index or the arrays it is checked against do not
+/// read (those chunks are reported already) or the store has no index.
+fn check_region_index(store: &AnyGroup) -> Vec<Damage> {
+    let arrays = (
+        store.array("region_index"),
+        store.array("variant_contig"),
+        store.array("variant_position"),
+        store.array("variant_length"),
+    );
+    let (Some(ri), Some(vc), Some(vp), Some(vl)) = arrays else {
+        return Vec::new();
+    };
+    if ri.shape().len() != 2 || ri.shape()[1] != 6 {
+        return Vec::new();
+    }
+    let Ok(rows) = ri.read_rows_i64(0, ri.shape()[0]) else {
+        return Vec::new();
+    };
+    let n = vp.shape()[0];
+    let per = vp.chunk_shape()[0].max(1);
+    let chunks = n.div_ceil(per);
+    let file = ri.chunk_file(&[0, 0]).display().to_string();
+    let damage = |variants: [u64; 2], error: String| Damage {
+        array: "region_index".into(),
+        key: "region_index".into(),
+        file: file.clone(),
+        variants,
+        samples: None,
+        error,
+    };
+    let mut out = Vec::new();
+    // (chunk, contig) -> (smallest first position, largest end) over its rows.
+    let mut spans: std::collections::HashMap<(u64, i64), (i64, i64)> = Default::default();
+    for (i, r) in rows.chunks_exact(6).enumerate() {
+        match u64::try_from(r[0]).ok().filter(|&k| k < chunks) {
+            Some(k) => {
+                let s = spans.entry((k, r[1])).or_insert((r[2], r[4]));
+                *s = (s.0.min(r[2]), s.1.max(r[4]));
+            }
+            None if out.is_empty() => out.push(damage(
+                [0, 0],
+                format!(
+                    "row {i} names variants chunk {}, but variant_position has {chunks}; \
+                     `svar2 rechunk` writes a copy with the index rebuilt",
+                    r[0]
+                ),
+            )),
+            None => {}
+        }
+    }
+    const SLAB: u64 = 64;
+    for k0 in (0..chunks).step_by(SLAB as usize) {
+        let (r0, r1) = (k0 * per, ((k0 + SLAB) * per).min(n));
+        let read = (
+            vc.read_rows_i64(r0, r1),
+            vp.read_rows_i64(r0, r1),
+            vl.read_rows_i64(r0, r1),
+        );
+        let (Ok(cs), Ok(ps), Ok(ls)) = read else {
+            return out;
+        };
+        let mut flagged = None;
+        for i in 0..cs.len().min(ps.len()).min(ls.len()) {
+            let row = r0 + i as u64;
+            let k = row / per;
+            if flagged == Some(k) {
+                continue;
+            }
+            let end = ps[i].saturating_add(ls[i]).saturating_sub(1);
+            let found = spans
+                .get(&(k, cs[i]))
+                .is_some_and(|&(first, last)| first <= ps[i] && last >= end);
+            if !found {
+                flagged = Some(k);
+                out.push(damage(
+                    [k * per, ((k + 1) * per).min(n)],
+                    format!(
+                        "no row of variants chunk {k} covers record {row} (contig {}, position \
+                         {}): `-r` would miss it; `svar2 rechunk` writes a copy with the \
+                         index rebuilt",
+                        cs[i], ps[i]
+                    ),
+                ));
+            }
+        }
+    }
+    out
 }
 
 impl Report {

@@ -56,6 +56,9 @@ pub struct AnyArray {
     /// there is a chunk never stored (all fill); with this one gone too, the store was
     /// deleted or moved while open, and a read must fail rather than return fill.
     meta_key: String,
+    /// The shards svar2 wrote (from the root's record): a missing one of these is
+    /// damage; `None` (another writer, an older svar2) reads a missing one as fill.
+    written: Option<crate::written::Written>,
 }
 
 /// Whether a codec chain (v3 JSON, inner chunks) ends with `crc32c` (svar2's do).
@@ -431,6 +434,44 @@ fn open_array(
     }
 }
 
+/// Every array that names a dimension gives it one length (a reader indexes all of
+/// them by the same rows and columns), and the VCF arrays lead with theirs: `call_*`
+/// with `variants, samples`, `variant_*` with `variants`. An edited or mixed-up store
+/// is refused here, with the two arrays named, before anything reads past an end.
+fn check_dimensions(arrays: &[Arc<AnyArray>]) -> std::result::Result<(), String> {
+    let mut seen: HashMap<&str, (u64, &str)> = HashMap::new();
+    for a in arrays {
+        let dims = &a.layout.dimension_names;
+        let lead: &[&str] = if a.name.starts_with("call_") {
+            &["variants", "samples"]
+        } else if a.name.starts_with("variant_") {
+            &["variants"]
+        } else {
+            &[]
+        };
+        if dims.len() < lead.len() || dims.iter().zip(lead).any(|(d, l)| d != l) {
+            return Err(format!(
+                "{} has dimensions [{}]; in a VCF Zarr store it starts with [{}] (the store \
+                 was edited or written wrongly: convert again)",
+                a.name,
+                dims.join(", "),
+                lead.join(", ")
+            ));
+        }
+        for (d, &n) in dims.iter().zip(a.shape()) {
+            let (len, first) = *seen.entry(d).or_insert((n, &a.name));
+            if len != n {
+                return Err(format!(
+                    "{} gives dimension `{d}` length {n} where {first} gives it {len}: the \
+                     arrays disagree, so the store is damaged or was edited; convert again",
+                    a.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl AnyGroup {
     /// Opens the group at `root`: every array must be one zarrs reads, with a data
     /// type and dimension names VCF Zarr uses, and the standard arrays must be there.
@@ -479,6 +520,9 @@ impl AnyGroup {
         } else {
             object(json("zarr.json")?.and_then(|v| v.get("attributes").cloned()))
         };
+        let mut written = crate::written::Written::of_store(root, &attributes)?;
+        // Arrays the record names whose metadata is no longer what svar2 wrote.
+        let mut rewritten = 0;
         let mut arrays = Vec::with_capacity(layouts.len());
         for layout in layouts {
             let at = storage.name(&layout.name);
@@ -505,14 +549,6 @@ impl AnyGroup {
             let array = open_array(&zarrs_storage, &*storage, &layout.name, zarr_format)
                 .map_err(|e| bad(format!("zarrs cannot read this array: {e}")))?;
             let name = &layout.name;
-            let mut attrs = if zarr_format == 2 {
-                object(json(&format!("{name}/.zattrs"))?)
-            } else {
-                object(
-                    json(&format!("{name}/zarr.json"))?.and_then(|v| v.get("attributes").cloned()),
-                )
-            };
-            attrs.remove("_ARRAY_DIMENSIONS");
             let meta_key = format!(
                 "{name}/{}",
                 if zarr_format == 2 {
@@ -521,7 +557,25 @@ impl AnyGroup {
                     "zarr.json"
                 }
             );
-            let meta = json(&meta_key)?;
+            let meta_bytes = storage.get(&meta_key)?;
+            let meta: Option<Value> = match &meta_bytes {
+                Some(b) => Some(serde_json::from_slice(b).map_err(|e| Error::NotStore {
+                    path: storage.name(&meta_key),
+                    msg: format!("not JSON ({e})"),
+                })?),
+                None => None,
+            };
+            let written = written.as_mut().and_then(|w| w.remove(name)).filter(|w| {
+                let applies = w.describes(meta_bytes.as_deref().unwrap_or_default(), &layout);
+                rewritten += usize::from(!applies);
+                applies
+            });
+            let mut attrs = if zarr_format == 2 {
+                object(json(&format!("{name}/.zattrs"))?)
+            } else {
+                object(meta.as_ref().and_then(|v| v.get("attributes").cloned()))
+            };
+            attrs.remove("_ARRAY_DIMENSIONS");
             let inner = match (zarr_format, &meta) {
                 (3, Some(m)) => inner_reads(&storage, &layout, m, access),
                 _ => None,
@@ -546,6 +600,7 @@ impl AnyGroup {
                 inner,
                 blosc_frames,
                 checksum,
+                written,
             }));
         }
         // The arrays every reader indexes by row must be lists, whatever a foreign
@@ -569,6 +624,15 @@ impl AnyGroup {
                 )));
             }
         }
+        // Every array still svar2's and one it recorded gone: a lost array, not a
+        // store another writer made from part of an svar2 store's arrays.
+        if let (Some(gone), 0) = (written.as_ref().and_then(|w| w.keys().next()), rewritten) {
+            return Err(not_vcf(format!(
+                "array {gone} is missing (svar2 wrote it when it finished the store): the \
+                 store is damaged; copy it back or convert again"
+            )));
+        }
+        check_dimensions(&arrays).map_err(not_vcf)?;
         Ok(AnyGroup {
             root: root.clone(),
             zarr_format,
@@ -626,9 +690,27 @@ impl AnyArray {
                 msg: format!("cannot read ({e})"),
             })?;
         if got.is_none() {
-            self.check_still_there(idx)?;
+            self.check_not_lost(idx, idx)?;
         }
         Ok(got.map(Stored::owned))
+    }
+
+    /// A shard (an unsharded array's chunk) at grid position `at`, holding chunk
+    /// `idx`, is not stored: all fill — unless svar2 recorded writing it, or the
+    /// store itself is gone.
+    fn check_not_lost(&self, idx: &[u64], at: &[u64]) -> Result<()> {
+        self.check_still_there(idx)?;
+        if self.written.as_ref().is_some_and(|w| w.wrote(at)) {
+            return Err(Error::Chunk {
+                key: self.key(idx),
+                msg: format!(
+                    "missing shard: the store is damaged ({} was written when svar2 \
+                     finished the store and is gone; copy it back or convert again)",
+                    self.chunk_file(idx).display()
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// A missing chunk is all fill only while the array itself is still there.
@@ -726,10 +808,10 @@ impl AnyArray {
         let n = r.per_shard.iter().product::<u64>() as usize;
         let want = shard::index_len(n) as u64;
         let open = match r.storage.local_root() {
-            Some(root) => self.open_shard_file(r, idx, &key, &root.join(&key), n)?,
+            Some(root) => self.open_shard_file(r, idx, sidx, &key, &root.join(&key), n)?,
             None => match r.storage.get_tail(&key, want)? {
                 None => {
-                    self.check_still_there(idx)?;
+                    self.check_not_lost(idx, sidx)?;
                     None
                 }
                 Some((index, len)) => {
@@ -748,12 +830,13 @@ impl AnyArray {
         Ok(open)
     }
 
-    /// Opens the local shard file `path` (key `key`, `n` inner chunks) and reads its
-    /// index from the tail (`None`: not stored).
+    /// Opens the local shard file `path` (key `key`, grid position `sidx`, `n` inner
+    /// chunks) and reads its index from the tail (`None`: not stored).
     fn open_shard_file(
         &self,
         r: &InnerReads,
         idx: &[u64],
+        sidx: &[u64],
         key: &str,
         path: &Path,
         n: usize,
@@ -764,7 +847,7 @@ impl AnyArray {
         };
         Ok(match std::fs::File::open(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.check_still_there(idx)?;
+                self.check_not_lost(idx, sidx)?;
                 None
             }
             Err(e) => return Err(io(e)),

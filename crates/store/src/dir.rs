@@ -26,6 +26,9 @@ pub struct StoreDir {
     /// error or a panic) removes the partial output. A killed process leaves it, marked
     /// by [`IN_PROGRESS`], for the next run to start again.
     finished: std::sync::atomic::AtomicBool,
+    /// Shard keys already in the output but not under `root` (a bucket's partitions
+    /// uploaded them): counted as written by [`finish`](Self::finish)'s record.
+    elsewhere: std::sync::Mutex<Vec<String>>,
 }
 
 impl Drop for StoreDir {
@@ -184,6 +187,7 @@ impl StoreDir {
             bucket: None,
             _lock: Some(lock),
             finished: std::sync::atomic::AtomicBool::new(false),
+            elsewhere: Default::default(),
         };
         store.write(
             &root.join(IN_PROGRESS),
@@ -255,12 +259,38 @@ impl StoreDir {
             _lock: None,
             // Never removed on drop: the other partitions' work is in it.
             finished: std::sync::atomic::AtomicBool::new(true),
+            elsewhere: Default::default(),
         })
     }
 
+    /// Notes shard keys the finished store holds that are not under `root` (a
+    /// partitioned conversion into a bucket: the partitions uploaded them).
+    pub fn stored_elsewhere(&self, keys: Vec<String>) {
+        self.elsewhere.lock().expect("elsewhere").extend(keys);
+    }
+
     /// Marks the store complete: the root `zarr.json` appears whole (written aside,
-    /// then renamed) or not at all, and only after everything else.
+    /// then renamed) or not at all, and only after everything else. It carries the
+    /// record of the shards written ([`written`](crate::written), as
+    /// `attributes.svar2.shards`), so a shard lost later reads as damage.
     pub fn finish(&self, root_meta: &serde_json::Value) -> Result<()> {
+        let local = crate::storage::LocalDir {
+            root: self.root.clone(),
+        };
+        let record = crate::written::record(&local, &self.elsewhere.lock().expect("elsewhere"))?;
+        let mut root_meta = root_meta.clone();
+        if let Some(attrs) = root_meta
+            .get_mut("attributes")
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            let svar2 = attrs
+                .entry("svar2")
+                .or_insert_with(|| serde_json::json!({}));
+            if let Some(s) = svar2.as_object_mut() {
+                s.insert("shards".into(), record);
+            }
+        }
+        let root_meta = &root_meta;
         if let Some(bucket) = &self.bucket {
             return self.upload(bucket, root_meta);
         }

@@ -161,7 +161,7 @@ fn itemsize_v3(dtype: &Value) -> Option<u64> {
     }
 }
 
-fn array_v3(name: &str, listing: &[(String, u64)], meta: &Value) -> ArrayLayout {
+pub(crate) fn array_v3(name: &str, listing: &[(String, u64)], meta: &Value) -> ArrayLayout {
     let dtype = meta.get("data_type").cloned().unwrap_or(Value::Null);
     let itemsize = itemsize_v3(&dtype);
     let grid = u64s(meta.pointer("/chunk_grid/configuration/chunk_shape"));

@@ -24,6 +24,7 @@
 //! - [`stored`]: a chunk's stored bytes, owned or in a mapped shard file;
 //! - [`any`]: any Zarr v2 or v3 VCF Zarr store, read chunk by chunk through zarrs;
 //! - [`block`]: boxes of an array (chunks, tiles, patches) and copies between them;
+//! - [`written`]: which shards a writer wrote (a missing one is damage, not fill);
 //! - [`blosc`]: blosc frames encoded (convert), parsed and decoded (reader, GPU path)
 //!   without c-blosc.
 
@@ -46,6 +47,7 @@ pub mod replace;
 pub mod shard;
 pub mod storage;
 pub mod stored;
+pub mod written;
 
 pub use dtype::Dtype;
 pub use error::{Error, Result};

@@ -50,7 +50,8 @@ fn block_rows(store: &Store, samples: usize) -> usize {
         .group()
         .array("call_genotype")
         .or_else(|| store.group().array("variant_position"))
-        .map_or(1000, |a| a.chunk_shape()[0].max(1) as usize);
+        .and_then(|a| a.chunk_shape().first().copied())
+        .map_or(1000, |c| c.max(1) as usize);
     let per_row = 16 * samples.max(1);
     chunk.min((64 << 20) / per_row).max(1)
 }

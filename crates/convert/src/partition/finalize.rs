@@ -234,7 +234,21 @@ pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSumma
     }
     let relaying = w.outgrown_rows() > 0;
     // (A bucket's shards are re-laid from local copies.)
-    let outgrown = space.fetch(&root, &w.outgrown_files())?;
+    let outgrown_keys = w.outgrown_files();
+    let outgrown = space.fetch(&root, &outgrown_keys)?;
+    if matches!(space, Space::Bucket { .. }) {
+        // The partitions' shards stay in the bucket: the root's record of the shards
+        // written counts them (less those finishing re-lays here, found locally).
+        let relaid: std::collections::HashSet<&String> = outgrown_keys.iter().collect();
+        w.store().stored_elsewhere(
+            records
+                .iter()
+                .flat_map(|r| r.files.iter().map(|(rel, _)| rel))
+                .filter(|k| !relaid.contains(k))
+                .cloned()
+                .collect(),
+        );
+    }
     if relaying {
         space.put(RELAYING, b"")?;
     }

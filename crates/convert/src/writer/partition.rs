@@ -225,6 +225,11 @@ impl Writer {
         Ok(files)
     }
 
+    /// The store being written (finalize notes the shards a bucket already holds).
+    pub(crate) fn store(&self) -> &StoreDir {
+        &self.store
+    }
+
     /// The shard files (relative paths) of the rows [`outgrown_rows`](Self::outgrown_rows)
     /// counts, as the partitions wrote them (an all-fill shard is not written, so
     /// some may not exist): what finishing reads and replaces.

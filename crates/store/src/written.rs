@@ -1,0 +1,245 @@
+//! Which shards a writer wrote: recorded in the root `zarr.json` when an svar2 store
+//! is finished (`attributes.svar2.shards`), so a shard file that goes missing later
+//! (a deleted file, a torn copy, an object lost from a bucket) is damage every reader
+//! reports, not the fill values Zarr reads for a chunk never stored.
+//!
+//! Per array: `{"grid": [shards along each axis], "absent": [[first, count], …],
+//! "meta": fingerprint}`, `absent` listing runs of the shards (numbered in C order
+//! over the grid) svar2 left out because every value in them is fill, `meta` the
+//! blake3 of the array's `zarr.json` as written. The record applies to an array only
+//! while its metadata is those bytes: another writer that copies the root attributes
+//! (zarr-python, xarray) but writes arrays of its own, with chunks of its own, keeps
+//! Zarr's fill semantics, as stores without the record (bio2zarr's, svar2's before
+//! it) do.
+
+use crate::error::{Error, Result};
+use crate::layout::ArrayLayout;
+use crate::storage::Storage;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The shard grid of an array: shards (chunks, unsharded) along each axis.
+pub fn grid(layout: &ArrayLayout) -> Vec<u64> {
+    let outer = layout.shard.as_ref().unwrap_or(&layout.chunk);
+    layout
+        .shape
+        .iter()
+        .zip(outer)
+        .map(|(n, c)| if *c == 0 { 0 } else { n.div_ceil(*c) })
+        .collect()
+}
+
+/// The fingerprint of an array's metadata bytes the record carries.
+pub fn fingerprint(meta: &[u8]) -> String {
+    blake3::hash(meta).to_hex()[..16].to_string()
+}
+
+/// The shard number (C order) of grid position `at`, `None` outside the grid or when
+/// the grid holds more shards than a `u64` counts.
+fn number(grid: &[u64], at: &[u64]) -> Option<u64> {
+    if at.len() != grid.len() {
+        return None;
+    }
+    let mut n = 0u64;
+    for (i, g) in at.iter().zip(grid) {
+        if i >= g {
+            return None;
+        }
+        n = n.checked_mul(*g)?.checked_add(*i)?;
+    }
+    Some(n)
+}
+
+/// The grid position of a shard key under `array/c` (`None`: not a chunk key).
+fn position(rest: &str) -> Option<Vec<u64>> {
+    if rest.is_empty() {
+        return Some(Vec::new());
+    }
+    rest.strip_prefix('/')?
+        .split('/')
+        .map(|p| p.parse().ok())
+        .collect()
+}
+
+/// The record of a store being finished: every array whose `zarr.json` is among
+/// `local`'s objects, its shard files those under `local` plus `elsewhere` (keys
+/// already in the bucket a partitioned conversion finishes). A pure function of the
+/// files present: the same store gives the same bytes whatever wrote it how.
+pub fn record(local: &dyn Storage, elsewhere: &[String]) -> Result<Value> {
+    let mut keys: BTreeSet<String> = local.list("")?.into_iter().map(|(k, _)| k).collect();
+    keys.extend(elsewhere.iter().cloned());
+    let mut by_array: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for k in &keys {
+        if let Some((name, rest)) = k.split_once('/') {
+            by_array.entry(name).or_default().push(rest);
+        }
+    }
+    let mut out = Map::new();
+    for (name, rest) in by_array {
+        if !rest.contains(&"zarr.json") {
+            continue;
+        }
+        let meta_key = format!("{name}/zarr.json");
+        let bytes = local.get(&meta_key)?.unwrap_or_default();
+        let meta: Value = serde_json::from_slice(&bytes).map_err(|_| Error::NotStore {
+            path: local.name(&meta_key),
+            msg: "unreadable array metadata while finishing the store".into(),
+        })?;
+        if meta.get("node_type").and_then(Value::as_str) != Some("array") {
+            continue;
+        }
+        let g = grid(&crate::layout::array_v3(name, &[], &meta));
+        let mut present: Vec<u64> = rest
+            .iter()
+            .filter_map(|r| r.strip_prefix('c'))
+            .filter_map(position)
+            .filter_map(|at| number(&g, &at))
+            .collect();
+        present.sort_unstable();
+        present.dedup();
+        let total = g.iter().try_fold(1u64, |n, x| n.checked_mul(*x));
+        let Some(total) = total else { continue };
+        let mut absent = Vec::new();
+        let mut next = 0u64;
+        for p in present.into_iter().chain([total]) {
+            if p > next {
+                absent.push(json!([next, p - next]));
+            }
+            next = p + 1;
+        }
+        out.insert(
+            name.to_string(),
+            json!({"grid": g, "absent": absent, "meta": fingerprint(&bytes)}),
+        );
+    }
+    Ok(Value::Object(out))
+}
+
+/// One array's record, read back: which of its shards must be there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    grid: Vec<u64>,
+    /// [`fingerprint`] of the metadata the record describes.
+    meta: String,
+    /// Runs `[first, first + count)` of shards never written, ascending, disjoint.
+    absent: Vec<(u64, u64)>,
+}
+
+impl Written {
+    /// The record of every array of a store from its root attributes (`None`: the
+    /// store carries none, so a missing shard reads as fill). A record that is not
+    /// the shape svar2 writes is an error naming `root`.
+    pub fn of_store(
+        root: &std::path::Path,
+        attributes: &Map<String, Value>,
+    ) -> Result<Option<BTreeMap<String, Written>>> {
+        let Some(rec) = attributes.get("svar2").and_then(|s| s.get("shards")) else {
+            return Ok(None);
+        };
+        let bad = |what: &str| Error::NotStore {
+            path: root.join("zarr.json"),
+            msg: format!(
+                "the svar2 shard record ({what}) is malformed: the root metadata was \
+                 damaged or edited; restore it from a copy or convert again"
+            ),
+        };
+        let rec = rec.as_object().ok_or_else(|| bad("not an object"))?;
+        let mut out = BTreeMap::new();
+        for (name, r) in rec {
+            let u64s = |v: Option<&Value>| -> Option<Vec<u64>> {
+                v?.as_array()?.iter().map(Value::as_u64).collect()
+            };
+            let grid = u64s(r.get("grid")).ok_or_else(|| bad(name))?;
+            let meta = r
+                .get("meta")
+                .and_then(Value::as_str)
+                .ok_or_else(|| bad(name))?;
+            let mut absent = Vec::new();
+            let mut end = 0u64;
+            for run in r
+                .get("absent")
+                .and_then(Value::as_array)
+                .ok_or_else(|| bad(name))?
+            {
+                let v = u64s(Some(run))
+                    .filter(|v| v.len() == 2)
+                    .ok_or_else(|| bad(name))?;
+                let stop = v[0].checked_add(v[1]).ok_or_else(|| bad(name))?;
+                if v[0] < end || v[1] == 0 {
+                    return Err(bad(name));
+                }
+                absent.push((v[0], stop));
+                end = stop;
+            }
+            out.insert(
+                name.clone(),
+                Written {
+                    grid,
+                    meta: meta.to_string(),
+                    absent,
+                },
+            );
+        }
+        Ok(Some(out))
+    }
+
+    /// Whether the record describes the array whose metadata bytes are `meta` (not
+    /// one another writer put in its place).
+    pub fn describes(&self, meta: &[u8], layout: &ArrayLayout) -> bool {
+        self.meta == fingerprint(meta) && self.grid == grid(layout)
+    }
+
+    /// Whether the writer wrote the shard at grid position `at` (so its absence is
+    /// damage).
+    pub fn wrote(&self, at: &[u64]) -> bool {
+        let Some(n) = number(&self.grid, at) else {
+            return false;
+        };
+        let i = self.absent.partition_point(|&(_, stop)| stop <= n);
+        self.absent.get(i).is_none_or(|&(first, _)| n < first)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::LocalDir;
+
+    #[test]
+    fn absent_runs_are_recorded_and_read_back() {
+        let dir = std::env::temp_dir().join(format!("svar2-written-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let meta = json!({"zarr_format": 3, "node_type": "array", "shape": [10, 4],
+            "data_type": "int8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 2]}},
+            "codecs": [{"name": "bytes"}], "dimension_names": ["variants", "samples"]});
+        std::fs::create_dir_all(dir.join("a/c/0")).unwrap();
+        let meta = meta.to_string();
+        std::fs::write(dir.join("a/zarr.json"), &meta).unwrap();
+        // Grid 5x2: shards 0, 1 (row 0) and 8 (row 4, column 0) written.
+        for k in ["a/c/0/0", "a/c/0/1"] {
+            std::fs::write(dir.join(k), b"x").unwrap();
+        }
+        let rec = record(&LocalDir { root: dir.clone() }, &["a/c/4/0".into()]).unwrap();
+        let fp = fingerprint(meta.as_bytes());
+        assert_eq!(
+            rec,
+            json!({"a": {"grid": [5, 2], "absent": [[2, 6], [9, 1]], "meta": fp}})
+        );
+        let attrs = json!({"svar2": {"shards": rec}});
+        let w = Written::of_store(&dir, attrs.as_object().unwrap())
+            .unwrap()
+            .unwrap();
+        let a = &w["a"];
+        assert!(a.wrote(&[0, 0]) && a.wrote(&[0, 1]) && a.wrote(&[4, 0]));
+        assert!(!a.wrote(&[1, 0]) && !a.wrote(&[3, 1]) && !a.wrote(&[4, 1]));
+        assert!(!a.wrote(&[5, 0]));
+        let layout = crate::layout::array_v3("a", &[], &serde_json::from_str(&meta).unwrap());
+        assert!(a.describes(meta.as_bytes(), &layout));
+        assert!(!a.describes(b"{}", &layout));
+        let bad = json!({"svar2": {"shards": {"a": {"grid": [5, 2], "meta": fp,
+            "absent": [[3, 1], [2, 1]]}}}});
+        assert!(Written::of_store(&dir, bad.as_object().unwrap()).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
