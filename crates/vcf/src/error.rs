@@ -19,11 +19,34 @@ pub enum Error {
     },
     /// A bgzipped input without the BGZF end-of-file block (see `truncation`);
     /// `records`: how many were read before its end (`None`: found up front).
-    #[error("{}", crate::truncation::message(.path, *.records))]
+    #[error("{}", truncated_message(.path, *.records))]
     Truncated { path: PathBuf, records: Option<u64> },
     /// Inputs that cannot be read together, or a request the reader cannot serve.
     #[error("{0}")]
     Usage(String),
+}
+
+/// How a user opts in to converting what a cut-short input holds.
+pub const OPT_IN: &str = "--allow-truncated (Python: allow_truncated=True)";
+
+/// The message for an input cut short (`crate::truncation` finds them); `records`:
+/// how many were read before its end (`None`: found before reading any).
+fn truncated_message(path: &std::path::Path, records: Option<u64>) -> String {
+    // (`-` is standard input, as `inputs::is_stdin` says.)
+    let name = if path.as_os_str() == "-" {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let read = match records {
+        Some(n) => format!("its stream ended after {n} records"),
+        None => "found before reading any record".into(),
+    };
+    format!(
+        "{name}: cut short ({read}): it lacks the BGZF end-of-file block every complete \
+         bgzipped VCF or BCF ends with (an interrupted download or copy); re-download or \
+         re-create it, or pass {OPT_IN} to convert the records it holds"
+    )
 }
 
 /// Bytes from a file shown in a message: invalid UTF-8 replaced, control bytes

@@ -12,8 +12,7 @@ const BGZF_EOF: [u8; 28] = [
     0, 0,
 ];
 
-/// How a user opts in to converting what a cut-short input holds.
-pub const OPT_IN: &str = "--allow-truncated (Python: allow_truncated=True)";
+pub use crate::error::OPT_IN;
 
 /// Whether `path` is a BGZF file (bgzipped VCF, BCF) without the end-of-file block:
 /// it was cut short. Reads its first 16 and last 28 bytes; plain text, plain gzip
@@ -34,25 +33,6 @@ pub fn lacks_eof_block(path: &Path) -> bool {
     bgzf && f.seek(SeekFrom::End(-28)).is_ok()
         && f.read_exact(&mut tail).is_ok()
         && tail != BGZF_EOF
-}
-
-/// The message for an input cut short; `records`: how many were read before its end
-/// (`None`: found before reading any).
-pub fn message(path: &Path, records: Option<u64>) -> String {
-    let name = if crate::inputs::is_stdin(path) {
-        "standard input".to_string()
-    } else {
-        path.display().to_string()
-    };
-    let read = match records {
-        Some(n) => format!("its stream ended after {n} records"),
-        None => "found before reading any record".into(),
-    };
-    format!(
-        "{name}: cut short ({read}): it lacks the BGZF end-of-file block every complete \
-         bgzipped VCF or BCF ends with (an interrupted download or copy); re-download or \
-         re-create it, or pass {OPT_IN} to convert the records it holds"
-    )
 }
 
 /// Names the usual cause of a read failure in a compressed file: it lacks the BGZF
