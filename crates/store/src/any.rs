@@ -20,7 +20,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
 use zarrs::array::{Array, ArrayBytes, ArrayToBytesCodecTraits, CodecChain, CodecOptions};
-use zarrs::filesystem::FilesystemStore;
 use zarrs::metadata::v3::MetadataV3;
 use zarrs::storage::ReadableStorageTraits;
 
@@ -466,13 +465,9 @@ impl AnyGroup {
             )));
         }
         let zarr_format = layouts[0].zarr_format;
-        let zarrs_storage: Arc<dyn ReadableStorageTraits> = match storage.local_root() {
-            Some(dir) => Arc::new(FilesystemStore::new(dir).map_err(|e| Error::NotStore {
-                path: root.clone(),
-                msg: format!("cannot open ({e})"),
-            })?),
-            None => Arc::new(ZarrsStorage(storage.clone())),
-        };
+        // zarrs reads through the same storage (never its own file opens): a FIFO in
+        // place of a chunk file is an error naming it, not a reader blocked forever.
+        let zarrs_storage: Arc<dyn ReadableStorageTraits> = Arc::new(ZarrsStorage(storage.clone()));
         let json = |key: &str| read_json(&*storage, key);
         let attributes = if zarr_format == 2 {
             object(json(".zattrs")?)
@@ -762,7 +757,7 @@ impl AnyArray {
             key: key.to_string(),
             msg: format!("cannot read ({e})"),
         };
-        Ok(match std::fs::File::open(path) {
+        Ok(match crate::storage::open_regular(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 self.check_still_there(idx)?;
                 None
