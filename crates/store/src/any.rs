@@ -49,12 +49,28 @@ pub struct AnyArray {
     /// Each stored chunk ends with its crc32c (the chain's last codec), checked before
     /// anything decodes it.
     checksum: bool,
+    /// The chunks are vlen-utf8 + zstd strings (svar2's string chain):
+    /// [`vlen`](crate::vlen) decodes them, checked and bounded, not zarrs.
+    vlen_zstd: bool,
     /// Where the store's objects are (a directory or a bucket).
     storage: Arc<dyn Storage>,
     /// The key of the array's metadata: a chunk that is missing while this one is
     /// there is a chunk never stored (all fill); with this one gone too, the store was
     /// deleted or moved while open, and a read must fail rather than return fill.
     meta_key: String,
+}
+
+/// Whether a codec chain (v3 JSON, inner chunks) is vlen-utf8 then zstd (then
+/// perhaps crc32c): svar2's string chain, which [`crate::vlen`] decodes.
+fn is_vlen_zstd(chain: &[Value]) -> bool {
+    let names: Vec<&str> = chain
+        .iter()
+        .map(|c| c.get("name").and_then(Value::as_str).unwrap_or("?"))
+        .collect();
+    matches!(
+        names.as_slice(),
+        ["vlen-utf8", "zstd"] | ["vlen-utf8", "zstd", "crc32c"]
+    )
 }
 
 /// Whether a codec chain (v3 JSON, inner chunks) ends with `crc32c` (svar2's do).
@@ -530,6 +546,11 @@ impl AnyGroup {
                 (inner.is_some() || layout.shard.is_none())
                     && inner_chain(m, zarr_format, inner.is_some()).is_some_and(ends_with_crc32c)
             });
+            let vlen_zstd = dtype == Dtype::Str
+                && meta.as_ref().is_some_and(|m| {
+                    (inner.is_some() || layout.shard.is_none())
+                        && inner_chain(m, zarr_format, inner.is_some()).is_some_and(is_vlen_zstd)
+                });
             arrays.push(Arc::new(AnyArray {
                 storage: storage.clone(),
                 meta_key,
@@ -541,6 +562,7 @@ impl AnyGroup {
                 inner,
                 blosc_frames,
                 checksum,
+                vlen_zstd,
             }));
         }
         // The arrays every reader indexes by row must be lists, whatever a foreign
@@ -907,19 +929,30 @@ impl AnyArray {
         if let Some(b) = stored {
             // The same one-line message as the blosc path's for a bad checksum (the
             // chain's own crc32c codec checks it again).
-            self.checked(idx, b)?;
+            let data = self.checked(idx, b)?;
+            if self.vlen_zstd {
+                let dims: Vec<u64> = shape.iter().map(|x| x.get()).collect();
+                let n = crate::block::elements(&dims)
+                    .ok_or_else(|| err(format!("chunk shape {dims:?} overflows")))?;
+                let (bytes, offsets) = crate::vlen::decode_zstd(&self.key(idx), data, n)?;
+                return Ok(Raw::Strings { bytes, offsets });
+            }
         }
         let bytes = match stored {
-            Some(b) => chain
-                .decode(
+            // zarrs panics on some damaged chunks (a vlen length past the chunk's end
+            // in another writer's chain): a panic there is this chunk's error.
+            Some(b) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                chain.decode(
                     std::borrow::Cow::Borrowed(b),
                     &shape,
                     self.array.data_type(),
                     self.array.fill_value(),
                     &options,
                 )
-                .map_err(|e| err(format!("corrupt chunk: does not decode ({e})")))?
-                .into_owned(),
+            }))
+            .map_err(|_| err("corrupt chunk: zarrs failed decoding it (damaged?)".into()))?
+            .map_err(|e| err(format!("corrupt chunk: does not decode ({e})")))?
+            .into_owned(),
             None => ArrayBytes::new_fill_value(
                 self.array.data_type(),
                 shape.iter().map(|x| x.get()).product(),

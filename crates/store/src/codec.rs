@@ -189,8 +189,17 @@ impl InnerCodec {
         Ok(out)
     }
 
-    /// Decodes one inner chunk of the given shape.
+    /// Decodes one inner chunk of the given shape (strings through
+    /// [`crate::vlen`], checked and bounded, never zarrs' vlen-utf8).
     pub fn decode(&self, encoded: &[u8], shape: &[u64]) -> Result<Raw> {
+        if self.blosc.is_none() {
+            let dims: Vec<u64> = shape.iter().map(|&x| x.max(1)).collect();
+            let n = crate::block::elements(&dims)
+                .ok_or_else(|| Error::Codec(format!("chunk shape {shape:?} overflows")))?;
+            let data = crate::codecs::verified("chunk", "(in memory)", encoded)?;
+            let (bytes, offsets) = crate::vlen::decode_zstd("chunk", data, n)?;
+            return Ok(Raw::Strings { bytes, offsets });
+        }
         let out = self
             .chain
             .decode(
@@ -339,13 +348,27 @@ mod tests {
         for (n, contents) in [(20usize, 0u8), (5000, 0), (5000, 1)] {
             let codec = InnerCodec::new(Dtype::I32, false, 1).unwrap();
             let raw: Vec<u8> = (0..n * 4)
-                .map(|i| if contents == 0 { (i % 3) as u8 } else { (i * 7919 % 251) as u8 })
+                .map(|i| {
+                    if contents == 0 {
+                        (i % 3) as u8
+                    } else {
+                        (i * 7919 % 251) as u8
+                    }
+                })
                 .collect();
             let shape = [n as u64];
             let enc = codec.encode(&Raw::Fixed(raw.clone()), &shape).unwrap();
             let frame = &enc[..enc.len() - CHECKSUM_BYTES];
             let stored = i32::from_le_bytes(frame[8..12].try_into().unwrap());
-            for bs in [0i32, -1, 1, stored, (n * 4) as i32, (n * 4) as i32 + 1, i32::MAX] {
+            for bs in [
+                0i32,
+                -1,
+                1,
+                stored,
+                (n * 4) as i32,
+                (n * 4) as i32 + 1,
+                i32::MAX,
+            ] {
                 let mut f = frame.to_vec();
                 f[8..12].copy_from_slice(&bs.to_le_bytes());
                 let mut out = vec![0u8; n * 4];
