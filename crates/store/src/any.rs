@@ -446,6 +446,66 @@ fn open_array(
     }
 }
 
+/// How many entries the stored files of a list (a 1-dimensional array) can hold at
+/// most: each file holds a chunk, or a shard of inner chunks, each of which needs a
+/// 16-byte entry in its shard's index. A list says more only when its metadata lies,
+/// and a length read from metadata sizes allocations.
+fn list_capacity(l: &ArrayLayout) -> u64 {
+    let chunk = l.chunk.first().copied().unwrap_or(0);
+    match &l.shard {
+        None => l.files.saturating_mul(chunk),
+        Some(shard) => {
+            let by_files = l.files.saturating_mul(shard.first().copied().unwrap_or(0));
+            let by_index = (l.stored_bytes / 16).saturating_mul(chunk);
+            by_files.min(by_index)
+        }
+    }
+}
+
+/// The lengths every reader sizes by — samples, contigs, variants — checked against
+/// the data that exists: each list no longer than its stored files can hold, and every
+/// array's `samples`, `contigs` and `variants` axes as long as those lists.
+fn check_lengths(arrays: &[Arc<AnyArray>]) -> std::result::Result<(), String> {
+    let mut lists = Vec::new();
+    for (list, dim) in [
+        ("sample_id", "samples"),
+        ("contig_id", "contigs"),
+        ("variant_position", "variants"),
+    ] {
+        let Some(a) = arrays.iter().find(|a| a.name == list) else {
+            continue;
+        };
+        let n = a.layout.shape.first().copied().unwrap_or(0);
+        let can = list_capacity(&a.layout);
+        if n > can {
+            return Err(format!(
+                "{list} says {n} {dim}, but its {} stored file(s) ({} bytes) hold at most                  {can}: its zarr.json is damaged (restore it or convert again)",
+                a.layout.files, a.layout.stored_bytes
+            ));
+        }
+        lists.push((list, dim, n));
+    }
+    for a in arrays {
+        for (d, (name, &len)) in a
+            .layout
+            .dimension_names
+            .iter()
+            .zip(&a.layout.shape)
+            .enumerate()
+        {
+            if let Some((list, _, n)) = lists.iter().find(|(_, dim, _)| dim == name) {
+                if len != *n {
+                    return Err(format!(
+                        "{} has {len} {name} (axis {d}) where {list} has {n}: its metadata                          is damaged (restore it or convert again)",
+                        a.name
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 impl AnyGroup {
     /// Opens the group at `root`: every array must be one zarrs reads, with a data
     /// type and dimension names VCF Zarr uses, and the standard arrays must be there.
@@ -586,6 +646,7 @@ impl AnyGroup {
                 )));
             }
         }
+        check_lengths(&arrays).map_err(not_vcf)?;
         Ok(AnyGroup {
             root: root.clone(),
             zarr_format,
@@ -1108,7 +1169,7 @@ impl AnyArray {
         }
         let n = shape[0];
         let c = self.chunk_shape()[0].max(1);
-        let mut names = Vec::with_capacity(n as usize);
+        let mut names = Vec::with_capacity(n.min(1 << 20) as usize);
         for k in 0..n.div_ceil(c) {
             match self.decode(&[k], self.read(&[k])?.as_deref())? {
                 Raw::Strings { bytes, offsets } => {
