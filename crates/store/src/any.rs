@@ -938,12 +938,15 @@ impl AnyArray {
     ) -> Result<()> {
         let n = self.chunk_nbytes();
         if let (true, Some(bytes)) = (self.blosc_frames, stored) {
-            out.resize(n, 0);
             let bytes = self.checked(idx, bytes)?;
             // The chunk key is formatted only for an error (this is the reader's hot
-            // path: one call per 4 KiB chunk).
+            // path: one call per 4 KiB chunk). The frame is checked before `out` is
+            // sized: its header must agree with the chunk shape.
             return crate::blosc::Frame::parse("", bytes, n)
-                .and_then(|f| dec.decode_ranges("", bytes, &f, out, wanted))
+                .and_then(|f| {
+                    out.resize(n, 0);
+                    dec.decode_ranges("", bytes, &f, out, wanted)
+                })
                 .map_err(|e| match e {
                     Error::Corrupt { msg, .. } => Error::Corrupt {
                         key: self.key(idx),
@@ -1042,7 +1045,7 @@ impl AnyArray {
             msg: "a string array, read as rows of numbers".into(),
         })?;
         let rows = self.rows_box(r0, r1)?;
-        let mut out = vec![0u8; rows.values() * e];
+        let mut out = vec![0u8; self.rows_len(&rows, e)? * e];
         self.each_chunk_of_rows(&rows, |idx, raw, s, d, n| {
             let Raw::Fixed(bytes) = raw else {
                 return Err(Error::Chunk {
@@ -1060,7 +1063,7 @@ impl AnyArray {
     /// chunk by chunk, checksums checked.
     pub fn read_rows_strings(&self, r0: u64, r1: u64) -> Result<Vec<Vec<u8>>> {
         let rows = self.rows_box(r0, r1)?;
-        let mut out = vec![Vec::new(); rows.values()];
+        let mut out = vec![Vec::new(); self.rows_len(&rows, 24)?];
         self.each_chunk_of_rows(&rows, |idx, raw, s, d, n| {
             let Raw::Strings { bytes, offsets } = raw else {
                 return Err(Error::Chunk {
@@ -1075,6 +1078,24 @@ impl AnyArray {
             Ok(())
         })?;
         Ok(out)
+    }
+
+    /// Values in `rows`, checked: at `each` bytes a value they fit [`MAX_ROWS_BYTES`]
+    /// (a shape from metadata never sizes an allocation unchecked).
+    fn rows_len(&self, rows: &RowsBox, each: usize) -> Result<usize> {
+        let n = crate::block::elements(&rows.shape());
+        match n.and_then(|n| n.checked_mul(each)) {
+            Some(b) if b as u64 <= MAX_ROWS_BYTES => Ok(n.unwrap_or(0)),
+            _ => Err(Error::NotStore {
+                path: self.name.clone().into(),
+                msg: format!(
+                    "rows {:?}..{:?} hold more than {} GiB: read fewer rows",
+                    rows.lo,
+                    rows.hi,
+                    MAX_ROWS_BYTES >> 30
+                ),
+            }),
+        }
     }
 
     /// Rows `[r0, r1)` clamped to the array, as a box over all its axes.
@@ -1192,6 +1213,9 @@ impl AnyArray {
         Ok(names)
     }
 }
+
+/// The most bytes one row read ([`AnyArray::read_rows`]) allocates.
+pub const MAX_ROWS_BYTES: u64 = 1 << 33;
 
 /// A box of whole rows of an array: `[lo, hi)` on every axis.
 struct RowsBox {
