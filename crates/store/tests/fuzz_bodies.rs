@@ -146,7 +146,7 @@ fn store_metadata_never_panics() {
         g.array("sample_id").unwrap().read_strings().unwrap().len(),
         3
     );
-    let mut rng = Rng(0x5eed_7);
+    let mut rng = Rng(0x5eed7);
     let mut runs = 0;
     for i in 0..store_metadata::ARRAYS.len() {
         let seed = serde_json::to_vec(&store_metadata::meta(i)).unwrap();
