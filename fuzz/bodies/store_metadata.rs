@@ -21,6 +21,8 @@ type Spec = (
     Dtype,
 );
 
+/// The arrays of the seed store: the five every VCF Zarr store has, a string array
+/// on the variants axis and the genotypes.
 pub const ARRAYS: [Spec; 7] = [
     ("sample_id", &["samples"], &[3], &[4], &[2], Dtype::Str),
     ("contig_id", &["contigs"], &[2], &[2], &[1], Dtype::Str),
