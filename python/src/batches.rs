@@ -69,7 +69,7 @@ impl Batches {
             let Some(ahead) = ahead else {
                 return Err(PyStopIteration::new_err(()));
             };
-            let next = py.detach(|| ahead.next_within(Duration::from_millis(50)));
+            let next = crate::wait::inline(py, || ahead.next_within(Duration::from_millis(50)))?;
             match next {
                 Next::Batch(b) => {
                     let mut shape = vec![b.patches];

@@ -35,7 +35,13 @@ pub struct Store {
     open: RwLock<Option<Arc<Opened>>>,
 }
 
+/// Opens the store at `path` for this process; a panic while opening (a damaged
+/// store) is `svar2.Error`.
 fn open_here(path: &Path, threads: Option<usize>, io_threads: usize) -> PyResult<Opened> {
+    wait::guarded(|| open_unguarded(path, threads, io_threads))
+}
+
+fn open_unguarded(path: &Path, threads: Option<usize>, io_threads: usize) -> PyResult<Opened> {
     svar2_store::storage::refuse_url(path).map_err(errors::store)?;
     if !svar2_store::bucket::is_bucket_url(path) && !path.exists() {
         return Err(pyo3::exceptions::PyFileNotFoundError::new_err(format!(
@@ -363,8 +369,10 @@ impl Store {
         };
         let n_samples = num_samples.unwrap_or(o.store.sample_names().len() as u64);
         let seed = svar2_reader::patch::epoch_seed(seed, epoch);
-        let list = svar2_reader::patch::draw_in(n, shape.0, shape.1, &windows, n_samples, seed)
-            .map_err(errors::reader)?;
+        let list = wait::guarded(|| {
+            svar2_reader::patch::draw_in(n, shape.0, shape.1, &windows, n_samples, seed)
+                .map_err(errors::reader)
+        })?;
         let flat: Vec<i64> = list
             .iter()
             .flat_map(|p| <[u64; 4]>::from(*p).map(|x| x as i64))
@@ -387,7 +395,9 @@ impl Store {
         let (o, a) = self.array(array)?;
         let list = arrays::patches_of(py, patches)?;
         let columns = samples.map(|s| columns_of(&o, &s)).transpose()?;
-        crate::batches::Batches::start(o.reader.clone(), a, list, columns, batch_size, depth)
+        wait::guarded(|| {
+            crate::batches::Batches::start(o.reader.clone(), a, list, columns, batch_size, depth)
+        })
     }
 
     /// Closes the store: later calls raise svar2.Error. Reads in progress finish.

@@ -28,6 +28,12 @@ fn caught<T>(r: std::thread::Result<T>) -> PyResult<T> {
     })
 }
 
+/// Runs `job` on this thread, the GIL held (opening a store, drawing patches): a
+/// panic in it becomes `svar2.Error`, never a `PanicException`.
+pub fn guarded<T>(job: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    caught(catch_unwind(AssertUnwindSafe(job)))?
+}
+
 /// Runs `job` without the GIL on this thread (small work).
 pub fn inline<T: Send>(py: Python<'_>, job: impl FnOnce() -> T + Send) -> PyResult<T> {
     caught(py.detach(|| catch_unwind(AssertUnwindSafe(job))))

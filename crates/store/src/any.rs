@@ -20,7 +20,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
 use zarrs::array::{Array, ArrayBytes, ArrayToBytesCodecTraits, CodecChain, CodecOptions};
-use zarrs::filesystem::FilesystemStore;
 use zarrs::metadata::v3::MetadataV3;
 use zarrs::storage::ReadableStorageTraits;
 
@@ -50,6 +49,9 @@ pub struct AnyArray {
     /// Each stored chunk ends with its crc32c (the chain's last codec), checked before
     /// anything decodes it.
     checksum: bool,
+    /// The chunks are vlen-utf8 + zstd strings (svar2's string chain):
+    /// [`vlen`](crate::vlen) decodes them, checked and bounded, not zarrs.
+    vlen_zstd: bool,
     /// Where the store's objects are (a directory or a bucket).
     storage: Arc<dyn Storage>,
     /// The key of the array's metadata: a chunk that is missing while this one is
@@ -59,6 +61,19 @@ pub struct AnyArray {
     /// The shards svar2 wrote (from the root's record): a missing one of these is
     /// damage; `None` (another writer, an older svar2) reads a missing one as fill.
     written: Option<crate::written::Written>,
+}
+
+/// Whether a codec chain (v3 JSON, inner chunks) is vlen-utf8 then zstd (then
+/// perhaps crc32c): svar2's string chain, which [`crate::vlen`] decodes.
+fn is_vlen_zstd(chain: &[Value]) -> bool {
+    let names: Vec<&str> = chain
+        .iter()
+        .map(|c| c.get("name").and_then(Value::as_str).unwrap_or("?"))
+        .collect();
+    matches!(
+        names.as_slice(),
+        ["vlen-utf8", "zstd"] | ["vlen-utf8", "zstd", "crc32c"]
+    )
 }
 
 /// Whether a codec chain (v3 JSON, inner chunks) ends with `crc32c` (svar2's do).
@@ -472,6 +487,47 @@ fn check_dimensions(arrays: &[Arc<AnyArray>]) -> std::result::Result<(), String>
     Ok(())
 }
 
+/// How many entries the stored files of a list (a 1-dimensional array) can hold at
+/// most: each file holds a chunk, or a shard of inner chunks, each of which needs a
+/// 16-byte entry in its shard's index. A list says more only when its metadata lies,
+/// and a length read from metadata sizes allocations.
+fn list_capacity(l: &ArrayLayout) -> u64 {
+    let chunk = l.chunk.first().copied().unwrap_or(0);
+    match &l.shard {
+        None => l.files.saturating_mul(chunk),
+        Some(shard) => {
+            let by_files = l.files.saturating_mul(shard.first().copied().unwrap_or(0));
+            let by_index = (l.stored_bytes / 16).saturating_mul(chunk);
+            by_files.min(by_index)
+        }
+    }
+}
+
+/// The lengths every reader sizes by — samples, contigs, variants — checked against
+/// the data that exists: each list no longer than its stored files can hold (every
+/// other array's axes must then agree with the lists: [`check_dimensions`]).
+fn check_lengths(arrays: &[Arc<AnyArray>]) -> std::result::Result<(), String> {
+    for (list, dim) in [
+        ("sample_id", "samples"),
+        ("contig_id", "contigs"),
+        ("variant_position", "variants"),
+    ] {
+        let Some(a) = arrays.iter().find(|a| a.name == list) else {
+            continue;
+        };
+        let n = a.layout.shape.first().copied().unwrap_or(0);
+        let can = list_capacity(&a.layout);
+        if n > can {
+            return Err(format!(
+                "{list} says {n} {dim}, but its {} stored file(s) ({} bytes) hold at most \
+                 {can}: its zarr.json is damaged (restore it or convert again)",
+                a.layout.files, a.layout.stored_bytes
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl AnyGroup {
     /// Opens the group at `root`: every array must be one zarrs reads, with a data
     /// type and dimension names VCF Zarr uses, and the standard arrays must be there.
@@ -507,13 +563,9 @@ impl AnyGroup {
             )));
         }
         let zarr_format = layouts[0].zarr_format;
-        let zarrs_storage: Arc<dyn ReadableStorageTraits> = match storage.local_root() {
-            Some(dir) => Arc::new(FilesystemStore::new(dir).map_err(|e| Error::NotStore {
-                path: root.clone(),
-                msg: format!("cannot open ({e})"),
-            })?),
-            None => Arc::new(ZarrsStorage(storage.clone())),
-        };
+        // zarrs reads through the same storage (never its own file opens): a FIFO in
+        // place of a chunk file is an error naming it, not a reader blocked forever.
+        let zarrs_storage: Arc<dyn ReadableStorageTraits> = Arc::new(ZarrsStorage(storage.clone()));
         let json = |key: &str| read_json(&*storage, key);
         let attributes = if zarr_format == 2 {
             object(json(".zattrs")?)
@@ -589,6 +641,11 @@ impl AnyGroup {
                 (inner.is_some() || layout.shard.is_none())
                     && inner_chain(m, zarr_format, inner.is_some()).is_some_and(ends_with_crc32c)
             });
+            let vlen_zstd = dtype == Dtype::Str
+                && meta.as_ref().is_some_and(|m| {
+                    (inner.is_some() || layout.shard.is_none())
+                        && inner_chain(m, zarr_format, inner.is_some()).is_some_and(is_vlen_zstd)
+                });
             arrays.push(Arc::new(AnyArray {
                 storage: storage.clone(),
                 meta_key,
@@ -601,6 +658,7 @@ impl AnyGroup {
                 blosc_frames,
                 checksum,
                 written,
+                vlen_zstd,
             }));
         }
         // The arrays every reader indexes by row must be lists, whatever a foreign
@@ -632,6 +690,7 @@ impl AnyGroup {
                  store is damaged; copy it back or convert again"
             )));
         }
+        check_lengths(&arrays).map_err(not_vcf)?;
         check_dimensions(&arrays).map_err(not_vcf)?;
         Ok(AnyGroup {
             root: root.clone(),
@@ -845,7 +904,7 @@ impl AnyArray {
             key: key.to_string(),
             msg: format!("cannot read ({e})"),
         };
-        Ok(match std::fs::File::open(path) {
+        Ok(match crate::storage::open_regular(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 self.check_not_lost(idx, sidx)?;
                 None
@@ -943,12 +1002,15 @@ impl AnyArray {
     ) -> Result<()> {
         let n = self.chunk_nbytes();
         if let (true, Some(bytes)) = (self.blosc_frames, stored) {
-            out.resize(n, 0);
             let bytes = self.checked(idx, bytes)?;
             // The chunk key is formatted only for an error (this is the reader's hot
-            // path: one call per 4 KiB chunk).
+            // path: one call per 4 KiB chunk). The frame is checked before `out` is
+            // sized: its header must agree with the chunk shape.
             return crate::blosc::Frame::parse("", bytes, n)
-                .and_then(|f| dec.decode_ranges("", bytes, &f, out, wanted))
+                .and_then(|f| {
+                    out.resize(n, 0);
+                    dec.decode_ranges("", bytes, &f, out, wanted)
+                })
                 .map_err(|e| match e {
                     Error::Corrupt { msg, .. } => Error::Corrupt {
                         key: self.key(idx),
@@ -995,19 +1057,30 @@ impl AnyArray {
         if let Some(b) = stored {
             // The same one-line message as the blosc path's for a bad checksum (the
             // chain's own crc32c codec checks it again).
-            self.checked(idx, b)?;
+            let data = self.checked(idx, b)?;
+            if self.vlen_zstd {
+                let dims: Vec<u64> = shape.iter().map(|x| x.get()).collect();
+                let n = crate::block::elements(&dims)
+                    .ok_or_else(|| err(format!("chunk shape {dims:?} overflows")))?;
+                let (bytes, offsets) = crate::vlen::decode_zstd(&self.key(idx), data, n)?;
+                return Ok(Raw::Strings { bytes, offsets });
+            }
         }
         let bytes = match stored {
-            Some(b) => chain
-                .decode(
+            // zarrs panics on some damaged chunks (a vlen length past the chunk's end
+            // in another writer's chain): a panic there is this chunk's error.
+            Some(b) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                chain.decode(
                     std::borrow::Cow::Borrowed(b),
                     &shape,
                     self.array.data_type(),
                     self.array.fill_value(),
                     &options,
                 )
-                .map_err(|e| err(format!("corrupt chunk: does not decode ({e})")))?
-                .into_owned(),
+            }))
+            .map_err(|_| err("corrupt chunk: zarrs failed decoding it (damaged?)".into()))?
+            .map_err(|e| err(format!("corrupt chunk: does not decode ({e})")))?
+            .into_owned(),
             None => ArrayBytes::new_fill_value(
                 self.array.data_type(),
                 shape.iter().map(|x| x.get()).product(),
@@ -1036,7 +1109,7 @@ impl AnyArray {
             msg: "a string array, read as rows of numbers".into(),
         })?;
         let rows = self.rows_box(r0, r1)?;
-        let mut out = vec![0u8; rows.values() * e];
+        let mut out = vec![0u8; self.rows_len(&rows, e)? * e];
         self.each_chunk_of_rows(&rows, |idx, raw, s, d, n| {
             let Raw::Fixed(bytes) = raw else {
                 return Err(Error::Chunk {
@@ -1054,7 +1127,7 @@ impl AnyArray {
     /// chunk by chunk, checksums checked.
     pub fn read_rows_strings(&self, r0: u64, r1: u64) -> Result<Vec<Vec<u8>>> {
         let rows = self.rows_box(r0, r1)?;
-        let mut out = vec![Vec::new(); rows.values()];
+        let mut out = vec![Vec::new(); self.rows_len(&rows, 24)?];
         self.each_chunk_of_rows(&rows, |idx, raw, s, d, n| {
             let Raw::Strings { bytes, offsets } = raw else {
                 return Err(Error::Chunk {
@@ -1069,6 +1142,24 @@ impl AnyArray {
             Ok(())
         })?;
         Ok(out)
+    }
+
+    /// Values in `rows`, checked: at `each` bytes a value they fit [`MAX_ROWS_BYTES`]
+    /// (a shape from metadata never sizes an allocation unchecked).
+    fn rows_len(&self, rows: &RowsBox, each: usize) -> Result<usize> {
+        let n = crate::block::elements(&rows.shape());
+        match n.and_then(|n| n.checked_mul(each)) {
+            Some(b) if b as u64 <= MAX_ROWS_BYTES => Ok(n.unwrap_or(0)),
+            _ => Err(Error::NotStore {
+                path: self.name.clone().into(),
+                msg: format!(
+                    "rows {:?}..{:?} hold more than {} GiB: read fewer rows",
+                    rows.lo,
+                    rows.hi,
+                    MAX_ROWS_BYTES >> 30
+                ),
+            }),
+        }
     }
 
     /// Rows `[r0, r1)` clamped to the array, as a box over all its axes.
@@ -1163,7 +1254,7 @@ impl AnyArray {
         }
         let n = shape[0];
         let c = self.chunk_shape()[0].max(1);
-        let mut names = Vec::with_capacity(n as usize);
+        let mut names = Vec::with_capacity(n.min(1 << 20) as usize);
         for k in 0..n.div_ceil(c) {
             match self.decode(&[k], self.read(&[k])?.as_deref())? {
                 Raw::Strings { bytes, offsets } => {
@@ -1186,6 +1277,9 @@ impl AnyArray {
         Ok(names)
     }
 }
+
+/// The most bytes one row read ([`AnyArray::read_rows`]) allocates.
+pub const MAX_ROWS_BYTES: u64 = 1 << 33;
 
 /// A box of whole rows of an array: `[lo, hi)` on every axis.
 struct RowsBox {

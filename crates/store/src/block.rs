@@ -24,6 +24,15 @@ pub fn blocks(lo: &[u64], hi: &[u64], step: &[u64]) -> Vec<Vec<u64>> {
     out
 }
 
+/// The number of elements of a box of `shape`, or `None` when it overflows (a shape
+/// read from a file is never multiplied unchecked).
+pub fn elements(shape: &[u64]) -> Option<usize> {
+    shape
+        .iter()
+        .try_fold(1u64, |a, &x| a.checked_mul(x))
+        .and_then(|n| usize::try_from(n).ok())
+}
+
 /// Copies one run. Patch-sized chunks make runs short (8 samples' diploid calls are
 /// 16 bytes), where a `memmove` call per run cost a fifth of a rechunk: sizes that are
 /// small powers of two are copied inline.

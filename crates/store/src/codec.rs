@@ -189,8 +189,17 @@ impl InnerCodec {
         Ok(out)
     }
 
-    /// Decodes one inner chunk of the given shape.
+    /// Decodes one inner chunk of the given shape (strings through
+    /// [`crate::vlen`], checked and bounded, never zarrs' vlen-utf8).
     pub fn decode(&self, encoded: &[u8], shape: &[u64]) -> Result<Raw> {
+        if self.blosc.is_none() {
+            let dims: Vec<u64> = shape.iter().map(|&x| x.max(1)).collect();
+            let n = crate::block::elements(&dims)
+                .ok_or_else(|| Error::Codec(format!("chunk shape {shape:?} overflows")))?;
+            let data = crate::codecs::verified("chunk", "(in memory)", encoded)?;
+            let (bytes, offsets) = crate::vlen::decode_zstd("chunk", data, n)?;
+            return Ok(Raw::Strings { bytes, offsets });
+        }
         let out = self
             .chain
             .decode(
@@ -328,5 +337,51 @@ mod tests {
             stored_as_is > 50 && raw_streams > 10,
             "{stored_as_is} {raw_streams}"
         );
+    }
+
+    /// The frame parser (reader and GPU plan) accepts a frame's block size exactly
+    /// when c-blosc (through zarrs) does: 0, negative, over the decoded size or
+    /// 2^31 - 1 are refused by both, memcpyed frames included.
+    #[test]
+    fn frame_parser_and_c_blosc_agree_on_block_sizes() {
+        let mut dec = crate::blosc::Decoder::new().unwrap();
+        for (n, contents) in [(20usize, 0u8), (5000, 0), (5000, 1)] {
+            let codec = InnerCodec::new(Dtype::I32, false, 1).unwrap();
+            let raw: Vec<u8> = (0..n * 4)
+                .map(|i| {
+                    if contents == 0 {
+                        (i % 3) as u8
+                    } else {
+                        (i * 7919 % 251) as u8
+                    }
+                })
+                .collect();
+            let shape = [n as u64];
+            let enc = codec.encode(&Raw::Fixed(raw.clone()), &shape).unwrap();
+            let frame = &enc[..enc.len() - CHECKSUM_BYTES];
+            let stored = i32::from_le_bytes(frame[8..12].try_into().unwrap());
+            for bs in [
+                0i32,
+                -1,
+                1,
+                stored,
+                (n * 4) as i32,
+                (n * 4) as i32 + 1,
+                i32::MAX,
+            ] {
+                let mut f = frame.to_vec();
+                f[8..12].copy_from_slice(&bs.to_le_bytes());
+                let mut out = vec![0u8; n * 4];
+                let ours = crate::blosc::Frame::parse("k", &f, n * 4)
+                    .and_then(|fr| dec.decode("k", &f, &fr, &mut out))
+                    .is_ok();
+                f.extend_from_slice(&crc32c::crc32c(&f).to_le_bytes());
+                let theirs = codec.decode(&f, &shape).is_ok();
+                assert_eq!(ours, theirs, "n {n} contents {contents} block size {bs}");
+                if bs == stored {
+                    assert!(ours && out == raw);
+                }
+            }
+        }
     }
 }

@@ -304,6 +304,84 @@ fn array_v2(
     }
 }
 
+/// Checks that each of `fields` (JSON pointers into an array's metadata `meta`, read
+/// from `path`) that is there is a list of whole numbers (`shape` must be there): a
+/// `shape` of `[1.5]` is reported as such, not as whatever a shorter shape breaks
+/// later.
+fn check_dims(path: &Path, meta: &Value, fields: &[&str]) -> Result<()> {
+    for &f in fields {
+        let v = meta.pointer(f);
+        let ok = match v {
+            None => f != "/shape",
+            Some(Value::Array(a)) => a.iter().all(|x| x.as_u64().is_some()),
+            Some(_) => false,
+        };
+        if !ok {
+            let what = v.map_or("missing".to_string(), |v| format!("{v}"));
+            return Err(Error::NotStore {
+                path: path.to_path_buf(),
+                msg: format!(
+                    "`{}` is {what}: not a list of whole numbers (the array's metadata is                      damaged; restore it or convert again)",
+                    f.trim_start_matches('/')
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The most bytes one chunk a reader decodes may hold (c-blosc's own limit is 2 GiB).
+pub const MAX_CHUNK_BYTES: u64 = 1 << 31;
+
+/// Checks an array's geometry before anything is sized from it: shape, chunk and
+/// shard of one rank, chunks not empty, the element count, the chunk grid and a
+/// chunk's decoded bytes within what can exist (numbers read from a file size
+/// allocations and loops).
+pub fn check_geometry(l: &ArrayLayout) -> std::result::Result<(), String> {
+    let rank = l.shape.len();
+    if l.chunk.len() != rank || l.shard.as_ref().is_some_and(|s| s.len() != rank) {
+        return Err(format!(
+            "shape {:?}, chunk {:?} and shard {:?} differ in rank",
+            l.shape, l.chunk, l.shard
+        ));
+    }
+    if l.chunk.contains(&0) || l.shard.as_ref().is_some_and(|s| s.contains(&0)) {
+        return Err(format!(
+            "an empty chunk ({:?}) or shard ({:?})",
+            l.chunk, l.shard
+        ));
+    }
+    let item = l.itemsize.unwrap_or(4).max(1);
+    let product = |v: &[u64]| v.iter().try_fold(item, |a, &x| a.checked_mul(x));
+    if product(&l.shape).is_none() {
+        return Err(format!(
+            "shape {:?}: more bytes than any store holds",
+            l.shape
+        ));
+    }
+    let max = match l.itemsize {
+        Some(_) => MAX_CHUNK_BYTES,
+        None => crate::vlen::MAX_DECODED as u64,
+    };
+    match product(&l.chunk) {
+        Some(b) if b <= max => Ok(()),
+        _ => Err(format!(
+            "chunk {:?}: over {} MiB decoded, more than a chunk may hold",
+            l.chunk,
+            max >> 20
+        )),
+    }
+}
+
+/// `l`, once [`check_geometry`] passes; else the error naming its metadata `key`.
+fn checked(storage: &dyn Storage, key: &str, l: ArrayLayout) -> Result<ArrayLayout> {
+    check_geometry(&l).map_err(|msg| Error::NotStore {
+        path: storage.name(key),
+        msg: format!("{msg} (the array's metadata is damaged; restore it or convert again)"),
+    })?;
+    Ok(l)
+}
+
 /// The arrays of the Zarr group at `root` (v3 `zarr.json` or v2 `.zgroup`; a local
 /// directory or an `s3://` URL), sorted by name. Anything else is an error saying
 /// what the path is.
@@ -340,16 +418,32 @@ pub fn read_group_in(storage: &dyn Storage) -> Result<Vec<ArrayLayout>> {
     for (name, listing) in children {
         let holds = |f: &str| listing.iter().any(|(k, _)| k == &format!("{name}/{f}"));
         if holds("zarr.json") {
-            let meta = read_json(storage, &format!("{name}/zarr.json"))?;
+            let key = format!("{name}/zarr.json");
+            let meta = read_json(storage, &key)?;
             if meta.get("node_type").and_then(Value::as_str) == Some("array") {
-                out.push(array_v3(name, &listing, &meta));
+                check_dims(
+                    &storage.name(&key),
+                    &meta,
+                    &[
+                        "/shape",
+                        "/chunk_grid/configuration/chunk_shape",
+                        "/codecs/0/configuration/chunk_shape",
+                    ],
+                )?;
+                out.push(checked(storage, &key, array_v3(name, &listing, &meta))?);
             }
         } else if holds(".zarray") {
-            let meta = read_json(storage, &format!("{name}/.zarray"))?;
+            let key = format!("{name}/.zarray");
+            let meta = read_json(storage, &key)?;
+            check_dims(&storage.name(&key), &meta, &["/shape", "/chunks"])?;
             let attrs = holds(".zattrs")
                 .then(|| read_json(storage, &format!("{name}/.zattrs")))
                 .transpose()?;
-            out.push(array_v2(name, &listing, &meta, attrs));
+            out.push(checked(
+                storage,
+                &key,
+                array_v2(name, &listing, &meta, attrs),
+            )?);
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -392,5 +486,46 @@ mod tests {
             .gpu_unsupported
             .unwrap()
             .contains("strings"));
+    }
+
+    /// A `shape` that is not whole numbers is named as such; shapes, chunks and
+    /// grids beyond what can exist are refused before anything is sized from them.
+    #[test]
+    fn damaged_shapes_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(
+            root.join("zarr.json"),
+            r#"{"zarr_format":3,"node_type":"group"}"#,
+        )
+        .unwrap();
+        std::fs::create_dir(root.join("a")).unwrap();
+        let write = |shape: &str, chunk: &str| {
+            let m = format!(
+                r#"{{"zarr_format":3,"node_type":"array","shape":{shape},"data_type":"int8",
+                "chunk_grid":{{"name":"regular","configuration":{{"chunk_shape":{chunk}}}}},
+                "codecs":[{{"name":"bytes"}}],"dimension_names":["variants"]}}"#
+            );
+            std::fs::write(root.join("a/zarr.json"), m).unwrap();
+            read_group(root).map(|_| ()).map_err(|e| e.to_string())
+        };
+        assert_eq!(write("[10]", "[5]"), Ok(()));
+        let e = write("[1.5]", "[5]").unwrap_err();
+        assert!(
+            e.contains("`shape` is [1.5]: not a list of whole numbers"),
+            "{e}"
+        );
+        let e = write(r#"["10"]"#, "[5]").unwrap_err();
+        assert!(e.contains("`shape`"), "{e}");
+        let e = write("[10]", "[-5]").unwrap_err();
+        assert!(e.contains("chunk_shape"), "{e}");
+        let e = write("[4, 8]", "[1]").unwrap_err();
+        assert!(e.contains("rank"), "{e}");
+        let e = write("[4611686018427387904, 8]", "[1, 1]").unwrap_err();
+        assert!(e.contains("more bytes than any store holds"), "{e}");
+        let e = write("[18446744073709551615]", "[0]").unwrap_err();
+        assert!(e.contains("empty chunk"), "{e}");
+        let e = write("[18446744073709551615]", "[4294967296]").unwrap_err();
+        assert!(e.contains("more than a chunk may hold"), "{e}");
     }
 }

@@ -23,6 +23,7 @@
 //! - [`storage`]: where a store is read from (a directory or a bucket), one trait;
 //! - [`stored`]: a chunk's stored bytes, owned or in a mapped shard file;
 //! - [`any`]: any Zarr v2 or v3 VCF Zarr store, read chunk by chunk through zarrs;
+//! - [`vlen`]: string chunks checked and decoded, bounded, before zarrs sees them;
 //! - [`block`]: boxes of an array (chunks, tiles, patches) and copies between them;
 //! - [`written`]: which shards a writer wrote (a missing one is damage, not fill);
 //! - [`blosc`]: blosc frames encoded (convert), parsed and decoded (reader, GPU path)
@@ -47,6 +48,7 @@ pub mod replace;
 pub mod shard;
 pub mod storage;
 pub mod stored;
+pub mod vlen;
 pub mod written;
 
 pub use dtype::Dtype;

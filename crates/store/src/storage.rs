@@ -75,6 +75,48 @@ pub fn refuse_url(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Whether `kind` is something a store may hold but never reads as an object (a
+/// directory) or must refuse (a FIFO, socket or device: opening a FIFO blocks until
+/// a writer comes, so one in place of a shard would hang every reader).
+fn not_regular(kind: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_file() || kind.is_dir() {
+        None
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_block_device() || kind.is_char_device() {
+        Some("a device")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// The error for a store path that is not a regular file.
+fn not_regular_err(what: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("{what}, not a regular file: a store holds only files and directories; remove it"),
+    )
+}
+
+/// Opens the store file `path` for reading, only if it is a regular file (checked
+/// before the open, which would block on a FIFO, and again on the open file): the
+/// one way every local store read opens a file.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let kind = std::fs::metadata(path)?.file_type();
+    if let Some(what) = not_regular(kind) {
+        return Err(not_regular_err(what));
+    }
+    let f = std::fs::File::open(path)?;
+    let kind = f.metadata()?.file_type();
+    if let Some(what) = not_regular(kind) {
+        return Err(not_regular_err(what));
+    }
+    Ok(f)
+}
+
 /// A store in a local directory: keys are relative paths.
 #[derive(Debug)]
 pub struct LocalDir {
@@ -84,7 +126,12 @@ pub struct LocalDir {
 impl Storage for LocalDir {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         let p = self.name(key);
-        match std::fs::read(&p) {
+        let read = open_regular(&p).and_then(|mut f| {
+            let len = f.metadata()?.len();
+            let mut b = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+            std::io::Read::read_to_end(&mut f, &mut b).map(|_| b)
+        });
+        match read {
             Ok(b) => Ok(Some(b)),
             Err(e)
                 if matches!(
@@ -100,7 +147,7 @@ impl Storage for LocalDir {
 
     fn get_range(&self, key: &str, at: u64, len: u64) -> Result<Vec<u8>> {
         let p = self.name(key);
-        let f = std::fs::File::open(&p).map_err(|e| Error::io(&p, e))?;
+        let f = open_regular(&p).map_err(|e| Error::io(&p, e))?;
         let mut out = vec![0u8; len as usize];
         f.read_exact_at(&mut out, at)
             .map_err(|e| Error::io(&p, e))?;
@@ -109,7 +156,7 @@ impl Storage for LocalDir {
 
     fn get_tail(&self, key: &str, n: u64) -> Result<Option<(Vec<u8>, u64)>> {
         let p = self.name(key);
-        let f = match std::fs::File::open(&p) {
+        let f = match open_regular(&p) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(&p, e)),
@@ -126,7 +173,10 @@ impl Storage for LocalDir {
         let p = self.name(key);
         match std::fs::metadata(&p) {
             Ok(m) if m.is_file() => Ok(Some(m.len())),
-            Ok(_) => Ok(None),
+            Ok(m) => match not_regular(m.file_type()) {
+                Some(what) => Err(Error::io(p, not_regular_err(what))),
+                None => Ok(None),
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::io(p, e)),
         }
@@ -145,6 +195,14 @@ impl Storage for LocalDir {
                 let e = e.map_err(|x| Error::io(&d, x))?;
                 let p = e.path();
                 let t = e.file_type().map_err(|x| Error::io(&p, x))?;
+                // A symlink counts as what it points to (a dangling one as nothing).
+                let kind = match t.is_symlink() {
+                    true => std::fs::metadata(&p).map(|m| m.file_type()).ok(),
+                    false => Some(t),
+                };
+                if let Some(what) = kind.and_then(not_regular) {
+                    return Err(Error::io(&p, not_regular_err(what)));
+                }
                 if t.is_dir() {
                     stack.push(p);
                 } else if t.is_file() {

@@ -14,6 +14,8 @@ pub(super) const ZSTD: u8 = 4;
 /// elements or more.
 const MIN_SPLIT_ELEMENTS: usize = 128;
 const MAX_SPLITS: usize = 16;
+/// c-blosc's `BLOSC_MAX_BLOCKSIZE`: `(INT_MAX - 255 * 4) / 3`.
+const MAX_BLOCKSIZE: usize = (i32::MAX as usize - 255 * 4) / 3;
 
 /// How a frame's blocks were shuffled before compression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +97,16 @@ impl Frame {
         if typesize == 0 {
             return Err(bad("typesize 0".into()));
         }
+        // c-blosc's rule (blosc_run_decompression_with_context), checked before it
+        // looks at the memcpyed flag: a non-empty frame's block size is 1 to the
+        // decoded size (and at most BLOSC_MAX_BLOCKSIZE). The reader, the GPU plan and
+        // c-blosc (zarrs) must accept exactly the same frames.
+        if nbytes != 0 && (blocksize <= 0 || blocksize as usize > nbytes.min(MAX_BLOCKSIZE)) {
+            return Err(bad(format!(
+                "block size {blocksize} (c-blosc takes 1 to {})",
+                nbytes.min(MAX_BLOCKSIZE)
+            )));
+        }
         let memcpyed = flags & MEMCPYED != 0;
         if memcpyed {
             if bytes.len() != HEADER + nbytes {
@@ -132,9 +144,6 @@ impl Frame {
                 shuffle,
                 blocks: Vec::new(),
             });
-        }
-        if blocksize <= 0 {
-            return Err(bad(format!("block size {blocksize}")));
         }
         let blocksize = blocksize as usize;
         let nblocks = nbytes.div_ceil(blocksize);

@@ -1,0 +1,354 @@
+//! Hostile stores, crafted byte by byte: every reader (view, query, verify, digest,
+//! rechunk) ends with one error line naming what is wrong and exit 1 — never a panic
+//! (exit 101), an abort (134), a hang or gigabytes of memory — and never passes a
+//! chunk c-blosc would refuse.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// A small store (4 samples, 9 records), several inner chunks per shard.
+fn store(dir: &Path) -> PathBuf {
+    let s = dir.join("s");
+    let o = svar2()
+        .args(["convert", "-q"])
+        .arg(data("all_fields.vcf"))
+        .arg(&s)
+        .args(TINY_GEOMETRY)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    s
+}
+
+/// `svar2 ARGS` under `timeout` (a hang is exit 124), in a shell with `limit`
+/// KiB of address space when given.
+fn run(args: &str, limit: Option<u64>) -> Output {
+    let ulimit = limit.map_or(String::new(), |k| format!("ulimit -v {k}; "));
+    sh(&format!(
+        "{ulimit}exec timeout 60 {} {args}",
+        env!("CARGO_BIN_EXE_svar2")
+    ))
+}
+
+/// Asserts `svar2 ARGS` failed cleanly: exit 1, one `svar2: error:` line that
+/// contains every one of `says`.
+fn fails(args: &str, limit: Option<u64>, says: &[&str]) {
+    let o = run(args, limit);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "svar2 {args}: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("svar2: error: "),
+        "svar2 {args}: {err}"
+    );
+    for s in says {
+        assert!(lines[0].contains(s), "svar2 {args}: wanted {s:?} in {err}");
+    }
+}
+
+/// Asserts `svar2 verify STORE` reports the store damaged: exit 1, and its report
+/// names every one of `says`.
+fn damaged(store: &Path, says: &[&str]) {
+    let o = run(&format!("verify {}", store.display()), None);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(1), "svar2 verify: {all}");
+    for s in says {
+        assert!(all.contains(s), "svar2 verify: wanted {s:?} in {all}");
+    }
+}
+
+/// CRC-32C (Castagnoli), as the crc32c codec appends it.
+fn crc32c(b: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &x in b {
+        c ^= x as u32;
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0x82F6_3B78
+            } else {
+                c >> 1
+            };
+        }
+    }
+    !c
+}
+
+/// `b` followed by its crc32c.
+fn with_crc(mut b: Vec<u8>) -> Vec<u8> {
+    let c = crc32c(&b);
+    b.extend_from_slice(&c.to_le_bytes());
+    b
+}
+
+/// A shard file of these inner chunks (`None`: not stored), index at the end.
+fn shard(chunks: &[Option<Vec<u8>>]) -> Vec<u8> {
+    let (mut out, mut index) = (Vec::new(), Vec::new());
+    for c in chunks {
+        let (at, len) = match c {
+            Some(c) => {
+                let at = out.len() as u64;
+                out.extend_from_slice(c);
+                (at, c.len() as u64)
+            }
+            None => (u64::MAX, u64::MAX),
+        };
+        index.extend_from_slice(&at.to_le_bytes());
+        index.extend_from_slice(&len.to_le_bytes());
+    }
+    out.extend_from_slice(&with_crc(index));
+    out
+}
+
+/// The inner chunks of a shard file of `n` (its bytes, crc32c included).
+fn chunks_of(shard: &[u8], n: usize) -> Vec<Option<Vec<u8>>> {
+    let index = &shard[shard.len() - 4 - 16 * n..shard.len() - 4];
+    (0..n)
+        .map(|i| {
+            let w = |k: usize| {
+                u64::from_le_bytes(index[16 * i + k..16 * i + k + 8].try_into().unwrap())
+            };
+            let (at, len) = (w(0), w(8));
+            (at != u64::MAX).then(|| shard[at as usize..(at + len) as usize].to_vec())
+        })
+        .collect()
+}
+
+/// One zstd frame holding `data` as a raw block (`data` under 256 bytes).
+fn zstd_raw(data: &[u8]) -> Vec<u8> {
+    assert!(data.len() < 256);
+    let mut f = vec![0x28, 0xB5, 0x2F, 0xFD, 0x20, data.len() as u8];
+    let header = 1u32 | ((data.len() as u32) << 3);
+    f.extend_from_slice(&header.to_le_bytes()[..3]);
+    f.extend_from_slice(data);
+    f
+}
+
+/// One zstd frame of `blocks` RLE blocks of 128 KiB of zeros each (4 bytes a block:
+/// a 128 KiB frame says 4 GiB).
+fn zstd_zeros(blocks: usize) -> Vec<u8> {
+    // No content size; window 128 KiB (exponent 7).
+    let mut f = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, 7 << 3];
+    for i in 0..blocks {
+        let last = u32::from(i + 1 == blocks);
+        let header = last | (1 << 1) | ((128 * 1024) << 3);
+        f.extend_from_slice(&header.to_le_bytes()[..3]);
+        f.push(0);
+    }
+    f
+}
+
+/// vlen-utf8 bytes: a count, then each length and its bytes.
+fn vlen(count: u32, items: &[(u32, &[u8])]) -> Vec<u8> {
+    let mut b = count.to_le_bytes().to_vec();
+    for (len, bytes) in items {
+        b.extend_from_slice(&len.to_le_bytes());
+        b.extend_from_slice(bytes);
+    }
+    b
+}
+
+/// Rewrites a shard file of `sample_id` (4 samples, 2 inner chunks of 2) with these
+/// stored chunks.
+fn write_sample_id(s: &Path, chunk0: Vec<u8>) {
+    let good = with_crc(zstd_raw(&vlen(2, &[(1, b"c"), (1, b"d")])));
+    std::fs::write(s.join("sample_id/c/0"), shard(&[Some(chunk0), Some(good)])).unwrap();
+}
+
+fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+fn copy(from: &Path, to: &Path) {
+    sh_ok(&format!(
+        "rm -rf {1} && cp -r {0} {1}",
+        from.display(),
+        to.display()
+    ));
+}
+
+/// Item 7: a blosc frame whose block size c-blosc refuses (0, or 2^31 - 1 on a
+/// chunk of 16 bytes) is refused by svar2's own reader too, memcpyed frames included.
+#[test]
+fn blosc_block_sizes_c_blosc_refuses_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let f = dir.path().join("f");
+    for bs in [0i32, i32::MAX] {
+        copy(&s, &f);
+        // call_DP: [variants, samples] int32, inner chunks of 2x2 (16 bytes: stored
+        // as is, "memcpyed"), 4 per shard.
+        let path = f.join("call_DP/c/0/0");
+        let mut chunks = chunks_of(&std::fs::read(&path).unwrap(), 4);
+        let c = chunks[0].as_mut().expect("chunk 0 stored");
+        let mut frame = c[..c.len() - 4].to_vec();
+        assert_eq!(frame[2] & 0x02, 0x02, "a memcpyed frame");
+        frame[8..12].copy_from_slice(&bs.to_le_bytes());
+        *c = with_crc(frame);
+        std::fs::write(&path, shard(&chunks)).unwrap();
+        let fs = f.display();
+        let says = format!("block size {bs}");
+        damaged(&f, &["DAMAGED call_DP/c/0/0", &says]);
+        fails(&format!("view {fs}"), None, &["call_DP", &says]);
+    }
+}
+
+/// Item 8: a string chunk whose first length says 4 GB: an error naming the chunk,
+/// not a panic in zarrs (exit 101) or an abort (134).
+#[test]
+fn a_4gb_string_length_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let f = dir.path().join("f");
+    copy(&s, &f);
+    let bad = vlen(2, &[(0xFFFF_FFF0, b"ab")]);
+    write_sample_id(&f, with_crc(zstd_raw(&bad)));
+    let fs = f.display();
+    damaged(&f, &["sample_id", "string chunk"]);
+    for cmd in ["view", "query -l"] {
+        fails(&format!("{cmd} {fs}"), None, &["sample_id", "string chunk"]);
+    }
+    let out = dir.path().join("out");
+    fails(
+        &format!("rechunk -q {fs} {}", out.display()),
+        None,
+        &["sample_id"],
+    );
+}
+
+/// Item 13: a 128 KiB `sample_id` chunk of zstd RLE blocks that says 4 GiB of zeros is
+/// refused after decoding a few bytes: `query -l` under 1 GiB of address space.
+#[test]
+fn a_zstd_bomb_in_names_is_refused_without_decoding_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let f = dir.path().join("f");
+    copy(&s, &f);
+    write_sample_id(&f, with_crc(zstd_zeros(32 * 1024)));
+    let fs = f.display();
+    fails(
+        &format!("query -l {fs}"),
+        Some(1 << 20),
+        &["sample_id", "says 0 elements"],
+    );
+}
+
+/// Item 9: shapes beyond the data that exists are refused when the store is opened,
+/// before anything is sized from them or loops over their chunk grid.
+#[test]
+fn shapes_beyond_the_stored_data_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let f = dir.path().join("f");
+    let fs = f.display();
+    let out = dir.path().join("out");
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit, &str); 5] = [
+        (
+            "sample_id",
+            |v| v["shape"][0] = (1u64 << 40).into(),
+            "sample_id says",
+        ),
+        (
+            "contig_id",
+            |v| v["shape"][0] = (1u64 << 50).into(),
+            "contig_id says",
+        ),
+        (
+            "variant_position",
+            |v| v["shape"][0] = (1u64 << 62).into(),
+            "variant_position says",
+        ),
+        (
+            "call_genotype",
+            |v| v["shape"][1] = (1u64 << 40).into(),
+            "call_genotype has 1099511627776 samples",
+        ),
+        (
+            "call_genotype",
+            |v| {
+                v["shape"][2] = (1u64 << 30).into();
+                v["chunk_grid"]["configuration"]["chunk_shape"][2] = (1u64 << 30).into();
+                v["codecs"][0]["configuration"]["chunk_shape"][2] = (1u64 << 30).into();
+            },
+            "more than a chunk may hold",
+        ),
+    ];
+    for (array, edit, says) in cases {
+        copy(&s, &f);
+        edit_json(&f.join(array).join("zarr.json"), edit);
+        for cmd in ["verify", "view", "query -l", "inspect"] {
+            if cmd == "inspect" && !says.contains("chunk") {
+                continue; // inspect shows lengths; it sizes nothing by them
+            }
+            fails(&format!("{cmd} {fs}"), Some(4 << 20), &[says]);
+        }
+        fails(
+            &format!("rechunk --dry-run {fs} {}", out.display()),
+            Some(4 << 20),
+            &[says],
+        );
+    }
+}
+
+/// Item 11: a FIFO in place of a shard is an error naming it, for every reader and
+/// the digest — not a reader blocked forever, nor a file the digest skips.
+#[test]
+fn a_fifo_in_place_of_a_shard_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let f = dir.path().join("f");
+    copy(&s, &f);
+    for shard in ["call_DP/c/0/0", "sample_id/c/0"] {
+        let p = f.join(shard);
+        std::fs::remove_file(&p).unwrap();
+        sh_ok(&format!("mkfifo {}", p.display()));
+        let fs = f.display();
+        for cmd in ["verify", "view", "query -l", "digest", "inspect"] {
+            fails(&format!("{cmd} {fs}"), None, &[shard, "a FIFO"]);
+        }
+        std::fs::remove_file(&p).unwrap();
+        std::fs::copy(s.join(shard), &p).unwrap();
+    }
+    assert_eq!(
+        sh_ok(&format!(
+            "{} digest {}",
+            env!("CARGO_BIN_EXE_svar2"),
+            f.display()
+        )),
+        sh_ok(&format!(
+            "{} digest {}",
+            env!("CARGO_BIN_EXE_svar2"),
+            s.display()
+        ))
+    );
+}
+
+/// Item 18: a `shape` that is not whole numbers is reported as such (it was "no
+/// dimension names").
+#[test]
+fn a_non_integer_shape_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let f = dir.path().join("f");
+    copy(&s, &f);
+    edit_json(&f.join("call_DP/zarr.json"), |v| v["shape"][0] = 1.5.into());
+    let fs = f.display();
+    for cmd in ["view", "verify", "inspect"] {
+        fails(
+            &format!("{cmd} {fs}"),
+            None,
+            &[
+                "call_DP/zarr.json",
+                "`shape` is [1.5,4]: not a list of whole numbers",
+            ],
+        );
+    }
+}
