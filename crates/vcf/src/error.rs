@@ -29,7 +29,7 @@ pub enum Error {
 /// How a user opts in to converting what a cut-short input holds.
 pub const OPT_IN: &str = "--allow-truncated (Python: allow_truncated=True)";
 
-/// The message for an input cut short (`crate::truncation` finds them); `records`:
+/// The message for an input cut short (the truncation module finds them); `records`:
 /// how many were read before its end (`None`: found before reading any).
 fn truncated_message(path: &std::path::Path, records: Option<u64>) -> String {
     // (`-` is standard input, as `inputs::is_stdin` says.)
