@@ -218,6 +218,23 @@ fn max_rss_kib(stderr: &str) -> u64 {
         .expect("/usr/bin/time -v output")
 }
 
+/// `svar2 ARGS INPUT OUT` under `/usr/bin/time -v`: whether it succeeded, its stderr
+/// (time's report included) and its peak RSS in bytes.
+fn run_timed(args: &[&str], input: &Path, out: &Path) -> (bool, String, u64) {
+    let o = Command::new("/usr/bin/time")
+        .arg("-v")
+        .arg(env!("CARGO_BIN_EXE_svar2"))
+        .args(args)
+        .arg(input)
+        .arg(out)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let rss = max_rss_kib(&err) << 10;
+    (o.status.success(), err, rss)
+}
+
 #[test]
 fn a_record_larger_than_the_budget_allows_is_refused() {
     let test = "a_record_larger_than_the_budget_allows_is_refused";
@@ -253,28 +270,18 @@ fn a_record_larger_than_the_budget_allows_is_refused() {
             // The same record as plain text (read by htslib's line reader).
             sh_ok(&format!("bgzip -dc {} > {}", gz.display(), vcf.display()));
         }
-        let out = Command::new("/usr/bin/time")
-            .arg("-v")
-            .arg(env!("CARGO_BIN_EXE_svar2"))
-            .args(["convert", "-q", "--max-mem", "64MiB", "--threads", "2"])
-            .arg(input)
-            .arg(dir.path().join("o.zarr"))
-            .stdout(Stdio::null())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !out.status.success(),
-            "{}: converted:\n{err}",
-            input.display()
+        let (ok, err, rss) = run_timed(
+            &["convert", "-q", "--max-mem", "64MiB", "--threads", "2"],
+            input,
+            &dir.path().join("o.zarr"),
         );
+        assert!(!ok, "{}: converted:\n{err}", input.display());
         assert!(
             err.contains(&format!("{}: record 2 (", input.display()))
                 && err.contains("raise --max-mem"),
             "{}: {err}",
             input.display()
         );
-        let rss = max_rss_kib(&err) << 10;
         eprintln!("{}: peak RSS {} MiB", input.display(), rss >> 20);
         if input == &gz {
             // Inflated by svar2's own reader: refused before the line is held whole.
@@ -530,22 +537,16 @@ fn a_header_of_more_samples_than_the_budget_holds_is_refused_before_it_is_parsed
         writeln!(f).unwrap();
     }
     for cmd in ["convert", "plan"] {
-        let out = Command::new("/usr/bin/time")
-            .arg("-v")
-            .arg(env!("CARGO_BIN_EXE_svar2"))
-            .args([cmd, "-q", "--max-mem", "64MiB"])
-            .arg(&vcf)
-            .arg(dir.path().join("o.zarr"))
-            .stdout(Stdio::null())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{cmd}: {err}");
+        let (ok, err, rss) = run_timed(
+            &[cmd, "-q", "--max-mem", "64MiB"],
+            &vcf,
+            &dir.path().join("o.zarr"),
+        );
+        assert!(!ok, "{cmd}: {err}");
         assert!(
             err.contains("1000000 samples") && err.contains("raise --max-mem"),
             "{cmd}: {err}"
         );
-        let rss = max_rss_kib(&err) << 10;
         eprintln!("{cmd}: peak RSS {} MiB", rss >> 20);
         assert!(
             rss < 64 << 20,
@@ -579,22 +580,16 @@ fn a_record_of_more_alleles_than_the_budget_holds_is_refused() {
         }
         writeln!(f, "\t.\t.\t.").unwrap();
     }
-    let out = Command::new("/usr/bin/time")
-        .arg("-v")
-        .arg(env!("CARGO_BIN_EXE_svar2"))
-        .args(["convert", "-q", "--max-mem", "128MiB"])
-        .arg(&vcf)
-        .arg(dir.path().join("o.zarr"))
-        .stdout(Stdio::null())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    let (ok, err, rss) = run_timed(
+        &["convert", "-q", "--max-mem", "128MiB"],
+        &vcf,
+        &dir.path().join("o.zarr"),
+    );
+    assert!(!ok, "{err}");
     assert!(
         err.contains("record 2 (chr1:2)") && err.contains("10000000 ALT alleles"),
         "{err}"
     );
-    let rss = max_rss_kib(&err) << 10;
     eprintln!("peak RSS {} MiB", rss >> 20);
     assert!(
         rss < 128 << 20,
