@@ -82,6 +82,9 @@ pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
     };
     let (inputs, output) = split_paths(a.paths, a.inputs.as_deref(), true)?;
     let output = output.expect("convert names its output");
+    if let Some(list) = &a.inputs {
+        svar2_store::replace::refuse_overlap(list, &output, "inputs list")?;
+    }
     let s = svar2_convert::convert_inputs(&inputs, &output, &opts)?;
     if !quiet {
         eprintln!(

@@ -165,6 +165,61 @@ fn outputs_never_overwrite_inputs() {
     assert!(!Path::new("/dev/stdout.csi").exists());
 }
 
+/// What a hostile pass found after the first rule: paths through `..`, names that
+/// only look like a store's, an inputs list inside the output, a hard link into the
+/// store being read. Each refused, nothing deleted or overwritten.
+#[test]
+fn look_alikes_and_aliases_are_refused() {
+    let dir = test_dir();
+    let d = dir.path();
+    let input = data("all_fields.vcf");
+    let store = d.join("s.zarr");
+    convert(&input, &store, &[]);
+    let before = digest(&store);
+    // `s.zarr/variant_id/..` names the store only while variant_id exists.
+    let dotdot = store.join("variant_id/..");
+    let r = run_convert(&input, &dotdot, &["--force"]);
+    assert!(!r.status.success());
+    assert!(String::from_utf8_lossy(&r.stderr).contains("`..`"));
+    assert_eq!(digest(&store), before);
+    // A file named like a chunk key at a group's root; a folder without metadata.
+    for extra in ["0", "mine/zarr.json"] {
+        let p = store.join(extra);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, "my notes").unwrap();
+        let r = run_convert(&input, &store, &["--force"]);
+        assert!(!r.status.success(), "{extra} deleted");
+        assert!(p.exists());
+        std::fs::remove_file(&p).unwrap();
+    }
+    std::fs::remove_dir(store.join("mine")).unwrap();
+    // An inputs list inside the output.
+    let list = store.join("sample_id/c/3");
+    std::fs::write(&list, format!("{}\n", input.display())).unwrap();
+    let r = svar2()
+        .args(["convert", "-q", "--force", "--inputs"])
+        .arg(&list)
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(!r.status.success());
+    assert!(list.exists());
+    std::fs::remove_file(&list).unwrap();
+    assert_eq!(digest(&store), before);
+    // `view -o` to a hard link of one of the store's files.
+    let hl = d.join("hl");
+    std::fs::hard_link(store.join("sample_id/c/0"), &hl).unwrap();
+    let o = svar2()
+        .args(["view", "-o"])
+        .arg(&hl)
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("overlaps the store being read"));
+    assert_eq!(digest(&store), before);
+}
+
 /// `link/` names the link, not the folder it points to: refused even with --force.
 #[test]
 fn a_link_with_a_trailing_slash_is_still_a_link() {

@@ -599,7 +599,7 @@ impl AnyGroup {
             {
                 return Err(bad(
                     "no dimension names (`dimension_names`, or `_ARRAY_DIMENSIONS` in Zarr v2): \
-                     rechunk places arrays by them"
+                     svar2 finds the variants and samples axes by them"
                         .into(),
                 ));
             }

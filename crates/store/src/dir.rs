@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use crate::replace::IN_PROGRESS;
-use crate::replace::{classify, refuse, without_trailing_slash, Existing};
+use crate::replace::{classify, output_path, refuse, Existing};
 
 /// A store being written.
 pub struct StoreDir {
@@ -124,7 +124,7 @@ pub fn check_output(root: &Path, force: bool) -> Result<()> {
         let bucket = Bucket::open(root)?;
         return refuse(root, &classify_bucket(&bucket)?, force);
     }
-    let root = &without_trailing_slash(root);
+    let root = &output_path(root)?;
     if fs::symlink_metadata(root).is_err() {
         return Ok(());
     }
@@ -165,7 +165,7 @@ impl StoreDir {
         if crate::bucket::is_bucket_url(root) {
             return Self::create_in_bucket(root, force);
         }
-        let root = &without_trailing_slash(root);
+        let root = &output_path(root)?;
         if fs::symlink_metadata(root).is_ok() {
             refuse(root, &classify(root)?, force)?;
         }
@@ -219,7 +219,7 @@ impl StoreDir {
                 msg: "internal: a bucket output is joined with join_bucket".into(),
             });
         }
-        let root = &without_trailing_slash(root);
+        let root = &output_path(root)?;
         let marker_text = job_marker(job);
         if fs::symlink_metadata(root).is_err() {
             fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;

@@ -321,7 +321,8 @@ fn check_dims(path: &Path, meta: &Value, fields: &[&str]) -> Result<()> {
             return Err(Error::NotStore {
                 path: path.to_path_buf(),
                 msg: format!(
-                    "`{}` is {what}: not a list of whole numbers (the array's metadata is                      damaged; restore it or convert again)",
+                    "`{}` is {what}: not a list of whole numbers (the array's metadata is \
+                     damaged; restore it or convert again)",
                     f.trim_start_matches('/')
                 ),
             });

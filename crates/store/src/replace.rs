@@ -74,8 +74,7 @@ const METADATA: [&str; 5] = ["zarr.json", ".zgroup", ".zarray", ".zattrs", ".zme
 /// written aside, a shard being re-laid out or assembled from parts, the in-progress
 /// marker, partitions' work).
 fn is_svar2_temporary(name: &str) -> bool {
-    name.starts_with(".svar2-")
-        || name.starts_with(".relay.")
+    name.starts_with(".relay.")
         || name.ends_with(".json.tmp")
         || name
             .strip_suffix(".part")
@@ -104,7 +103,12 @@ fn is_chunk_tree(t: &Tree) -> bool {
 /// The first entry under the node `t` (at `at`, `""` for the root) that is not a store
 /// entry, if any. `interrupted`: a conversion cut short, whose arrays may not have
 /// their metadata yet.
-fn first_foreign(t: &Tree, at: &str, interrupted: bool) -> Option<String> {
+fn first_foreign(
+    t: &Tree,
+    at: &str,
+    interrupted: bool,
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Option<String> {
     let path = |n: &str| {
         if at.is_empty() {
             n.to_string()
@@ -112,10 +116,34 @@ fn first_foreign(t: &Tree, at: &str, interrupted: bool) -> Option<String> {
             format!("{at}/{n}")
         }
     };
-    let is_array = t.has_file("zarr.json") || t.has_file(".zarray") || interrupted;
+    // Every metadata document is JSON (a finished store's; an interrupted one may
+    // hold one cut short), and says whether this node is an array.
+    let mut is_array = false;
+    let mut is_node = false;
+    for m in METADATA.iter().filter(|m| t.has_file(m)) {
+        let doc: Option<serde_json::Value> = read(&path(m))
+            .as_deref()
+            .and_then(|b| serde_json::from_slice(b).ok());
+        match doc {
+            Some(v) if v.is_object() => {
+                is_node |= matches!(*m, "zarr.json" | ".zgroup" | ".zarray");
+                is_array |= *m == ".zarray"
+                    || (*m == "zarr.json"
+                        && v.get("node_type").and_then(serde_json::Value::as_str) == Some("array"));
+            }
+            _ if interrupted => {}
+            _ => return Some(path(m)),
+        }
+    }
+    if !at.is_empty() && !is_node && !interrupted {
+        // A folder below a finished store is an array or group, with its metadata.
+        return Some(t.names().first().map_or(at.to_string(), |n| path(n)));
+    }
+    let is_array = is_array || interrupted;
     for f in &t.files {
         let ok = METADATA.contains(&f.as_str())
             || is_svar2_temporary(f)
+            || (at.is_empty() && f.starts_with(".svar2-"))
             || (is_array && is_chunk_file(f));
         if !ok {
             return Some(path(f));
@@ -129,7 +157,7 @@ fn first_foreign(t: &Tree, at: &str, interrupted: bool) -> Option<String> {
         if chunks && is_chunk_tree(d) {
             continue;
         }
-        if let Some(bad) = first_foreign(d, &path(name), interrupted) {
+        if let Some(bad) = first_foreign(d, &path(name), interrupted, read) {
             return Some(bad);
         }
     }
@@ -197,7 +225,7 @@ fn classify_tree(t: &Tree, read: &dyn Fn(&str) -> Option<Vec<u8>>) -> Existing {
             return Existing::Foreign(format!("is not a Zarr store: {why}"));
         }
     }
-    if let Some(bad) = first_foreign(t, "", interrupted) {
+    if let Some(bad) = first_foreign(t, "", interrupted, read) {
         return Existing::Foreign(format!(
             "holds `{bad}`, which is not part of a Zarr store{}",
             if interrupted {
@@ -326,11 +354,60 @@ pub fn without_trailing_slash(path: &Path) -> std::path::PathBuf {
     std::path::PathBuf::from(os)
 }
 
+/// A local output path as svar2 takes it: trailing slashes dropped (see
+/// [`without_trailing_slash`]), and one through `..` refused — `out.zarr/array/..`
+/// names the store only while `array` exists, which replacing the store removes.
+pub fn output_path(path: &Path) -> Result<std::path::PathBuf> {
+    if path
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+    {
+        return Err(Error::NotStore {
+            path: path.into(),
+            msg: "an output path through `..`: give it without `..` (e.g. its absolute path)"
+                .into(),
+        });
+    }
+    Ok(without_trailing_slash(path))
+}
+
+/// Whether the existing file `written` is a hard link to a file under `read` (a
+/// write to it would change that file whatever its name).
+fn hard_link_into(read: &Path, written: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(w) = fs::metadata(written) else {
+        return false;
+    };
+    if !w.is_file() || w.nlink() < 2 {
+        return false;
+    }
+    let same = |m: &fs::Metadata| m.dev() == w.dev() && m.ino() == w.ino();
+    if fs::metadata(read).is_ok_and(|m| m.is_file()) {
+        return fs::metadata(read).is_ok_and(|m| same(&m));
+    }
+    let mut stack = vec![read.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else if same(&m) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// Refuses writing `written` where it would overwrite or delete what `read` names (a
-/// store or an input file): one inside the other, or the same path.
+/// store or an input file): one inside the other, the same path, or a hard link to a
+/// file of it.
 pub fn refuse_overlap(read: &Path, written: &Path, what_read: &str) -> Result<()> {
     let (r, w) = (canonical(read), canonical(written));
-    if w.starts_with(&r) || r.starts_with(&w) {
+    if w.starts_with(&r) || r.starts_with(&w) || hard_link_into(&r, &w) {
         return Err(Error::NotStore {
             path: written.into(),
             msg: format!(
@@ -378,6 +455,7 @@ mod tests {
     }
 
     const ROOT: &str = r#"{"zarr_format": 3, "node_type": "group"}"#;
+    const ARRAY: &str = r#"{"zarr_format": 3, "node_type": "array"}"#;
 
     #[test]
     fn only_stores_are_stores() {
@@ -389,13 +467,35 @@ mod tests {
             "sample_id/zarr.json",
             "sample_id/c/0",
         ];
-        assert_eq!(keys(&store, &[("zarr.json", ROOT)]), Existing::Store);
+        let docs = [
+            ("zarr.json", ROOT),
+            ("call_genotype/zarr.json", ARRAY),
+            ("sample_id/zarr.json", ARRAY),
+        ];
+        assert_eq!(keys(&store, &docs), Existing::Store);
         // A user's file anywhere, metadata that is not Zarr's, chunks of no array.
         let mut with_thesis = store.to_vec();
         with_thesis.push("call_genotype/thesis.txt");
         assert!(
-            matches!(keys(&with_thesis, &[("zarr.json", ROOT)]), Existing::Foreign(m) if m.contains("call_genotype/thesis.txt"))
+            matches!(keys(&with_thesis, &docs), Existing::Foreign(m) if m.contains("call_genotype/thesis.txt"))
         );
+        // Names that only look like a store's: a chunk key at a group's root, a folder
+        // without metadata or with a zarr.json that is not JSON, svar2's marker in an
+        // array's folder.
+        for extra in [
+            "0",
+            "c/0",
+            "mine/0",
+            "mine/zarr.json",
+            "sample_id/.svar2-in-progress",
+        ] {
+            let mut ks = store.to_vec();
+            ks.push(extra);
+            assert!(
+                matches!(keys(&ks, &docs), Existing::Foreign(_)),
+                "{extra} is a store entry"
+            );
+        }
         assert!(matches!(
             keys(&["zarr.json", "thesis.txt"], &[("zarr.json", "not json")]),
             Existing::Foreign(m) if m.contains("not JSON")
@@ -410,8 +510,8 @@ mod tests {
         ));
         assert!(matches!(
             keys(
-                &["zarr.json", "x/c/0/a"],
-                &[("zarr.json", ROOT), ("x/zarr.json", ROOT)]
+                &["zarr.json", "x/zarr.json", "x/c/0/a"],
+                &[("zarr.json", ROOT), ("x/zarr.json", ARRAY)]
             ),
             Existing::Foreign(_)
         ));
@@ -423,10 +523,20 @@ mod tests {
             "call_genotype/.zarray",
             "call_genotype/0.0.0",
         ];
-        assert_eq!(
-            keys(&v2, &[(".zgroup", r#"{"zarr_format": 2}"#)]),
-            Existing::Store
-        );
+        let v2_docs = [
+            (".zgroup", r#"{"zarr_format": 2}"#),
+            (".zattrs", "{}"),
+            (".zmetadata", "{}"),
+            ("call_genotype/.zarray", r#"{"zarr_format": 2}"#),
+        ];
+        assert_eq!(keys(&v2, &v2_docs), Existing::Store);
+        assert!(matches!(
+            keys(
+                &v2,
+                &[(".zgroup", r#"{"zarr_format": 2}"#), (".zattrs", "garbage")]
+            ),
+            Existing::Foreign(_)
+        ));
         // An interrupted svar2 conversion: only with svar2's own marker.
         let partial = [
             IN_PROGRESS,

@@ -332,7 +332,8 @@ fn check_output_file(store: &Store, o: &ViewOptions) -> Result<()> {
         };
         if !regular {
             return Err(Error::Usage(
-                "--write-index needs -o naming a regular file (the index is written beside                  it as FILE.csi); standard output, a pipe or a device has no place for one"
+                "--write-index needs -o naming a regular file (the index is written beside \
+                 it as FILE.csi); standard output, a pipe or a device has no place for one"
                     .into(),
             ));
         }
