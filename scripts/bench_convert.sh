@@ -95,7 +95,7 @@ for input in "${inputs[@]}"; do
 import json, sys
 r = json.load(sys.stdin)
 p, pr = r["plan"], r.get("probe") or {}
-print("cc=%s w=%s (%s; probe ratio t_read/t_exec = %s)" % (p["cc"], p["w"], p["readers_from"], pr.get("raw_w", "-")))')"
+print("cc=%s w=%s window=%s (%s; read share %.2f)" % (p["cc"], p["w"], p["window"], p["readers_from"], p["read_share"]))')"
   echo "svar2 geometry: 1000x1000 inner chunks, as vcf2zarr's default here"
   echo
   # svar2's wall: the median of its --threads 2 runs (1, or 3 with a baseline); a

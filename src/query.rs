@@ -21,6 +21,10 @@ pub struct Args {
     print_header: bool,
     #[command(flatten)]
     selection: crate::flags::SelectionArgs,
+    /// Threads reading, decoding and formatting records (default: every usable core,
+    /// cgroup quota and affinity applied).
+    #[arg(long, value_parser = crate::flags::threads_arg)]
+    threads: Option<usize>,
 }
 
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -40,7 +44,9 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         crate::output::out(&text);
         return Ok(());
     }
-    let threads = svar2_planner::host::Host::system().cores().usable;
+    let threads = a
+        .threads
+        .unwrap_or_else(|| svar2_planner::host::Host::system().cores().usable);
     let reader = svar2_reader::Reader::new(threads, 4)?;
     let o = svar2_view::QueryOptions {
         format: a.format.expect("clap requires -f without -l"),

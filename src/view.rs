@@ -38,15 +38,17 @@ pub struct Args {
     /// they are recomputed for the samples printed, as bcftools does).
     #[arg(short = 'I', long = "no-update")]
     no_update: bool,
-    /// Threads compressing -Oz/-Ob output (default: every usable core; reading and
-    /// formatting use them too, in turns).
-    #[arg(long)]
+    /// Threads reading, decoding and formatting records, and compressing -Oz/-Ob
+    /// output (default: every usable core, cgroup quota and affinity applied).
+    #[arg(long, value_parser = crate::flags::threads_arg)]
     threads: Option<usize>,
 }
 
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let store = svar2_reader::Store::open_with(&a.store, svar2_reader::store::Access::Stream)?;
-    let threads = svar2_planner::host::Host::system().cores().usable;
+    let threads = a
+        .threads
+        .unwrap_or_else(|| svar2_planner::host::Host::system().cores().usable);
     let reader = svar2_reader::Reader::new(threads, 4)?;
     let selection = a.selection.resolve(&store)?;
     let kind = a.output_type.unwrap_or_else(|| {
@@ -73,7 +75,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         output: a.output,
         kind,
         write_index: a.write_index,
-        threads: a.threads.unwrap_or(threads),
+        threads,
         update_info: !a.no_update,
     };
     match svar2_view::view(&store, &reader, &o) {

@@ -144,17 +144,17 @@ fn readers_and_threads_do_not_move_bytes() {
     assert!(long.trim().parse::<u32>().unwrap() > 100, "long alleles");
 
     // (readers per contig, threads, contig order): threads buy concurrent contigs
-    // (cc = threads / (1 + readers)); `reverse` makes every straddling chunk arrive
-    // in parts, later part first.
+    // (cc = threads x read share / readers, the share 1/2 without the probe);
+    // `reverse` makes every straddling chunk arrive in parts, later part first.
     let settings = [
         ("1", "1", "planned"),
-        ("2", "2", "planned"),
+        ("2", "8", "planned"),
         ("3", "1", "planned"),
         ("5", "2", "file"),
         ("1", "4", "planned"),
         ("1", "8", "reverse"),
         ("1", "12", "planned"),
-        ("2", "6", "reverse"),
+        ("2", "12", "reverse"),
     ];
     let geometry = ["--variants-chunk", "256", "--variants-shard", "1024"];
     let mut ccs = Vec::new();

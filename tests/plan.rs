@@ -299,3 +299,28 @@ fn measured_peak_rss_stays_under_max_mem() {
         }
     }
 }
+
+/// A good BCF index prints no htslib error under `-v`: the index is opened as the
+/// plain CSI a BCF has, never tried as tabix first (which htslib reports as an
+/// "Invalid index header").
+#[test]
+fn a_good_bcf_index_prints_no_htslib_error() {
+    if !tools("a_good_bcf_index_prints_no_htslib_error", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let bcf = dir.path().join("in.bcf");
+    sh_ok(&format!(
+        "bcftools view --no-version -Ob -o {0} {1} && bcftools index -f {0}",
+        bcf.display(),
+        data("all_fields.vcf").display()
+    ));
+    let out = svar2().args(["plan", "-v"]).arg(&bcf).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("[E::"), "an htslib error for a good index:\n{err}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("CSI index"),
+        "the index counted the records"
+    );
+}

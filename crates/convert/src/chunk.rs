@@ -565,6 +565,7 @@ fn yield_to_readers() {}
 pub(crate) fn encoder_pool(threads: usize) -> Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
+        .thread_name(|i| format!("encode-{i}"))
         .start_handler(|_| yield_to_readers())
         .build()
         .map_err(|e| Error::Usage(format!("cannot start {threads} threads: {e}")))

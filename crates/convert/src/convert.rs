@@ -7,6 +7,7 @@
 
 use crate::arrays::{ArraySet, Geometry};
 use crate::error::{Error, Result};
+use crate::pipeline::drain;
 use crate::planning::{make_plan_inputs, plan_reader, PlanReport, PlanRequest};
 use crate::writer::{Limits, Writer};
 use std::path::Path;
@@ -174,45 +175,6 @@ pub(crate) fn open_call_set(
         .map(|&i| slots[i].take().expect("each input once"))
         .collect();
     Ok((report, files, merged))
-}
-
-/// Feeds the readers' batches through the stitcher (when reading in pieces) to the
-/// writer, and hands a chunk the stitcher completes only in part — one this
-/// partition shares with another — to `shared`. Ends with the writer holding every
-/// record, or the first error.
-pub(crate) fn drain(
-    rx: crossbeam_channel::Receiver<svar2_vcf::Result<Batch>>,
-    mut stitcher: Option<&mut svar2_vcf::pieces::Stitcher>,
-    w: &mut Writer,
-    recycle: &crossbeam_channel::Sender<Batch>,
-    pb: &indicatif::ProgressBar,
-    mut shared: impl FnMut(Batch) -> Result<()>,
-) -> Result<()> {
-    for batch in rx.iter() {
-        let batch = batch?;
-        let n = batch.len() as u64;
-        pb.inc(n);
-        let batch = match stitcher.as_deref_mut() {
-            None => batch,
-            Some(s) => match s.push(batch) {
-                Some(whole) if s.is_shared(&whole) => {
-                    shared(whole)?;
-                    continue;
-                }
-                Some(whole) => whole,
-                None => continue,
-            },
-        };
-        let batch = w.add_batch(batch)?;
-        let _ = recycle.try_send(batch);
-    }
-    match stitcher {
-        Some(s) if s.pending() > 0 => Err(Error::Usage(format!(
-            "{} inner chunks were left incomplete; the input changed while it was read",
-            s.pending()
-        ))),
-        _ => Ok(()),
-    }
 }
 
 /// How the records are read: through the index in pieces (contigs at once, sub-contig
@@ -417,30 +379,34 @@ fn run_pipeline(
         }
         Reading::Stream { .. } => None,
     };
+    let window = report.plan.window as usize;
     let result = std::thread::scope(|scope| {
+        let spawn = |name: &str| std::thread::Builder::new().name(name.into());
+        let failed = |e: std::io::Error| Error::Usage(format!("cannot start a thread: {e}"));
         match &reading {
             Reading::Pieces { pieces, order } => {
                 let runs = svar2_vcf::pieces::contig_runs(pieces, &counts, order.as_deref());
                 tracing::info!(
-                    cc,
-                    readers_per_contig = readers,
-                    pieces = pieces.len(),
-                    order = ?options.contig_order,
-                    "reading through the index"
+                    "reading through the index: {cc} contig(s) at once, {readers} reader(s) \
+                     each, {} pieces, {:?} order",
+                    pieces.len(),
+                    options.contig_order
                 );
                 let paths = &paths;
-                scope.spawn(move || {
-                    svar2_vcf::pieces::read_in_pieces(
-                        paths,
-                        schema,
-                        &set.record,
-                        pieces,
-                        &runs,
-                        (cc, readers),
-                        variants_chunk,
-                        &tx,
-                    );
-                });
+                spawn("pieces")
+                    .spawn_scoped(scope, move || {
+                        svar2_vcf::pieces::read_in_pieces(
+                            paths,
+                            schema,
+                            &set.record,
+                            pieces,
+                            &runs,
+                            (cc, readers),
+                            variants_chunk,
+                            &tx,
+                        );
+                    })
+                    .map_err(failed)?;
                 drop(files);
             }
             &Reading::Stream { single } => {
@@ -451,24 +417,40 @@ fn run_pipeline(
                         .collect::<svar2_vcf::Result<Vec<_>>>()?,
                     false => files,
                 };
-                scope.spawn(move || {
-                    read_stream(files, single, schema, set, variants_chunk, &tx, &recycle_rx)
-                });
+                spawn("reader")
+                    .spawn_scoped(scope, move || {
+                        read_stream(files, single, schema, set, variants_chunk, &tx, &recycle_rx)
+                    })
+                    .map_err(failed)?;
             }
         }
-        pool.install(|| -> Result<()> {
-            // Owned here, so an error below hangs up on the readers instead of leaving
-            // them blocked on a send while the scope waits for them.
-            drain(rx, stitcher.as_mut(), writer, &recycle_tx, &pb, |b| {
-                Err(Error::Usage(format!(
-                    "{}: records {}.. were left out of their inner chunk; the input changed \
+        let (stitcher, pool, pb, recycle) = (&mut stitcher, &pool, &pb, &recycle_tx);
+        // Owned by the writer, so an error there hangs up on the readers instead of
+        // leaving them blocked on a send while the scope waits for them.
+        let write = move || -> Result<()> {
+            drain(
+                rx,
+                stitcher.as_mut(),
+                writer,
+                pool,
+                window,
+                recycle,
+                pb,
+                |b| {
+                    Err(Error::Usage(format!(
+                        "{}: records {}.. were left out of their inner chunk; the input changed \
                      while it was read",
-                    input.display(),
-                    b.first
-                )))
-            })?;
-            writer.finish()
-        })
+                        input.display(),
+                        b.first
+                    )))
+                },
+            )?;
+            pool.install(|| writer.finish())
+        };
+        let writer = spawn("writer").spawn_scoped(scope, write).map_err(failed)?;
+        writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     });
     pb.finish_and_clear();
     result

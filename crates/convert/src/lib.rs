@@ -8,6 +8,7 @@ pub mod chunk;
 pub mod convert;
 pub mod error;
 pub mod partition;
+mod pipeline;
 pub mod planning;
 pub mod probe;
 pub mod spill;

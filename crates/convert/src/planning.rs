@@ -350,17 +350,17 @@ fn replan_with_probe(
         samples_shard: plan.samples_shard,
         zstd_level,
     };
-    let p = crate::probe::run(input, schema, set, &piece, &geometry, plan_input.threads)?;
+    let p = crate::probe::run(input, schema, set, &piece, &geometry)?;
     tracing::info!(
-        "rate probe: {} records read in {:.1} ms, encoded in {:.1} ms: {} reader(s) per \
-         encoder",
+        "rate probe: {} records read in {:.1} ms, encoded in {:.1} ms by one thread: \
+         reading is {:.0} % of the work",
         p.records,
         p.t_read * 1e3,
         p.t_exec * 1e3,
-        p.raw_w
+        p.read_share * 100.0
     );
     let mut with_probe = plan_input.clone();
-    with_probe.probe = Some(p.raw_w);
+    with_probe.read_share = Some(p.read_share);
     let plan = svar2_planner::plan(&with_probe).map_err(plan_err)?;
     Ok((plan, Some(p)))
 }
@@ -431,7 +431,7 @@ fn plan_schema(
         max_amplification: request.max_amplification,
         requested: request.requested,
         readers: if one_stream { Some(1) } else { request.readers },
-        probe: None,
+        read_share: None,
         max_concurrent_contigs: if one_stream { 1 } else { EXECUTOR_MAX_CC },
         model: MEASURED,
     };
@@ -539,14 +539,16 @@ impl PlanReport {
             ),
             (svar2_planner::ReaderSource::User, _) => "from --readers".to_string(),
             (svar2_planner::ReaderSource::Probe, Some(pr)) => format!(
-                "from the rate probe: {} records read in {:.1} ms, encoded in {:.1} ms, ratio {}",
+                "from the rate probe: {} records read in {:.1} ms, encoded in {:.1} ms by one \
+                 thread: reading is {:.0} % of the work",
                 pr.records,
                 pr.t_read * 1e3,
                 pr.t_exec * 1e3,
-                pr.raw_w
+                pr.read_share * 100.0
             ),
             _ => format!(
-                "default: no rate probe ran ({})",
+                "reading taken as {:.0} % of the work: no rate probe ran ({})",
+                p.read_share * 100.0,
                 self.probe_skipped
                     .as_deref()
                     .unwrap_or("it found no piece to read")
@@ -554,8 +556,9 @@ impl PlanReport {
         };
         let _ = writeln!(
             s,
-            "concurrency    cc = {} contig(s) at once, w = {} reader(s) per contig ({readers})",
-            p.cc, p.w
+            "concurrency    cc = {} contig(s) at once, w = {} reader(s) per contig ({readers}); \
+             {} batches encoded at once by {} thread(s)",
+            p.cc, p.w, p.window, self.threads
         );
         let _ = writeln!(
             s,

@@ -1,7 +1,8 @@
-//! The rate probe: how many readers keep the
-//! encoder busy on *this* machine. One reader parses a bounded prefix of the largest
-//! contig; the encoder lays out and compresses those records as it will in the real
-//! run; `w = ⌈t_read / t_exec⌉`, clamped to [1, 16]. Nothing is written.
+//! The rate probe: what share of the work reading is on *this* machine, for this
+//! input. One reader parses a bounded prefix of the largest contig; one encoding
+//! thread lays out and compresses those records as the real run will; the read share
+//! `t_read / (t_read + t_exec)` tells the planner how many of the cores readers
+//! should take (the encoder pool takes the rest). Nothing is written.
 
 use crate::arrays::{ArraySet, Dims, Geometry, Stats};
 use crate::chunk::{chunk_tasks, encode_chunk};
@@ -20,10 +21,10 @@ pub struct Probe {
     pub records: u64,
     /// Seconds one reader took to parse them.
     pub t_read: f64,
-    /// Seconds the encoder took to lay out and compress them.
+    /// Seconds one encoding thread took to lay out and compress them.
     pub t_exec: f64,
-    /// ⌈t_read / t_exec⌉ before clamping.
-    pub raw_w: u32,
+    /// `t_read / (t_read + t_exec)`.
+    pub read_share: f64,
 }
 
 /// Runs the probe on `piece` (the start of the largest contig).
@@ -33,7 +34,6 @@ pub fn run(
     set: &ArraySet,
     piece: &Piece,
     geometry: &Geometry,
-    threads: usize,
 ) -> Result<Probe> {
     let n_samples = schema.samples.len();
     let rows = geometry.variants_chunk.clamp(1, 2048) as usize;
@@ -50,7 +50,7 @@ pub fn run(
             records: 0,
             t_read,
             t_exec: 0.0,
-            raw_w: 1,
+            read_share: svar2_planner::DEFAULT_READ_SHARE,
         });
     };
     let mut stats = Stats::new(set);
@@ -69,7 +69,8 @@ pub fn run(
         .zip(&layouts)
         .map(|(a, l)| InnerCodec::new(l.dtype, a.bitshuffle, geometry.zstd_level))
         .collect::<std::result::Result<_, _>>()?;
-    let pool = crate::chunk::encoder_pool(threads)?;
+    // One thread: the probe measures work, and the plan divides it among the cores.
+    let pool = crate::chunk::encoder_pool(1)?;
     // The probe's rows are the first `rows` records: lay them out on that grid.
     let geometry = Geometry {
         variants_chunk: rows as u64,
@@ -96,6 +97,6 @@ pub fn run(
         records: batch.len() as u64,
         t_read,
         t_exec,
-        raw_w: (t_read / t_exec).ceil().clamp(1.0, 1e6) as u32,
+        read_share: t_read / (t_read + t_exec),
     })
 }

@@ -18,6 +18,6 @@ pub mod size;
 mod plan;
 pub use geometry::Requested;
 pub use plan::{
-    plan, readers_that_fit, Plan, PlanError, PlanInput, ReaderSource, MAX_READERS,
-    PIECES_PER_READER,
+    plan, readers_that_fit, Plan, PlanError, PlanInput, ReaderSource, DEFAULT_READ_SHARE,
+    MAX_AUTO_READERS, MAX_READERS, PIECES_PER_READER,
 };

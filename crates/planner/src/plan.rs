@@ -48,9 +48,11 @@ pub struct PlanInput {
     pub patch: Option<Patch>,
     pub max_amplification: f64,
     pub requested: Requested,
-    /// `--readers N`, if given; else `probe`, if one ran.
+    /// `--readers N`, if given.
     pub readers: Option<u32>,
-    pub probe: Option<u32>,
+    /// The share of one record's CPU time its reading takes (the rest is encoding),
+    /// when the rate probe measured it.
+    pub read_share: Option<f64>,
     /// The most contigs the executor can convert at once.
     pub max_concurrent_contigs: usize,
     pub model: RssModel,
@@ -66,6 +68,12 @@ pub struct Plan {
     /// Readers per contig, and where that number came from.
     pub w: u32,
     pub readers_from: ReaderSource,
+    /// The read share the readers were sized by (measured, or [`DEFAULT_READ_SHARE`]).
+    pub read_share: f64,
+    /// Batches (inner-chunk rows) encoded at once on the encoder pool: enough to keep
+    /// every encoding thread busy whatever the arrays of one batch, fewer when the
+    /// memory budget says so.
+    pub window: u64,
     pub chunks: Chunks,
     pub variants_shard: u64,
     pub samples_shard: u64,
@@ -145,14 +153,25 @@ const PER_EXTRA_THREAD_BYTES: u64 = 6_500_000;
 /// with its own decompressor and record buffers.
 pub const MAX_READERS: u32 = 64;
 
-/// Sub-contig readers `cores` leave room for: a contig costs one core for its encoder
-/// plus one per reader. At 1 the rate probe cannot change the plan (and is skipped).
+/// Sub-contig readers `cores` leave room for: every reader but one core (the encoders
+/// need at least one). At 1 the rate probe cannot change the plan (and is skipped).
 pub fn readers_that_fit(cores: usize) -> u32 {
     (cores as u32).saturating_sub(1).max(1)
 }
 
-/// Builds the plan. Concurrency is charged by what each contig uses: one core for
-/// its encoder plus one per reader.
+/// The share of a record's CPU time its reading takes when the rate probe did not run:
+/// VCF text with GT only, where parsing and encoding cost about the same (measured on
+/// sim.vcf.gz with named threads: readers 48-55 % of all CPU).
+pub const DEFAULT_READ_SHARE: f64 = 0.5;
+
+/// Readers per contig chosen without `--readers`: past this, a contig's pieces get too
+/// short to be worth a reader of their own.
+pub const MAX_AUTO_READERS: u32 = 16;
+
+/// Builds the plan. Readers and encoders share the cores: the encoders are one pool
+/// serving every contig, and the readers take the cores their share of the work needs
+/// (`cores × read share`), spread over contigs so that the longest contig — read
+/// first, by `w` readers — is not the critical path.
 pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     let mut notes = Vec::new();
     let order = dispatch_order(&input.contigs);
@@ -169,37 +188,50 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     .max(1);
 
     let cores = input.cores.max(1);
-    let (w, readers_from) = match (input.readers, input.probe) {
-        (Some(n), _) => (n.max(1), ReaderSource::User),
-        (None, Some(n)) => {
-            if n > 16 {
-                notes.push(format!(
-                    "the rate probe asked for {n} readers, past the clamp of 16: a bad probe \
-                     (tiny prefix or a busy machine); using 16"
-                ));
-            }
-            let fit = readers_that_fit(cores);
-            let w = n.clamp(1, 16);
-            if w > fit {
-                notes.push(format!(
-                    "the rate probe asked for {w} readers; {cores} core(s) leave room for {fit}"
-                ));
-            }
-            (w.min(fit), ReaderSource::Probe)
-        }
-        (None, None) => (1, ReaderSource::Default),
+    let read_share = input
+        .read_share
+        .unwrap_or(DEFAULT_READ_SHARE)
+        .clamp(0.05, 0.95);
+    // Reader threads in all: their share of the cores.
+    let readers_total =
+        ((cores as f64 * read_share).round() as u32).clamp(1, readers_that_fit(cores));
+    // The longest contig's share of the records: its readers must keep up with the rest.
+    let longest = match (biggest, records) {
+        (Some(b), Some(n)) if n > 0 => b as f64 / n as f64,
+        _ => 1.0,
     };
-    let by_cores = (cores / (1 + w as usize)).max(1);
+    let (mut w, readers_from) = match input.readers {
+        Some(n) => (n.max(1), ReaderSource::User),
+        None => {
+            let spread = readers_total.div_ceil(with_data as u32);
+            let for_longest = (readers_total as f64 * longest).ceil() as u32;
+            let w = spread.max(for_longest).clamp(1, MAX_AUTO_READERS);
+            let from = match input.read_share {
+                Some(_) => ReaderSource::Probe,
+                None => ReaderSource::Default,
+            };
+            (w, from)
+        }
+    };
+    let by_cores = (readers_total / w).max(1) as usize;
     let mut cc = by_cores
         .min(with_data)
         .min(input.max_concurrent_contigs.max(1));
-    if cc > 1 && !all_counted {
-        // A contig's place on the variants axis is the sum of the counts before it.
+    if (cc > 1 || w > 1) && !all_counted {
+        // A contig's place on the variants axis is the sum of the counts before it,
+        // and a piece's is the sum of the pieces' before it.
         notes.push(
-            "no index record counts, so one contig at a time (index with `bcftools index`)".into(),
+            "no index record counts, so one contig at a time by one streaming reader \
+             (index with `bcftools index`)"
+                .into(),
         );
         cc = 1;
+        if readers_from != ReaderSource::User {
+            w = 1;
+        }
     }
+    // Enough batches in flight that every encoder has one and the next is queued.
+    let mut window = input.threads.max(1) as u64 + 1;
 
     let mut chunks = requested_chunks(
         input.patch,
@@ -217,7 +249,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     // One streaming reader keeps two chunk rows alive (one filling, one encoding: κ).
     // Piece readers each keep a batch of their own besides (κ: one filling, one
     // queued), no longer than a piece; concurrent contigs each have their readers.
-    let piece_rows = |vc: u64, cc: usize| -> u64 {
+    let piece_rows = |vc: u64, cc: usize, w: u32| -> u64 {
         if w == 1 && cc == 1 {
             return 0;
         }
@@ -227,7 +259,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     // Concurrent contigs finish out of file order, so the chunk rows that straddle two
     // contigs wait in the stitcher for their other part: under one row per boundary.
     // (One contig with piece readers: a row waits only for the next contig's start.)
-    let stitch_rows = |cc: usize| match (cc, w) {
+    let stitch_rows = |cc: usize, w: u32| match (cc, w) {
         (1, 1) => 0,
         (1, _) => 1,
         _ => (with_data - 1) as u64,
@@ -237,9 +269,13 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         other: input.row_bytes - format_row,
         format: format_row,
     };
-    let in_flight = |vc: u64, cc: usize| {
-        // One encoder serves every contig: one row being encoded, whatever cc.
-        let rows = (1 + stitch_rows(cc)) * eff_rows(vc, cc) + cc as u64 * piece_rows(vc, cc);
+    // One pool serves every contig: `window` rows being encoded, whatever cc. κ was
+    // fitted with one charged row standing for two alive (one filling, one encoding),
+    // so each batch encoding past the first adds half a charged row.
+    let in_flight = |vc: u64, cc: usize, window: u64, w: u32| {
+        let eff = eff_rows(vc, cc);
+        let rows =
+            (window + 1) * eff / 2 + stitch_rows(cc, w) * eff + cc as u64 * piece_rows(vc, cc, w);
         InFlight::rows(rows, per_row)
     };
     let sc = chunks.samples;
@@ -248,35 +284,64 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     let m = &input.model;
     // Each reader past the first: its own file handle, header, index and malloc arena.
     let per_reader = PER_READER_BYTES + (m.per_sample * input.samples as f64) as u64;
-    let readers_extra = |cc: usize| (cc as u64 * w as u64 - 1) * per_reader;
+    let readers_extra = |cc: usize, w: u32| (cc as u64 * w as u64 - 1) * per_reader;
     let threads_extra = input.threads.saturating_sub(2) as u64 * PER_EXTRA_THREAD_BYTES;
-    let pred = |vc: u64, cc: usize| {
-        m.peak(input.samples, in_flight(vc, cc), scratch(vc)) + readers_extra(cc) + threads_extra
+    let pred = |vc: u64, cc: usize, window: u64, w: u32| {
+        m.peak(input.samples, in_flight(vc, cc, window, w), scratch(vc))
+            + readers_extra(cc, w)
+            + threads_extra
     };
     // What the budget allows the law to predict (see HEADROOM).
     let allowed = (input.budget as f64 / HEADROOM) as u64;
-    let minimum = (pred(1, 1) as f64 * HEADROOM).ceil() as u64;
+    let least_w = if readers_from == ReaderSource::User {
+        w
+    } else {
+        1
+    };
+    let minimum = (pred(1, 1, 1, least_w) as f64 * HEADROOM).ceil() as u64;
     if minimum > input.budget {
         return Err(PlanError::BudgetTooSmall {
             budget: input.budget,
             minimum,
         });
     }
-    while cc > 1 && pred(chunks.variants, cc) > allowed {
+    // What the budget cannot hold goes first from the window (encoders wait), then
+    // from the contigs at once and the readers per contig (sized by the cores, not by
+    // the user), and last from the chunk rows (which change the store).
+    let full = (window, cc, w);
+    let fits = |cc: usize, window: u64, w: u32| pred(chunks.variants, cc, window, w) <= allowed;
+    while window > 1 && !fits(cc, window, w) {
+        window -= 1;
+    }
+    while cc > 1 && !fits(cc, window, w) {
         cc -= 1;
-        if cc == 1 || pred(chunks.variants, cc) <= allowed {
+    }
+    while w > 1 && readers_from != ReaderSource::User && !fits(cc, window, w) {
+        w -= 1;
+    }
+    for (what, was, now) in [
+        ("batches encoded at once", full.0, window),
+        ("concurrent contigs", full.1 as u64, cc as u64),
+        ("readers per contig", full.2 as u64, w as u64),
+    ] {
+        if now < was {
             notes.push(format!(
-                "concurrent contigs reduced to {cc} to fit the memory budget"
+                "{what} reduced from {was} to {now} to fit the memory budget"
             ));
         }
     }
-    if pred(chunks.variants, cc) > allowed {
+    if !fits(cc, window, w) {
         let fits = m
             .max_rows(
                 input.samples,
-                allowed.saturating_sub(readers_extra(cc) + threads_extra),
+                allowed.saturating_sub(readers_extra(cc, w) + threads_extra),
                 // (Pieces counted as whole rows here: a bound, not the estimate.)
-                InFlight::rows(1 + cc as u64 * piece_rows(1, cc) + stitch_rows(cc), per_row),
+                InFlight::rows(
+                    (window + 1).div_ceil(2)
+                        + cc as u64 * piece_rows(1, cc, w)
+                        + stitch_rows(cc, w),
+                    per_row,
+                ),
                 scratch_row,
             )
             .max(1);
@@ -297,10 +362,10 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
 
     let (vs, ss) = requested_shards(chunks, input.samples, input.cell_bytes, &input.requested);
 
-    let in_flight_split = in_flight(chunks.variants, cc);
+    let in_flight_split = in_flight(chunks.variants, cc, window, w);
     let in_flight_bytes = in_flight_split.total();
     let in_flight_format_bytes = in_flight_split.format;
-    let predicted_peak_rss = pred(chunks.variants, cc);
+    let predicted_peak_rss = pred(chunks.variants, cc, window, w);
     let amplification = input
         .patch
         .map(|p| amplification(p, chunks.variants, chunks.samples, input.samples));
@@ -335,6 +400,8 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         cc,
         w,
         readers_from,
+        read_share,
+        window,
         chunks,
         variants_shard: vs,
         samples_shard: ss,
@@ -384,7 +451,7 @@ mod tests {
             max_amplification: 1.5,
             requested: Requested::default(),
             readers: None,
-            probe: None,
+            read_share: None,
             max_concurrent_contigs: 1,
             model: MEASURED,
         }
@@ -398,7 +465,11 @@ mod tests {
         assert_eq!(p.readers_from, ReaderSource::Default);
         assert!(p.predicted_peak_rss <= 8 << 30);
         assert_eq!(p.records, Some(150_000));
-        assert!(p.notes.iter().any(|n| n.contains("cores allow")));
+        // 8 cores, half of the work reading: 4 reader threads, and the longest contig
+        // (2/3 of the records) needs 3 of them so as not to be the critical path.
+        assert_eq!(p.w, 3);
+        // Every encoding thread has a batch, and the next is queued.
+        assert_eq!(p.window, 3);
     }
 
     #[test]
@@ -429,15 +500,41 @@ mod tests {
     }
 
     #[test]
-    fn cores_are_charged_per_reader_plus_encoder() {
+    fn readers_take_their_share_of_the_cores() {
         let mut i = input(64 << 30, 1000);
         i.max_concurrent_contigs = 64;
         i.cores = 8;
         i.readers = Some(3);
-        let p = plan(&i).unwrap();
-        assert_eq!(p.cc, 2); // 8 cores / (1 encoder + 3 readers)
+        // Half the work reading: 4 reader threads, so one contig of 3 at a time.
+        assert_eq!(plan(&i).unwrap().cc, 1);
+        // Three quarters reading (the probe says so): 6 readers, two contigs of 3.
+        i.read_share = Some(0.75);
+        assert_eq!(plan(&i).unwrap().cc, 2);
         i.readers = Some(1);
         assert_eq!(plan(&i).unwrap().cc, 2); // only two contigs have data
+                                             // Without --readers: the longest contig gets the readers its share needs.
+        i.readers = None;
+        i.cores = 64;
+        i.read_share = None;
+        let p = plan(&i).unwrap();
+        assert_eq!((p.w, p.cc), (MAX_AUTO_READERS, 2));
+        assert_eq!(p.readers_from, ReaderSource::Default);
+    }
+
+    #[test]
+    fn a_tight_budget_takes_the_window_and_readers_before_the_chunk_rows() {
+        // 100,000 samples: each reader past the first holds its own header copy.
+        let mut i = input(3 << 30, 100_000);
+        i.threads = 8;
+        let roomy = plan(&input(64 << 30, 100_000)).unwrap();
+        let p = plan(&i).unwrap();
+        assert!(p.predicted_peak_rss as f64 * HEADROOM <= (3u64 << 30) as f64);
+        assert!(p.window < 9 && p.w < roomy.w, "{p:?}");
+        assert_eq!(p.chunks.variants, roomy.chunks.variants);
+        assert!(p
+            .notes
+            .iter()
+            .any(|n| n.contains("batches encoded at once reduced")));
     }
 
     #[test]
@@ -448,8 +545,9 @@ mod tests {
         let p = plan(&i).unwrap();
         assert_eq!((p.cc, p.order.clone()), (2, vec![0, 1]));
         // Straddling rows wait for their other part: more in flight than cc rows.
-        // One row encoding, one straddling, one per reader (two contigs, one reader each).
-        assert_eq!(p.in_flight_bytes, 4 * 1000 * i.row_bytes);
+        // Three batches encoding (two charged rows: see `in_flight`), one straddling,
+        // one per reader (two contigs, one reader each).
+        assert_eq!(p.in_flight_bytes, 5 * 1000 * i.row_bytes);
         i.contigs[1].tier = CostTier::ContigLength;
         let p = plan(&i).unwrap();
         assert_eq!(p.cc, 1);

@@ -114,6 +114,13 @@ impl Reader {
         self.pool.current_num_threads()
     }
 
+    /// Runs `op` on the calling thread with a scope whose spawned work runs on the
+    /// decode pool: a pipeline keeps several blocks decoding at once this way while
+    /// the calling thread hands them out.
+    pub fn in_place_scope<'scope, R>(&self, op: impl FnOnce(&rayon::Scope<'scope>) -> R) -> R {
+        self.pool.in_place_scope(op)
+    }
+
     pub fn io_threads(&self) -> usize {
         self.io_threads
     }

@@ -53,13 +53,24 @@ fn index_paths(input: &Path) -> Vec<(PathBuf, IndexKind)> {
         .collect()
 }
 
+/// Whether `input` is VCF text (by its first bytes; the header is not read): its index
+/// is tabix-style (contigs by name), a BCF's a plain CSI (header ids).
+pub fn is_text(input: &Path) -> bool {
+    crate::hts::HtsFile::open(input).is_some_and(|fp| fp.is_vcf_text())
+}
+
 /// Counts from `<input>.csi` or `<input>.tbi`, whichever exists (CSI first).
 pub fn contig_counts(input: &Path, contigs: &[Contig]) -> Result<IndexCounts, NoCounts> {
     let found = index_paths(input);
     for (idx_path, kind) in &found {
-        // A VCF's index names its contigs (tabix); a BCF's CSI uses header ids.
-        let index =
-            Index::open(input, idx_path, true).or_else(|| Index::open(input, idx_path, false));
+        // A VCF's index names its contigs (tabix); a BCF's CSI uses header ids (and
+        // htslib reports a BCF's CSI opened as tabix as a bad header: not tried).
+        let index = match is_text(input) {
+            true => {
+                Index::open(input, idx_path, true).or_else(|| Index::open(input, idx_path, false))
+            }
+            false => Index::open(input, idx_path, false),
+        };
         if let Some((counts, undeclared)) = index.and_then(|i| i.counts(contigs)) {
             return Ok(IndexCounts {
                 kind: *kind,

@@ -51,7 +51,7 @@ impl InflatedLines {
         let (send, batches) = bounded(BUFFERS - 2);
         let (spent, recycled) = bounded(BUFFERS);
         std::thread::Builder::new()
-            .name("svar2-inflate".into())
+            .name("inflate".into())
             .spawn(move || {
                 let mut blocks = Blocks::new(
                     BufReader::with_capacity(READ_BYTES, file),

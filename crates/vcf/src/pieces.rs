@@ -38,10 +38,7 @@ pub struct Piece {
     pub file: u32,
 }
 
-/// Whether `input` is VCF text (by its first bytes; the header is not read).
-pub fn is_text(input: &Path) -> bool {
-    HtsFile::open(input).is_some_and(|fp| fp.is_vcf_text())
-}
+pub use crate::index::is_text;
 
 /// Splits every contig with records into about `per_contig` pieces by position
 /// (the header length; one piece when unknown) and orders contigs as the file does.
@@ -484,9 +481,10 @@ pub fn read_in_pieces(
     // Set when the consumer hung up or a run failed: readers stop at their next send.
     let stop = &std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
-        for _ in 0..(cc * w).max(1) {
+        let spawn = |name: String| std::thread::Builder::new().name(name);
+        for i in 0..(cc * w).max(1) {
             let job_rx = job_rx.clone();
-            scope.spawn(move || {
+            let reader = spawn(format!("reader-{i}")).spawn_scoped(scope, move || {
                 // One open input per thread (the plan charges one reader's memory):
                 // a piece of another input closes it and opens that one.
                 let mut open: Option<(usize, PieceReader)> = None;
@@ -517,11 +515,16 @@ pub fn read_in_pieces(
                     }
                 }
             });
+            if let Err(e) = reader {
+                stop.store(true, Ordering::Relaxed);
+                let _ = out.send(Err(Error::Usage(format!("cannot start a thread: {e}"))));
+                return;
+            }
         }
         drop(job_rx);
-        for _ in 0..cc.max(1) {
+        for i in 0..cc.max(1) {
             let contig_rx = contig_rx.clone();
-            scope.spawn(move || {
+            let sequencer = spawn(format!("sequence-{i}")).spawn_scoped(scope, move || {
                 for job in contig_rx.iter() {
                     match sequence_contig(schema, specs, job, rows, out) {
                         Ok(true) => {}
@@ -537,6 +540,11 @@ pub fn read_in_pieces(
                     }
                 }
             });
+            if let Err(e) = sequencer {
+                stop.store(true, Ordering::Relaxed);
+                let _ = out.send(Err(Error::Usage(format!("cannot start a thread: {e}"))));
+                return;
+            }
         }
     });
 }

@@ -52,8 +52,12 @@ fn block_rows(store: &Store, samples: usize) -> usize {
         .or_else(|| store.group().array("variant_position"))
         .and_then(|a| a.chunk_shape().first().copied())
         .map_or(1000, |c| c.max(1) as usize);
-    let per_row = 16 * samples.max(1);
-    chunk.min((64 << 20) / per_row).max(1)
+    chunk.min((64 << 20) / block_row_bytes(samples)).max(1)
+}
+
+/// Decoded bytes one row of a block takes, about: 16 a sample.
+fn block_row_bytes(samples: usize) -> usize {
+    16 * samples.max(1)
 }
 
 /// Rows as runs of consecutive rows (`[start, end)`, ascending): a whole store is one
@@ -277,33 +281,68 @@ where
     })
 }
 
-/// Reads `rows` in blocks on a helper thread and hands each formatted block, in
-/// order, to `write`.
-fn pipeline<R, F, W>(rows: &Runs, block: usize, read: R, format: F, mut write: W) -> Result<u64>
+/// Decoded and formatted blocks held at once: enough that every thread has a block
+/// while the writer prints the oldest, within about 256 MiB of decoded records.
+fn blocks_in_flight(threads: usize, block_bytes: usize) -> usize {
+    (BLOCKS_BYTES / block_bytes.max(1)).clamp(2, threads.max(1) + 1)
+}
+
+/// What [`blocks_in_flight`] keeps the decoded blocks under.
+const BLOCKS_BYTES: usize = 256 << 20;
+
+/// One block's outcome: its records and formatted text, in parts.
+type Formatted = Result<(usize, Vec<Vec<u8>>)>;
+
+/// Reads and formats `rows` in blocks of `block` rows, up to `window` blocks at once
+/// on the reader's pool (a `view-dispatch` thread hands them out), and hands each
+/// formatted block, in order, to `write` on the calling thread.
+fn pipeline<R, F, W>(
+    reader: &Reader,
+    rows: &Runs,
+    block: usize,
+    window: usize,
+    read: R,
+    format: F,
+    mut write: W,
+) -> Result<u64>
 where
     R: Fn(&[u64]) -> Result<Block> + Sync,
     F: Fn(&mut Block, &Buffers) -> Vec<Vec<u8>> + Sync,
     W: FnMut(&[u8]) -> Result<()>,
 {
     let buffers = Buffers::new();
-    let (tx, rx) = crossbeam_channel::bounded::<Result<(usize, Vec<Vec<u8>>)>>(2);
+    // In block order: where each block's text will arrive. Bounded, so at most
+    // `window` blocks wait for the writer.
+    let (order_tx, order_rx) =
+        crossbeam_channel::bounded::<crossbeam_channel::Receiver<Formatted>>(window.max(1));
     let mut printed = 0u64;
     std::thread::scope(|s| -> Result<()> {
-        s.spawn(|| {
-            let tx = tx; // dropped when the reads end, which ends the loop below
-            let mut ids = Vec::with_capacity(block);
-            for piece in pieces(rows, block) {
-                ids.clear();
-                ids.extend(piece);
-                let r = read(&ids).map(|mut b| (b.n, format(&mut b, &buffers)));
-                let failed = r.is_err();
-                if tx.send(r).is_err() || failed {
-                    return;
+        let (read, format, buffers) = (&read, &format, &buffers);
+        let dispatch = move || {
+            reader.in_place_scope(|scope| {
+                for piece in pieces(rows, block) {
+                    let ids: Vec<u64> = piece.collect();
+                    let (tx, rx) = crossbeam_channel::bounded(1);
+                    // Fails once the writer stopped (an error, or a closed pipe).
+                    if order_tx.send(rx).is_err() {
+                        return;
+                    }
+                    scope.spawn(move |_| {
+                        let r = read(&ids).map(|mut b| (b.n, format(&mut b, buffers)));
+                        let _ = tx.send(r);
+                    });
                 }
-            }
-        });
-        let rx = rx;
-        for r in rx.iter() {
+            });
+            // (order_tx dropped here: the writer's loop ends after the last block.)
+        };
+        std::thread::Builder::new()
+            .name("view-dispatch".into())
+            .spawn_scoped(s, dispatch)
+            .map_err(|e| Error::Usage(format!("cannot start a thread: {e}")))?;
+        for done in order_rx.iter() {
+            let r = done
+                .recv()
+                .map_err(|_| Error::Usage("a decoding thread failed".into()))?;
             let (n, parts) = r?;
             for text in parts {
                 write(&text)?;
@@ -366,10 +405,13 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
     }
     let block = block_rows(store, columns.len());
     let threads = reader.threads();
+    let window = blocks_in_flight(threads, block * block_row_bytes(columns.len()));
     let genotypes = o.genotypes;
     let records = pipeline(
+        reader,
         &rows,
         block,
+        window,
         |run| sources.read(reader, run),
         |b, buffers| {
             if recompute {
@@ -418,11 +460,15 @@ pub fn query(
     if o.header {
         out.write_all(&q.header(&schema.samples)).map_err(io)?;
     }
-    let block = block_rows(store, if samples { columns.len() } else { 0 });
+    let width = if samples { columns.len() } else { 0 };
+    let block = block_rows(store, width);
     let threads = reader.threads();
+    let window = blocks_in_flight(threads, block * block_row_bytes(width));
     let records = pipeline(
+        reader,
         &rows,
         block,
+        window,
         |run| sources.read(reader, run),
         |b, buffers| {
             format_block(

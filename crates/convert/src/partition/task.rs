@@ -8,8 +8,9 @@ use super::records::{
 };
 use super::space::{Claim, Space};
 use crate::arrays::{ArraySet, Stats};
-use crate::convert::{drain, normalise};
+use crate::convert::normalise;
 use crate::error::{Error, Result};
+use crate::pipeline::drain;
 use crate::planning::{plan_partition, PlanRequest};
 use crate::writer::{Limits, PartitionOutput, Writer};
 use std::path::{Path, PathBuf};
@@ -365,47 +366,55 @@ fn run_claimed(
     let mut spills = Vec::new();
     let vs = geometry.variants_shard;
     let total = plan.records;
+    let window = report.plan.window as usize;
     let output = std::thread::scope(|scope| {
+        let spawn = |name: &str| std::thread::Builder::new().name(name.into());
+        let failed = |e: std::io::Error| Error::Usage(format!("cannot start a thread: {e}"));
         let (set_ref, pieces_ref, runs_ref, paths_ref) = (&set, &pieces, &runs, &paths);
-        scope.spawn(move || {
-            svar2_vcf::pieces::read_in_pieces(
-                paths_ref,
-                schema,
-                &set_ref.record,
-                pieces_ref,
-                runs_ref,
-                (cc, w),
-                vc,
-                &tx,
-            );
-        });
-        pool.install(|| -> Result<PartitionOutput> {
-            drain(
-                rx,
-                Some(&mut stitcher),
-                &mut writer,
-                &recycle_tx,
-                &pb,
-                |b| {
-                    let file = format!("spill.{}.bin", b.first);
-                    crate::spill::write(&own.join(&file), &b)?;
-                    let mut stats = Stats::new(&set);
-                    for (s, c) in stats.columns.iter_mut().zip(&b.columns) {
-                        s.merge(&c.stats);
-                    }
-                    stats.max_alleles = b.max_alleles;
-                    stats.max_ploidy = b.max_ploidy;
-                    spills.push(Spill {
-                        file,
-                        first: b.first,
-                        records: b.len() as u64,
-                        stats,
-                    });
-                    Ok(())
-                },
-            )?;
-            writer.finish_partition(|row| row * vs >= lo && ((row + 1) * vs).min(total) <= hi)
-        })
+        spawn("pieces")
+            .spawn_scoped(scope, move || {
+                svar2_vcf::pieces::read_in_pieces(
+                    paths_ref,
+                    schema,
+                    &set_ref.record,
+                    pieces_ref,
+                    runs_ref,
+                    (cc, w),
+                    vc,
+                    &tx,
+                );
+            })
+            .map_err(failed)?;
+        let (stitcher, writer, pool, pb, spills, own) =
+            (&mut stitcher, &mut writer, &pool, &pb, &mut spills, &own);
+        let set = &set;
+        let recycle = &recycle_tx;
+        let write = move || -> Result<PartitionOutput> {
+            drain(rx, Some(stitcher), writer, pool, window, recycle, pb, |b| {
+                let file = format!("spill.{}.bin", b.first);
+                crate::spill::write(&own.join(&file), &b)?;
+                let mut stats = Stats::new(set);
+                for (s, c) in stats.columns.iter_mut().zip(&b.columns) {
+                    s.merge(&c.stats);
+                }
+                stats.max_alleles = b.max_alleles;
+                stats.max_ploidy = b.max_ploidy;
+                spills.push(Spill {
+                    file,
+                    first: b.first,
+                    records: b.len() as u64,
+                    stats,
+                });
+                Ok(())
+            })?;
+            pool.install(|| {
+                writer.finish_partition(|row| row * vs >= lo && ((row + 1) * vs).min(total) <= hi)
+            })
+        };
+        let writer = spawn("writer").spawn_scoped(scope, write).map_err(failed)?;
+        writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     });
     pb.finish_and_clear();
     let output = output?;

@@ -88,6 +88,40 @@ impl Limits {
     }
 }
 
+/// A batch the writer has taken in, with the layouts and codecs its chunks are
+/// encoded under and the (array, sample chunk) tasks that encode them.
+pub(crate) struct Admitted {
+    batch: Batch,
+    layouts: Vec<Layout>,
+    codecs: Vec<Arc<InnerCodec>>,
+    tasks: Vec<(usize, usize)>,
+    n_samples: usize,
+}
+
+/// Each task's encoded chunk (`None`: all fill, not stored), in task order.
+pub(crate) type Encoded = Vec<Result<Option<Vec<u8>>>>;
+
+impl Admitted {
+    /// Encodes every inner chunk of the batch, in parallel on the current rayon pool.
+    pub(crate) fn encode(&self, set: &ArraySet, geometry: &Geometry) -> Encoded {
+        self.tasks
+            .par_iter()
+            .map(|&(a, k)| {
+                encode_chunk(
+                    set,
+                    &self.batch,
+                    &self.layouts[a],
+                    &self.codecs[a],
+                    geometry,
+                    self.n_samples,
+                    a,
+                    k,
+                )
+            })
+            .collect()
+    }
+}
+
 pub(crate) struct Writer {
     input: PathBuf,
     /// `--max-mem`, the plan's predicted peak and the encoding threads: wide records
@@ -225,8 +259,19 @@ impl Writer {
     }
 
     /// Encodes one inner-chunk row of records into the current shard row and hands
-    /// the batch back for reuse.
+    /// the batch back for reuse (admit, encode and commit in one step; the pipeline
+    /// keeps several batches between `admit` and `commit`).
     pub(crate) fn add_batch(&mut self, batch: Batch) -> Result<Batch> {
+        let admitted = self.admit(batch)?;
+        let encoded = admitted.encode(&self.set, &self.geometry);
+        self.commit(admitted, encoded, None)
+    }
+
+    /// Takes a batch in: its statistics widen the store's layouts, and the layouts
+    /// its chunks are encoded under are fixed here. Batches are admitted and
+    /// committed in the same order, so the bytes do not depend on how many are
+    /// encoded at once.
+    pub(crate) fn admit(&mut self, batch: Batch) -> Result<Admitted> {
         for (s, c) in self.stats.columns.iter_mut().zip(&batch.columns) {
             s.merge(&c.stats);
         }
@@ -246,9 +291,38 @@ impl Writer {
         let layouts = self.layouts();
         self.check_widths(&batch, &layouts)?;
         let codecs = self.codecs_for(&layouts)?;
+        let vc = self.geometry.variants_chunk;
+        svar2_store::region::push_rows(batch.first / vc, &batch.loci, &mut self.region);
+        let tasks = chunk_tasks(
+            &self.set,
+            self.n_samples(),
+            self.geometry.samples_chunk as usize,
+        );
+        Ok(Admitted {
+            batch,
+            layouts,
+            codecs,
+            tasks,
+            n_samples: self.n_samples(),
+        })
+    }
+
+    /// Writes an admitted batch's encoded chunks to their shards' partial files and
+    /// finishes the shard row it completes (in parallel on `pool`, else on the current
+    /// rayon pool); hands the batch back for reuse.
+    pub(crate) fn commit(
+        &mut self,
+        admitted: Admitted,
+        encoded: Encoded,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<Batch> {
+        let Admitted {
+            batch,
+            layouts,
+            tasks,
+            ..
+        } = admitted;
         let vc = self.geometry.variants_chunk as usize;
-        let samples_chunk = self.geometry.samples_chunk as usize;
-        let n_samples = self.n_samples();
         let ips = self.inner_per_shard();
         let inner_row = ((batch.first / vc as u64) % ips as u64) as usize;
         let chunk_index = batch.first / vc as u64;
@@ -259,30 +333,10 @@ impl Writer {
             absent: vec![None; n_arrays],
             ..OpenRow::default()
         });
-
-        svar2_store::region::push_rows(chunk_index, &batch.loci, &mut self.region);
-
-        let tasks = chunk_tasks(&self.set, n_samples, samples_chunk);
-        let (set, geometry) = (&self.set, &self.geometry);
-        let results: Vec<Result<Option<Vec<u8>>>> = tasks
-            .par_iter()
-            .map(|&(a, k)| {
-                encode_chunk(
-                    set,
-                    &batch,
-                    &layouts[a],
-                    &codecs[a],
-                    geometry,
-                    n_samples,
-                    a,
-                    k,
-                )
-            })
-            .collect();
         // Encoded chunks go straight to their shard's partial file, in a fixed order,
-        // so memory never holds more than one inner-chunk row of encoded bytes.
+        // so memory never holds more than the batches in flight of encoded bytes.
         let cps = self.chunks_per_sample_shard();
-        for (&(a, k), r) in tasks.iter().zip(results) {
+        for (&(a, k), r) in tasks.iter().zip(encoded) {
             let n_sc = self.sample_chunks(&self.set.arrays[a]);
             let span = match r? {
                 None => None,
@@ -323,11 +377,20 @@ impl Writer {
         self.records += batch.len() as u64;
         open.records += batch.len() as u64;
         if open.records == self.geometry.variants_shard {
-            self.flush_row(row_index, open)?;
+            match pool {
+                Some(pool) => pool.install(|| self.flush_row(row_index, open))?,
+                None => self.flush_row(row_index, open)?,
+            }
         } else {
             self.open.insert(row_index, open);
         }
         Ok(batch)
+    }
+
+    /// The arrays and geometry encoding needs, for encoders that run while the
+    /// writer admits and commits other batches.
+    pub(crate) fn encoding_context(&self) -> (ArraySet, Geometry) {
+        (self.set.clone(), self.geometry)
     }
 
     /// Refuses a layout whose inner chunks no longer fit the memory budget. An array
