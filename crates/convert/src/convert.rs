@@ -7,7 +7,7 @@
 
 use crate::arrays::{ArraySet, Geometry};
 use crate::error::{Error, Result};
-use crate::pipeline::drain;
+use crate::pipeline::{Source, Stages};
 use crate::planning::{make_plan_inputs, plan_reader, PlanReport, PlanRequest};
 use crate::writer::{Limits, Writer};
 use std::path::Path;
@@ -18,7 +18,7 @@ use svar2_store::dir::{disk_usage, StoreDir};
 use svar2_vcf::column::Batch;
 use svar2_vcf::inputs::{is_stdin, Input};
 use svar2_vcf::schema::Schema;
-use svar2_vcf::source::{Stream, VcfReader};
+use svar2_vcf::source::VcfReader;
 
 /// What the user asked for.
 #[derive(Debug, Clone)]
@@ -292,58 +292,6 @@ fn plan_reading(
     Ok(Reading::Pieces { pieces, order })
 }
 
-/// One streaming reader: fills inner-chunk rows of records (batches the encoder hands
-/// back are refilled, so two exist in all) and sends them until the inputs end.
-fn read_stream(
-    mut files: Vec<VcfReader>,
-    single: bool,
-    schema: &Schema,
-    set: &ArraySet,
-    variants_chunk: usize,
-    tx: &crossbeam_channel::Sender<svar2_vcf::Result<Batch>>,
-    recycled: &crossbeam_channel::Receiver<Batch>,
-) {
-    let widths = set.planned_column_widths();
-    let n_samples = schema.samples.len();
-    // Built here: extractors hold htslib buffers and stay on this thread.
-    let mut stream = if single {
-        Stream::single(files.pop().expect("one reader"), &set.record)
-    } else {
-        Stream::many(files, schema, &set.record)
-    };
-    let mut n: u64 = 0;
-    loop {
-        let mut batch = match recycled.try_recv() {
-            Ok(mut b) => {
-                b.reset(n);
-                b
-            }
-            Err(_) => {
-                let mut b = Batch::new(&set.record.specs, n_samples, n);
-                b.reserve(variants_chunk, &widths);
-                b
-            }
-        };
-        while batch.len() < variants_chunk {
-            match stream.read_into(&mut batch, n) {
-                Ok(true) => n += 1,
-                Ok(false) => break,
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-            }
-        }
-        let done = batch.len() < variants_chunk;
-        if !batch.is_empty() && tx.send(Ok(batch)).is_err() {
-            return;
-        }
-        if done {
-            return;
-        }
-    }
-}
-
 /// Reads every record (as `reading` says) into the writer and finishes the store.
 #[allow(clippy::too_many_arguments)]
 fn run_pipeline(
@@ -356,104 +304,70 @@ fn run_pipeline(
     options: &Options,
     writer: &mut Writer,
 ) -> Result<()> {
-    let geometry = writer.geometry();
-    let variants_chunk = geometry.variants_chunk as usize;
-    let n_samples = schema.samples.len();
+    let variants_chunk = writer.geometry().variants_chunk as usize;
     let (cc, readers) = (report.plan.cc, report.plan.w as usize);
     let counts: Vec<u64> = report.contigs.iter().map(|c| c.cost).collect();
-    let pool = crate::chunk::encoder_pool(report.threads)?;
-    let pb = progress_bar(options.progress, report.plan.records);
-    let (tx, rx) = crossbeam_channel::bounded::<svar2_vcf::Result<Batch>>(0);
-    let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Batch>(2);
     let paths: Vec<std::path::PathBuf> = files.iter().map(|r| r.path.clone()).collect();
-    let mut stitcher = match &reading {
-        Reading::Pieces { .. } => {
+    let (source, stitcher) = match &reading {
+        Reading::Pieces { pieces, order } => {
+            let runs = crate::schedule::contig_runs(pieces, &counts, order.as_deref());
+            tracing::info!(
+                "reading through the index: {cc} contig(s) at once, {readers} reader(s) each, \
+                 {} pieces, {:?} order",
+                pieces.len(),
+                options.contig_order
+            );
+            drop(files);
             let total = counts.iter().sum();
-            Some(svar2_vcf::pieces::Stitcher::new(
+            let stitcher = crate::schedule::Stitcher::new(
                 &set.record,
-                n_samples,
+                schema.samples.len(),
                 variants_chunk,
                 0..total,
                 total,
-            ))
+            );
+            let source = Source::Pieces {
+                paths: &paths,
+                pieces,
+                runs,
+                cc,
+                w: readers,
+            };
+            (source, Some(stitcher))
         }
-        Reading::Stream { .. } => None,
+        &Reading::Stream { single } => {
+            let files = match single {
+                true => files
+                    .into_iter()
+                    .map(|r| r.for_threads(report.threads))
+                    .collect::<svar2_vcf::Result<Vec<_>>>()?,
+                false => files,
+            };
+            (Source::Stream { files, single }, None)
+        }
     };
-    let window = report.plan.window as usize;
-    let result = std::thread::scope(|scope| {
-        let spawn = |name: &str| std::thread::Builder::new().name(name.into());
-        let failed = |e: std::io::Error| Error::Usage(format!("cannot start a thread: {e}"));
-        match &reading {
-            Reading::Pieces { pieces, order } => {
-                let runs = svar2_vcf::pieces::contig_runs(pieces, &counts, order.as_deref());
-                tracing::info!(
-                    "reading through the index: {cc} contig(s) at once, {readers} reader(s) \
-                     each, {} pieces, {:?} order",
-                    pieces.len(),
-                    options.contig_order
-                );
-                let paths = &paths;
-                spawn("pieces")
-                    .spawn_scoped(scope, move || {
-                        svar2_vcf::pieces::read_in_pieces(
-                            paths,
-                            schema,
-                            &set.record,
-                            pieces,
-                            &runs,
-                            (cc, readers),
-                            variants_chunk,
-                            &tx,
-                        );
-                    })
-                    .map_err(failed)?;
-                drop(files);
-            }
-            &Reading::Stream { single } => {
-                let files = match single {
-                    true => files
-                        .into_iter()
-                        .map(|r| r.for_threads(report.threads))
-                        .collect::<svar2_vcf::Result<Vec<_>>>()?,
-                    false => files,
-                };
-                spawn("reader")
-                    .spawn_scoped(scope, move || {
-                        read_stream(files, single, schema, set, variants_chunk, &tx, &recycle_rx)
-                    })
-                    .map_err(failed)?;
-            }
-        }
-        let (stitcher, pool, pb, recycle) = (&mut stitcher, &pool, &pb, &recycle_tx);
-        // Owned by the writer, so an error there hangs up on the readers instead of
-        // leaving them blocked on a send while the scope waits for them.
-        let write = move || -> Result<()> {
-            drain(
-                rx,
-                stitcher.as_mut(),
-                writer,
-                pool,
-                window,
-                recycle,
-                pb,
-                |b| {
-                    Err(Error::Usage(format!(
-                        "{}: records {}.. were left out of their inner chunk; the input changed \
-                     while it was read",
-                        input.display(),
-                        b.first
-                    )))
-                },
-            )?;
-            pool.install(|| writer.finish())
-        };
-        let writer = spawn("writer").spawn_scoped(scope, write).map_err(failed)?;
-        writer
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    });
-    pb.finish_and_clear();
-    result
+    let stages = Stages {
+        schema,
+        set,
+        threads: report.threads,
+        window: report.plan.window as usize,
+        progress: progress_bar(options.progress, report.plan.records),
+    };
+    crate::pipeline::run(
+        stages,
+        source,
+        writer,
+        stitcher,
+        |b| {
+            Err(Error::Usage(format!(
+                "{}: records {}.. were left out of their inner chunk; the input changed while \
+                 it was read",
+                input.display(),
+                b.first
+            )))
+        },
+        |writer| writer.finish(),
+    )
 }
 
 /// Converts the inputs of one call set — one file, several (per-chromosome files: the

@@ -11,6 +11,7 @@ pub mod partition;
 mod pipeline;
 pub mod planning;
 pub mod probe;
+pub mod schedule;
 pub mod spill;
 mod writer;
 

@@ -6,12 +6,172 @@
 //! not the arrays of one batch, bound the encoding, and readers never wait for one
 //! batch's encoding to end before theirs is taken.
 
+use crate::arrays::ArraySet;
 use crate::error::{Error, Result};
+use crate::schedule::{ContigRun, Stitcher};
 use crate::writer::{Admitted, Encoded, Writer};
 use crossbeam_channel::{Receiver, Select, Sender};
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::Arc;
 use svar2_vcf::column::Batch;
+use svar2_vcf::pieces::Piece;
+use svar2_vcf::schema::Schema;
+use svar2_vcf::source::{Stream, VcfReader};
+
+/// Where a conversion's records come from.
+pub(crate) enum Source<'a> {
+    /// Through the index: `runs` of `pieces` of the files `paths`, `cc` contigs at once
+    /// and `w` readers each (see `schedule`).
+    Pieces {
+        paths: &'a [PathBuf],
+        pieces: &'a [Piece],
+        runs: Vec<ContigRun>,
+        cc: usize,
+        w: usize,
+    },
+    /// One streaming reader: one file with its own schema (`single`), else files one
+    /// after another (or standard input) read into the merged schema.
+    Stream { files: Vec<VcfReader>, single: bool },
+}
+
+/// What every stage shares: the records' shape, the encoding threads, the batches
+/// encoded at once and the progress bar.
+pub(crate) struct Stages<'a> {
+    pub schema: &'a Schema,
+    pub set: &'a ArraySet,
+    pub threads: usize,
+    pub window: usize,
+    pub progress: indicatif::ProgressBar,
+}
+
+/// Runs a conversion's pipeline — the source's threads (`reader`, or `pieces` with its
+/// `reader-N` and `sequence-N`), the `writer` and the `encode-N` pool — until every
+/// record is in `writer`, then `finish` on the pool. A chunk the stitcher completes
+/// only in part (one a partition shares with another) goes to `shared`. The single
+/// machine's conversion and a partition's run both come through here.
+pub(crate) fn run<T: Send>(
+    stages: Stages,
+    source: Source,
+    writer: &mut Writer,
+    mut stitcher: Option<Stitcher>,
+    shared: impl FnMut(Batch) -> Result<()> + Send,
+    finish: impl FnOnce(&mut Writer) -> Result<T> + Send,
+) -> Result<T> {
+    let Stages {
+        schema,
+        set,
+        threads,
+        window,
+        progress,
+    } = stages;
+    let variants_chunk = writer.geometry().variants_chunk as usize;
+    let pool = crate::chunk::encoder_pool(threads)?;
+    let (tx, rx) = crossbeam_channel::bounded::<svar2_vcf::Result<Batch>>(0);
+    // Batches the writer is done with, for the streaming reader to refill.
+    let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Batch>(2);
+    let result = std::thread::scope(|scope| {
+        let spawn = |name: &str| std::thread::Builder::new().name(name.into());
+        let failed = |e: std::io::Error| Error::Usage(format!("cannot start a thread: {e}"));
+        match source {
+            Source::Pieces {
+                paths,
+                pieces,
+                runs,
+                cc,
+                w,
+            } => {
+                let read = move || {
+                    crate::schedule::read_in_pieces(
+                        paths,
+                        schema,
+                        &set.record,
+                        pieces,
+                        &runs,
+                        (cc, w),
+                        variants_chunk,
+                        &tx,
+                    )
+                };
+                drop(recycle_rx); // pieces are read into fresh batches
+                spawn("pieces").spawn_scoped(scope, read).map_err(failed)?;
+            }
+            Source::Stream { files, single } => {
+                let read = move || {
+                    read_stream(files, single, schema, set, variants_chunk, &tx, &recycle_rx)
+                };
+                spawn("reader").spawn_scoped(scope, read).map_err(failed)?;
+            }
+        }
+        let (pool, progress, recycle) = (&pool, &progress, &recycle_tx);
+        // Owned by the writer, so an error there hangs up on the readers instead of
+        // leaving them blocked on a send while the scope waits for them.
+        let write = move || -> Result<T> {
+            let stitcher = stitcher.as_mut();
+            drain(rx, stitcher, writer, pool, window, recycle, progress, shared)?;
+            pool.install(|| finish(writer))
+        };
+        let writer = spawn("writer").spawn_scoped(scope, write).map_err(failed)?;
+        writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
+    progress.finish_and_clear();
+    result
+}
+
+/// One streaming reader: fills inner-chunk rows of records (batches the encoder hands
+/// back are refilled, so two exist in all) and sends them until the inputs end.
+fn read_stream(
+    mut files: Vec<VcfReader>,
+    single: bool,
+    schema: &Schema,
+    set: &ArraySet,
+    variants_chunk: usize,
+    tx: &Sender<svar2_vcf::Result<Batch>>,
+    recycled: &Receiver<Batch>,
+) {
+    let widths = set.planned_column_widths();
+    let n_samples = schema.samples.len();
+    // Built here: extractors hold htslib buffers and stay on this thread.
+    let mut stream = if single {
+        Stream::single(files.pop().expect("one reader"), &set.record)
+    } else {
+        Stream::many(files, schema, &set.record)
+    };
+    let mut n: u64 = 0;
+    loop {
+        let mut batch = match recycled.try_recv() {
+            Ok(mut b) => {
+                b.reset(n);
+                b
+            }
+            Err(_) => {
+                let mut b = Batch::new(&set.record.specs, n_samples, n);
+                b.reserve(variants_chunk, &widths);
+                b
+            }
+        };
+        while batch.len() < variants_chunk {
+            match stream.read_into(&mut batch, n) {
+                Ok(true) => n += 1,
+                Ok(false) => break,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        }
+        let done = batch.len() < variants_chunk;
+        if !batch.is_empty() && tx.send(Ok(batch)).is_err() {
+            return;
+        }
+        if done {
+            return;
+        }
+    }
+}
+
 
 /// A batch being encoded: what the writer admitted, and where its chunks arrive.
 type InFlight = (Arc<Admitted>, Receiver<Encoded>);
@@ -22,9 +182,9 @@ type InFlight = (Arc<Admitted>, Receiver<Encoded>);
 /// `shared`. Ends with the writer holding every record, or the first error. Runs on
 /// the calling thread (the `writer`), which must not be one of `pool`'s.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn drain(
+fn drain(
     rx: Receiver<svar2_vcf::Result<Batch>>,
-    mut stitcher: Option<&mut svar2_vcf::pieces::Stitcher>,
+    mut stitcher: Option<&mut Stitcher>,
     w: &mut Writer,
     pool: &rayon::ThreadPool,
     window: usize,

@@ -12,7 +12,7 @@ use crate::writer::Fragment;
 use crate::writer::{Limits, Writer};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use svar2_vcf::pieces::Stitcher;
+use crate::schedule::Stitcher;
 
 /// Where a partition stands, for `finalize`.
 pub(super) enum State {

@@ -10,15 +10,15 @@ use super::space::{Claim, Space};
 use crate::arrays::{ArraySet, Stats};
 use crate::convert::normalise;
 use crate::error::{Error, Result};
-use crate::pipeline::drain;
+use crate::pipeline::{Source, Stages};
 use crate::planning::{plan_partition, PlanRequest};
-use crate::writer::{Limits, PartitionOutput, Writer};
+use crate::writer::{Limits, Writer};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use svar2_planner::PIECES_PER_READER;
 use svar2_store::dir::StoreDir;
-use svar2_vcf::column::Batch;
-use svar2_vcf::pieces::{ContigRun, Piece, PieceReader, Stitcher};
+use crate::schedule::{ContigRun, Stitcher};
+use svar2_vcf::pieces::{Piece, PieceReader};
 
 /// Where each contig cut starts, counted on demand and shared between tasks through
 /// `<WORK_DIR>/counts/`.
@@ -356,67 +356,51 @@ fn run_claimed(
     );
     writer.set_parts_dir(own.join("parts"));
     std::fs::create_dir_all(&own).map_err(|e| Error::io(&own, e))?;
-    let pool = crate::chunk::encoder_pool(threads)?;
-    let pb = crate::convert::progress_bar(progress, Some(hi - lo));
     let vc = geometry.variants_chunk as usize;
-    let mut stitcher = Stitcher::new(&set.record, n_samples, vc, lo..hi, plan.records);
-    let (tx, rx) = crossbeam_channel::bounded::<svar2_vcf::Result<Batch>>(0);
-    let (recycle_tx, _) = crossbeam_channel::bounded::<Batch>(1);
+    let stitcher = Stitcher::new(&set.record, n_samples, vc, lo..hi, plan.records);
     let paths: Vec<PathBuf> = cs.files.iter().map(|f| f.path.clone()).collect();
     let mut spills = Vec::new();
     let vs = geometry.variants_shard;
     let total = plan.records;
-    let window = report.plan.window as usize;
-    let output = std::thread::scope(|scope| {
-        let spawn = |name: &str| std::thread::Builder::new().name(name.into());
-        let failed = |e: std::io::Error| Error::Usage(format!("cannot start a thread: {e}"));
-        let (set_ref, pieces_ref, runs_ref, paths_ref) = (&set, &pieces, &runs, &paths);
-        spawn("pieces")
-            .spawn_scoped(scope, move || {
-                svar2_vcf::pieces::read_in_pieces(
-                    paths_ref,
-                    schema,
-                    &set_ref.record,
-                    pieces_ref,
-                    runs_ref,
-                    (cc, w),
-                    vc,
-                    &tx,
-                );
-            })
-            .map_err(failed)?;
-        let (stitcher, writer, pool, pb, spills, own) =
-            (&mut stitcher, &mut writer, &pool, &pb, &mut spills, &own);
-        let set = &set;
-        let recycle = &recycle_tx;
-        let write = move || -> Result<PartitionOutput> {
-            drain(rx, Some(stitcher), writer, pool, window, recycle, pb, |b| {
-                let file = format!("spill.{}.bin", b.first);
-                crate::spill::write(&own.join(&file), &b)?;
-                let mut stats = Stats::new(set);
-                for (s, c) in stats.columns.iter_mut().zip(&b.columns) {
-                    s.merge(&c.stats);
-                }
-                stats.max_alleles = b.max_alleles;
-                stats.max_ploidy = b.max_ploidy;
-                spills.push(Spill {
-                    file,
-                    first: b.first,
-                    records: b.len() as u64,
-                    stats,
-                });
-                Ok(())
-            })?;
-            pool.install(|| {
-                writer.finish_partition(|row| row * vs >= lo && ((row + 1) * vs).min(total) <= hi)
-            })
-        };
-        let writer = spawn("writer").spawn_scoped(scope, write).map_err(failed)?;
-        writer
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    });
-    pb.finish_and_clear();
+    let stages = Stages {
+        schema,
+        set: &set,
+        threads,
+        window: report.plan.window as usize,
+        progress: crate::convert::progress_bar(progress, Some(hi - lo)),
+    };
+    let source = Source::Pieces {
+        paths: &paths,
+        pieces: &pieces,
+        runs,
+        cc,
+        w,
+    };
+    let spilled = &mut spills;
+    let output = crate::pipeline::run(
+        stages,
+        source,
+        &mut writer,
+        Some(stitcher),
+        |b| {
+            let file = format!("spill.{}.bin", b.first);
+            crate::spill::write(&own.join(&file), &b)?;
+            let mut stats = Stats::new(&set);
+            for (s, c) in stats.columns.iter_mut().zip(&b.columns) {
+                s.merge(&c.stats);
+            }
+            stats.max_alleles = b.max_alleles;
+            stats.max_ploidy = b.max_ploidy;
+            spilled.push(Spill {
+                file,
+                first: b.first,
+                records: b.len() as u64,
+                stats,
+            });
+            Ok(())
+        },
+        |writer| writer.finish_partition(|row| row * vs >= lo && ((row + 1) * vs).min(total) <= hi),
+    );
     let output = output?;
     let files = writer.written_files(&output)?;
     let digest = digest_files(&root, &files)?;

@@ -1,0 +1,345 @@
+//! Reading through the index on many threads: each contig's pieces (see
+//! `svar2_vcf::pieces`) go to `reader-N` threads, so parsing runs on several cores and
+//! several contigs at once; a `sequence-N` thread per contig re-joins its pieces in
+//! order and cuts them on the global chunk grid from the contig's offset (the index
+//! counts of the contigs before it); the chunks straddling two contigs are re-joined
+//! by the [`Stitcher`]. The store is byte-identical to a single streaming reader's
+//! whatever the readers, contigs at once or order.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use svar2_vcf::column::Batch;
+use svar2_vcf::columns::RecordColumns;
+use svar2_vcf::error::{Error, Result};
+use svar2_vcf::pieces::{Piece, PieceReader};
+use svar2_vcf::schema::Schema;
+
+/// What a piece reader sends back for its piece.
+enum PieceMsg {
+    Rows(Batch),
+    Done,
+    Failed(Error),
+}
+
+/// A run of pieces of one contig, read in order and placed on the variants axis: a
+/// whole contig (at the sum of the index counts before it), or the part of one that
+/// a partition converts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContigRun {
+    pub rid: u32,
+    /// Indexes into the pieces, in position order.
+    pub pieces: Vec<usize>,
+    /// Where the run's first kept record sits on the global variants axis.
+    pub offset: u64,
+    /// Records it delivers (the index's count for a whole contig).
+    pub expected: u64,
+    /// Records read and dropped first (a neighbouring partition converts them).
+    pub skip: u64,
+    /// Stop after `expected` records: the run borrows the start of a neighbour's
+    /// range (which may hold more).
+    pub take: bool,
+}
+
+/// One run per contig of `pieces` (in file order), each at the sum of the `counts`
+/// of the contigs before it, in `order` (contig ids; `None`: file order).
+pub fn contig_runs(pieces: &[Piece], counts: &[u64], order: Option<&[usize]>) -> Vec<ContigRun> {
+    let mut runs: Vec<ContigRun> = Vec::new();
+    let mut at = 0u64;
+    for (i, p) in pieces.iter().enumerate() {
+        match runs.last_mut() {
+            Some(r) if r.rid == p.rid => r.pieces.push(i),
+            _ => {
+                let expected = counts.get(p.rid as usize).copied().unwrap_or(0);
+                runs.push(ContigRun {
+                    rid: p.rid,
+                    pieces: vec![i],
+                    offset: at,
+                    expected,
+                    skip: 0,
+                    take: false,
+                });
+                at += expected;
+            }
+        }
+    }
+    match order {
+        None => runs,
+        Some(order) => order
+            .iter()
+            .filter_map(|&rid| runs.iter().find(|r| r.rid as usize == rid).cloned())
+            .collect(),
+    }
+}
+
+/// A contig run handed to a sequencer, with its pieces' record streams.
+struct ContigJob {
+    run: ContigRun,
+    /// The input holding it (for messages).
+    path: PathBuf,
+    pieces: Vec<crossbeam_channel::Receiver<PieceMsg>>,
+}
+
+/// Reads `runs` (in dispatch order) with `cc` runs at once and `w` readers each, and
+/// sends each run's records as batches aligned to the global grid of `rows`-record
+/// inner chunks. Runs go in any order, so the chunks that straddle two runs arrive
+/// in parts, for a [`Stitcher`]. A run whose record count disagrees with what it
+/// expects (the index's) is an error.
+#[allow(clippy::too_many_arguments)]
+pub fn read_in_pieces(
+    inputs: &[PathBuf],
+    schema: &Schema,
+    columns: &RecordColumns,
+    pieces: &[Piece],
+    runs: &[ContigRun],
+    (cc, w): (usize, usize),
+    rows: usize,
+    out: &crossbeam_channel::Sender<Result<Batch>>,
+) {
+    let n_samples = schema.samples.len();
+    let specs = &columns.specs;
+    // Pieces are queued in dispatch order, so the readers always serve the earliest
+    // unfinished contig first: a reader blocked on a later contig never starves it.
+    let (job_tx, job_rx) =
+        crossbeam_channel::unbounded::<(usize, crossbeam_channel::Sender<PieceMsg>)>();
+    let (contig_tx, contig_rx) = crossbeam_channel::unbounded::<ContigJob>();
+    for run in runs {
+        let Some(&first) = run.pieces.first() else {
+            continue;
+        };
+        let path = inputs[pieces[first].file as usize].clone();
+        let mut rxs = Vec::with_capacity(run.pieces.len());
+        for &i in &run.pieces {
+            // One batch of slack per piece: a reader ahead of its sequencer blocks,
+            // which bounds the reorder buffer to about two batches per reader.
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            job_tx.send((i, tx)).expect("receiver alive");
+            rxs.push(rx);
+        }
+        contig_tx
+            .send(ContigJob {
+                run: run.clone(),
+                path,
+                pieces: rxs,
+            })
+            .expect("receiver alive");
+    }
+    drop((job_tx, contig_tx));
+    // Set when the consumer hung up or a run failed: readers stop at their next send.
+    let stop = &std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let spawn = |name: String| std::thread::Builder::new().name(name);
+        for i in 0..(cc * w).max(1) {
+            let job_rx = job_rx.clone();
+            let reader = spawn(format!("reader-{i}")).spawn_scoped(scope, move || {
+                // One open input per thread (the plan charges one reader's memory):
+                // a piece of another input closes it and opens that one.
+                let mut open: Option<(usize, PieceReader)> = None;
+                for (i, tx) in job_rx.iter() {
+                    let f = pieces[i].file as usize;
+                    if open.as_ref().is_none_or(|(g, _)| *g != f) {
+                        drop(open.take()); // closed before the next opens
+                        match PieceReader::open(&inputs[f], schema, columns) {
+                            Ok(r) => open = Some((f, r)),
+                            Err(e) => {
+                                let _ = tx.send(PieceMsg::Failed(e));
+                                return;
+                            }
+                        }
+                    }
+                    let (_, reader) = open.as_mut().expect("opened above");
+                    let sent = reader.read(&pieces[i], rows, specs, n_samples, |b| {
+                        tx.send(PieceMsg::Rows(b)).is_ok()
+                    });
+                    let msg = match sent {
+                        Ok(_) => PieceMsg::Done,
+                        Err(e) => PieceMsg::Failed(e),
+                    };
+                    // A run that took what it needed hangs up on purpose; only a
+                    // stopped conversion ends the reader.
+                    if tx.send(msg).is_err() && stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                }
+            });
+            if let Err(e) = reader {
+                stop.store(true, Ordering::Relaxed);
+                let _ = out.send(Err(Error::Usage(format!("cannot start a thread: {e}"))));
+                return;
+            }
+        }
+        drop(job_rx);
+        for i in 0..cc.max(1) {
+            let contig_rx = contig_rx.clone();
+            let sequencer = spawn(format!("sequence-{i}")).spawn_scoped(scope, move || {
+                for job in contig_rx.iter() {
+                    match sequence_contig(schema, specs, job, rows, out) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            stop.store(true, Ordering::Relaxed);
+                            return;
+                        }
+                        Err(e) => {
+                            stop.store(true, Ordering::Relaxed);
+                            let _ = out.send(Err(e));
+                            return;
+                        }
+                    }
+                }
+            });
+            if let Err(e) = sequencer {
+                stop.store(true, Ordering::Relaxed);
+                let _ = out.send(Err(Error::Usage(format!("cannot start a thread: {e}"))));
+                return;
+            }
+        }
+    });
+}
+
+/// Joins one contig run's pieces in order and re-cuts them on the global grid,
+/// dropping the first `skip` records and, for a `take` run, stopping after
+/// `expected`. `Ok(false)` when the consumer hung up (it has an error of its own).
+fn sequence_contig(
+    schema: &Schema,
+    specs: &[svar2_vcf::columns::ColumnSpec],
+    job: ContigJob,
+    rows: usize,
+    out: &crossbeam_channel::Sender<Result<Batch>>,
+) -> Result<bool> {
+    let n_samples = schema.samples.len();
+    let rows = rows as u64;
+    let input = job.path.clone();
+    let ContigRun {
+        rid,
+        offset,
+        expected,
+        skip,
+        take,
+        ..
+    } = job.run;
+    let holds = skip + expected;
+    let stale = |read: u64, at: u64| Error::Record {
+        path: input.clone(),
+        record: at,
+        locus: schema.contigs[rid as usize].name.clone(),
+        msg: format!(
+            "the index lists {holds} records here but {read}{} were read: the index is \
+             stale, re-index with `bcftools index -f {}`",
+            if read > holds { " or more" } else { "" },
+            input.display()
+        ),
+    };
+    let mut cur = Batch::new(specs, n_samples, offset);
+    let mut read = 0u64;
+    'pieces: for rx in job.pieces {
+        for msg in rx.iter() {
+            let b = match msg {
+                PieceMsg::Rows(b) => b,
+                PieceMsg::Done => break,
+                PieceMsg::Failed(e) => return Err(e),
+            };
+            let before = read;
+            read += b.len() as u64;
+            if read > holds && !take {
+                return Err(stale(read, offset + read - 1));
+            }
+            // This batch's records to keep: past the skipped ones, up to `holds`.
+            let mut r = skip.saturating_sub(before).min(b.len() as u64) as usize;
+            let stop = (holds - before.min(holds)).min(b.len() as u64) as usize;
+            while r < stop {
+                let end = cur.first + cur.len() as u64;
+                let boundary = (cur.first / rows + 1) * rows;
+                let n = ((boundary - end) as usize).min(stop - r);
+                cur.append_range(&b, r, r + n);
+                r += n;
+                if cur.first + cur.len() as u64 == boundary {
+                    let full = std::mem::replace(&mut cur, Batch::new(specs, n_samples, boundary));
+                    if out.send(Ok(full)).is_err() {
+                        return Ok(false);
+                    }
+                }
+            }
+            if take && read >= holds {
+                break 'pieces; // the rest is the neighbour's
+            }
+        }
+    }
+    if read.min(holds) != holds || (read != holds && !take) {
+        return Err(stale(read, offset + read.saturating_sub(skip)));
+    }
+    if !cur.is_empty() && out.send(Ok(cur)).is_err() {
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Re-joins the parts of inner chunks that straddle contigs converted separately.
+/// Whole chunks pass straight through; a part waits (under one chunk per contig
+/// boundary) until the rest of its chunk arrives. A chunk is whole within the
+/// records `range` converted here: a partition's first and last chunks may be
+/// parts of chunks another partition shares.
+pub struct Stitcher {
+    rows: u64,
+    range: std::ops::Range<u64>,
+    total: u64,
+    n_samples: usize,
+    specs: Vec<svar2_vcf::columns::ColumnSpec>,
+    waiting: std::collections::BTreeMap<u64, (u64, Vec<Batch>)>,
+}
+
+impl Stitcher {
+    /// For the records `range` of `total` on a grid of `rows`-record chunks.
+    pub fn new(
+        columns: &RecordColumns,
+        n_samples: usize,
+        rows: usize,
+        range: std::ops::Range<u64>,
+        total: u64,
+    ) -> Stitcher {
+        Stitcher {
+            rows: rows as u64,
+            range,
+            total,
+            n_samples,
+            specs: columns.specs.clone(),
+            waiting: Default::default(),
+        }
+    }
+
+    /// Takes a batch; returns a whole chunk when this batch completes one.
+    pub fn push(&mut self, b: Batch) -> Option<Batch> {
+        let chunk = b.first / self.rows;
+        let start = (chunk * self.rows).max(self.range.start);
+        let want = ((chunk + 1) * self.rows)
+            .min(self.range.end)
+            .saturating_sub(start);
+        if b.first == start && b.len() as u64 == want {
+            return Some(b);
+        }
+        let entry = self.waiting.entry(chunk).or_default();
+        entry.0 += b.len() as u64;
+        entry.1.push(b);
+        if entry.0 < want {
+            return None;
+        }
+        let (_, mut parts) = self.waiting.remove(&chunk).expect("present");
+        parts.sort_by_key(|p| p.first);
+        let mut whole = Batch::new(&self.specs, self.n_samples, start);
+        for p in &parts {
+            whole.append_range(p, 0, p.len());
+        }
+        Some(whole)
+    }
+
+    /// Whether a batch [`Stitcher::push`] returned is only part of its chunk: the
+    /// rest is another partition's.
+    pub fn is_shared(&self, b: &Batch) -> bool {
+        let start = b.first / self.rows * self.rows;
+        let end = (start + self.rows).min(self.total);
+        b.first != start || b.first + b.len() as u64 != end
+    }
+
+    /// Chunks still incomplete (none after a successful read).
+    pub fn pending(&self) -> usize {
+        self.waiting.len()
+    }
+}
