@@ -1,9 +1,10 @@
 //! A record's calls when FORMAT is `GT` alone and every call is diploid with one-digit
-//! alleles (`0|1\t1/0\t…`: simulations, imputed and phased panels — the common case at
-//! biobank width), read without a branch per sample: each call is exactly four bytes
-//! (digit, `|` or `/`, digit, tab), so 16 bytes hold four calls and one SSE2 compare
-//! checks them all. Anything else (a missing `.`, haploid, two-digit alleles, more
-//! fields) fails the check and the caller's general parse reads the line.
+//! or missing alleles (`0|1\t1/0\t./.\t…`: simulations, imputed and phased panels,
+//! pVCFs with missing calls — the common case at biobank width), read without a branch
+//! per sample: each call is exactly four bytes (digit or `.`, `|` or `/`, digit or `.`,
+//! tab), so 16 bytes hold four calls and one SSE2 compare checks them all. Anything
+//! else (haploid, two-digit alleles, more fields) fails the check and the caller's
+//! general parse reads the line.
 
 /// The allele range of a row read by [`read_row`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,9 +14,10 @@ pub(crate) struct Alleles {
 }
 
 /// Reads `calls` (the text after FORMAT, no newline) as `samples` diploid one-digit
-/// calls: alleles into `gt` (two per sample), one phased flag per sample into `phased`
-/// (`|` → 1), both replaced. `None` (and `gt`/`phased` unspecified) when any call is
-/// not of that form.
+/// calls: alleles into `gt` (two per sample, `.` as −1), one phased flag per sample
+/// into `phased` (`|` → 1, as htslib's text parse: `.|.` is phased), both replaced.
+/// `None` (and `gt`/`phased` unspecified) when any call is not of that form. The
+/// range's `hi` is −1 when every allele is missing.
 pub(crate) fn read_row(
     calls: &[u8],
     samples: usize,
@@ -32,34 +34,37 @@ pub(crate) fn read_row(
     // Calls with a tab after them, then the last one.
     let tabbed = samples - 1;
     let (mut lo, mut hi, done) = read_blocks(calls, tabbed / 4, gt, phased)?;
+    // A digit, or `.` (missing: −1).
+    let allele = |c: u8| match c {
+        b'.' => Some(-1i8),
+        b'0'..=b'9' => Some((c - b'0') as i8),
+        _ => None,
+    };
     for k in done..samples {
         let c = &calls[4 * k..];
-        let (a, sep, b) = (c[0].wrapping_sub(b'0'), c[1], c[2].wrapping_sub(b'0'));
+        let (a, sep, b) = (allele(c[0])?, c[1], allele(c[2])?);
         let ends_right = if k < tabbed { c[3] == b'\t' } else { true };
-        if a > 9 || b > 9 || !(sep == b'|' || sep == b'/') || !ends_right {
+        if !(sep == b'|' || sep == b'/') || !ends_right {
             return None;
         }
-        gt[2 * k] = a as i8;
-        gt[2 * k + 1] = b as i8;
+        gt[2 * k] = a;
+        gt[2 * k + 1] = b;
         phased[k] = u8::from(sep == b'|');
         lo = lo.min(a).min(b);
         hi = hi.max(a).max(b);
     }
-    Some(Alleles {
-        lo: lo as i8,
-        hi: hi as i8,
-    })
+    Some(Alleles { lo, hi })
 }
 
 /// The first `blocks` blocks of four tabbed calls, vectorised where the target allows:
-/// (lowest, highest allele, calls read).
+/// (lowest, highest allele — −1 for missing —, calls read).
 #[cfg(target_arch = "x86_64")]
 fn read_blocks(
     calls: &[u8],
     blocks: usize,
     gt: &mut [i8],
     phased: &mut [u8],
-) -> Option<(u8, u8, usize)> {
+) -> Option<(i8, i8, usize)> {
     // SAFETY: SSE2 is part of x86-64, so the function's target feature is present.
     let (lo, hi) = unsafe {
         sse2::read_blocks(
@@ -72,34 +77,39 @@ fn read_blocks(
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn read_blocks(_: &[u8], _: usize, _: &mut [i8], _: &mut [u8]) -> Option<(u8, u8, usize)> {
-    Some((9, 0, 0))
+fn read_blocks(_: &[u8], _: usize, _: &mut [i8], _: &mut [u8]) -> Option<(i8, i8, usize)> {
+    Some((9, -1, 0))
 }
 
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
     use std::arch::x86_64::*;
 
-    /// Four calls per 16 input bytes; (lowest, highest) allele, or `None` when a call
-    /// is not `digit [|/] digit tab`.
+    /// Four calls per 16 input bytes; (lowest, highest) allele (−1: missing), or `None`
+    /// when a call is not `allele [|/] allele tab` (an allele: a digit or `.`).
     #[target_feature(enable = "sse2")]
-    pub(super) fn read_blocks(calls: &[u8], gt: &mut [i8], phased: &mut [u8]) -> Option<(u8, u8)> {
+    pub(super) fn read_blocks(calls: &[u8], gt: &mut [i8], phased: &mut [u8]) -> Option<(i8, i8)> {
         assert!(
             calls.len().is_multiple_of(16)
                 && gt.len() * 2 == calls.len()
                 && phased.len() * 4 == calls.len()
         );
-        // Byte roles within a block: digit, separator, digit, tab (×4).
-        let digit_at = _mm_set1_epi32(0x00ff_00ff);
+        // Byte roles within a block: allele, separator, allele, tab (×4).
+        let allele_at = _mm_set1_epi32(0x00ff_00ff);
         let sep_at = _mm_set1_epi32(0x0000_ff00);
         let tab_at = _mm_set1_epi32(0xff00_0000_u32 as i32);
         let zero = _mm_set1_epi8(b'0' as i8);
         let nine = _mm_set1_epi8(9);
+        let one = _mm_set1_epi8(1);
+        let ten = _mm_set1_epi8(10);
+        let dot = _mm_set1_epi8(b'.' as i8);
         let bar = _mm_set1_epi8(b'|' as i8);
         let slash = _mm_set1_epi8(b'/' as i8);
         let tab = _mm_set1_epi8(b'\t' as i8);
         let low_bytes = _mm_set1_epi16(0x00ff);
-        let (mut lo, mut hi) = (_mm_set1_epi8(9), _mm_setzero_si128());
+        // Alleles plus one (missing: 0, digits: 1..=10), so unsigned min and max order
+        // them; positions that hold no allele count as 10 for the minimum.
+        let (mut lo, mut hi) = (ten, _mm_setzero_si128());
         let mut bad = _mm_setzero_si128();
         for ((inp, g), p) in calls
             .chunks_exact(16)
@@ -110,19 +120,22 @@ mod sse2 {
             let v = unsafe { _mm_loadu_si128(inp.as_ptr().cast()) };
             let d = _mm_sub_epi8(v, zero);
             let is_digit = _mm_cmpeq_epi8(_mm_min_epu8(d, nine), d);
+            let is_allele = _mm_or_si128(is_digit, _mm_cmpeq_epi8(v, dot));
             let is_bar = _mm_cmpeq_epi8(v, bar);
             let is_sep = _mm_or_si128(is_bar, _mm_cmpeq_epi8(v, slash));
             let is_tab = _mm_cmpeq_epi8(v, tab);
             let ok = _mm_or_si128(
-                _mm_and_si128(is_digit, digit_at),
+                _mm_and_si128(is_allele, allele_at),
                 _mm_or_si128(_mm_and_si128(is_sep, sep_at), _mm_and_si128(is_tab, tab_at)),
             );
             // Any byte not in its role: all ones in `bad` there (checked once, at the end).
             bad = _mm_or_si128(bad, _mm_xor_si128(ok, _mm_set1_epi8(-1)));
-            let alleles = _mm_and_si128(d, digit_at);
-            hi = _mm_max_epu8(hi, alleles);
-            lo = _mm_min_epu8(lo, _mm_or_si128(alleles, _mm_andnot_si128(digit_at, nine)));
-            let packed = _mm_packus_epi16(_mm_and_si128(d, low_bytes), _mm_setzero_si128());
+            let plus1 = _mm_and_si128(_mm_and_si128(_mm_add_epi8(d, one), is_digit), allele_at);
+            hi = _mm_max_epu8(hi, plus1);
+            lo = _mm_min_epu8(lo, _mm_or_si128(plus1, _mm_andnot_si128(allele_at, ten)));
+            // Alleles at the even bytes: digits as themselves, `.` as 0xff (−1).
+            let alleles = _mm_and_si128(_mm_sub_epi8(plus1, one), low_bytes);
+            let packed = _mm_packus_epi16(alleles, _mm_setzero_si128());
             // SAFETY: `g` is 8 bytes; the low 8 bytes of `packed` are the alleles.
             unsafe { _mm_storel_epi64(g.as_mut_ptr().cast(), packed) };
             // Separator bits 1, 5, 9, 13 → one flag byte each.
@@ -139,10 +152,9 @@ mod sse2 {
             _mm_storeu_si128(l.as_mut_ptr().cast(), lo);
             _mm_storeu_si128(h.as_mut_ptr().cast(), hi);
         }
-        Some((
-            l.into_iter().min().unwrap_or(9),
-            h.into_iter().max().unwrap_or(0),
-        ))
+        let least = l.into_iter().min().unwrap_or(10);
+        let most = h.into_iter().max().unwrap_or(0);
+        Some((least as i8 - 1, most as i8 - 1))
     }
 }
 
@@ -150,11 +162,12 @@ mod sse2 {
 mod tests {
     use super::*;
 
-    /// The scan against the obvious per-call reading, on rows of every length around
-    /// the 4-call block (remainders 0..3), every allele and both separators, and rows
-    /// with one byte wrong at each position (a `.`, a two-digit allele, a colon).
+    /// The scan against the general parse (`genotype::parse_text_call`, htslib's
+    /// rules) call by call, on rows of every length around the 4-call block
+    /// (remainders 0..3), every allele, missing ones (`.`) and both separators, and
+    /// rows with one byte wrong at each position (a colon, a tab, a two-digit allele).
     #[test]
-    fn matches_the_per_call_reading() {
+    fn matches_the_general_parse() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = |n: u64| {
             state ^= state << 13;
@@ -165,22 +178,32 @@ mod tests {
         for samples in 1..40 {
             let mut row = Vec::new();
             let (mut want_gt, mut want_ph) = (Vec::new(), Vec::new());
+            // Some rows all missing, some without any missing allele.
+            let missing_per_11 = [0, 1, 11][samples % 3];
             for k in 0..samples {
-                let (a, b) = (next(10) as u8, next(3) as u8);
-                let bar = next(2) == 0;
-                row.extend_from_slice(&[b'0' + a, if bar { b'|' } else { b'/' }, b'0' + b]);
+                let allele = |next: &mut dyn FnMut(u64) -> u64| match next(11) < missing_per_11 {
+                    true => b'.',
+                    false => b'0' + next(10) as u8,
+                };
+                let first = allele(&mut next);
+                let sep = [b'|', b'/'][next(2) as usize];
+                let call = [first, sep, allele(&mut next)];
+                let mut vals = Vec::new();
+                let (n, ph) = crate::genotype::parse_text_call(&call, &mut vals).unwrap();
+                assert_eq!(n, 2);
+                want_gt.extend(vals.iter().map(|&a| a as i8));
+                want_ph.push(u8::from(ph));
+                row.extend_from_slice(&call);
                 if k + 1 < samples {
                     row.push(b'\t');
                 }
-                want_gt.extend([a as i8, b as i8]);
-                want_ph.push(u8::from(bar));
             }
             let (mut gt, mut ph) = (Vec::new(), Vec::new());
             let got = read_row(&row, samples, &mut gt, &mut ph).expect("a diploid row");
             assert_eq!((gt.as_slice(), ph.as_slice()), (&want_gt[..], &want_ph[..]));
             let lo = *want_gt.iter().min().unwrap();
             let hi = *want_gt.iter().max().unwrap();
-            assert_eq!(got, Alleles { lo, hi });
+            assert_eq!(got, Alleles { lo, hi }, "samples {samples}");
             for at in 0..row.len() {
                 for wrong in [b'.', b':', b'\t', b'1', b'|'] {
                     let mut bent = row.clone();
@@ -188,7 +211,7 @@ mod tests {
                         continue;
                     }
                     let role_ok = match at % 4 {
-                        0 | 2 => wrong.is_ascii_digit(),
+                        0 | 2 => wrong.is_ascii_digit() || wrong == b'.',
                         1 => wrong == b'|' || wrong == b'/',
                         _ => wrong == b'\t',
                     };
