@@ -7,7 +7,8 @@
 #     call sets (scripts/make_format_vcf.py): 2,000 samples x 4,000 records
 #     GT:AD:DP:GQ:PL and 500 x 4,000 GT:GQ:DP:AD:VAF:PL, each as VCF.gz and BCF; and
 #     biobank width (scripts/make_wide_vcf.py, GT only, rare variants): 300,000 samples
-#     x 3,000 records and 500,000 x 200. Generated inputs are cached outside the
+#     x 3,000 records, the same with 0.5 % of calls missing (`.|.`, as in a pVCF; real
+#     ones have more), and 500,000 x 200. Generated inputs are cached outside the
 #     repository in ${XDG_CACHE_HOME:-~/.cache}/svar2/bench-inputs (the wide ones take
 #     ~10 min and 2 GB of disk to make once).
 #   SVAR2_BENCH_QUICK=1 ...         leaves the biobank-wide inputs out.
@@ -44,11 +45,11 @@ if (( ${#inputs[@]} == 0 )); then
     inputs+=("$cache/$name.vcf.gz" "$cache/$name.bcf")
   done
   if [[ -z ${SVAR2_BENCH_QUICK:-} ]]; then
-    for spec in "w300k 300000 3000" "w500k 500000 200"; do
-      read -r name samples records <<< "$spec"
+    for spec in "w300k 300000 3000 0" "w300k-miss 300000 3000 0.005" "w500k 500000 200 0"; do
+      read -r name samples records missing <<< "$spec"
       if [[ ! -e $cache/$name.vcf.gz.csi ]]; then
         echo "bench: making $name ($samples samples x $records records, GT only) ..." >&2
-        python3 scripts/make_wide_vcf.py "$cache/$name.vcf" "$samples" "$records"
+        python3 scripts/make_wide_vcf.py "$cache/$name.vcf" "$samples" "$records" 2 "$missing"
         bgzip -f -@ 2 "$cache/$name.vcf" && bcftools index -f "$cache/$name.vcf.gz"
       fi
       inputs+=("$cache/$name.vcf.gz")

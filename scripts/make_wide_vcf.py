@@ -1,17 +1,18 @@
 """Write a bgzipped-ready VCF of random phased diploid genotypes, fast (numpy).
 
-Usage: make_wide_vcf.py OUT.vcf SAMPLES RECORDS [CONTIGS]
-Used by the RSS calibration and memory benchmarks: wide files (>= 20,000 samples)
-that no shared corpus provides. Allele frequencies vary per site; seeded.
+Usage: make_wide_vcf.py OUT.vcf SAMPLES RECORDS [CONTIGS [MISSING]]
+Used by the RSS calibration, memory and convert benchmarks: wide files (>= 20,000
+samples) that no shared corpus provides. Allele frequencies vary per site; seeded.
+MISSING (default 0): the fraction of calls written `.|.`, as a pVCF's no-calls.
 """
 import sys
 
 import numpy as np
 
 
-def main(out, n_samples, n_records, n_contigs=2):
+def main(out, n_samples, n_records, n_contigs=2, missing=0.0):
     rng = np.random.default_rng(7)
-    gts = np.array(["0|0", "0|1", "1|0", "1|1"])
+    gts = np.array(["0|0", "0|1", "1|0", "1|1", ".|."])
     with open(out, "w") as f:
         f.write("##fileformat=VCFv4.3\n")
         for c in range(n_contigs):
@@ -26,10 +27,19 @@ def main(out, n_samples, n_records, n_contigs=2):
             p = rng.beta(0.3, 3.0)
             a = rng.random((n_samples, 2)) < p
             idx = a[:, 0] * 2 + a[:, 1]
+            if missing > 0:
+                idx[rng.random(n_samples) < missing] = 4
             f.write(f"c{contig}\t{pos}\t.\tA\tG\t.\tPASS\t.\tGT\t")
             f.write("\t".join(gts[idx]))
             f.write("\n")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *(int(x) for x in sys.argv[4:]))
+    extra = sys.argv[4:]
+    main(
+        sys.argv[1],
+        int(sys.argv[2]),
+        int(sys.argv[3]),
+        *([int(extra[0])] if extra else []),
+        *([float(extra[1])] if len(extra) > 1 else []),
+    )
