@@ -8,9 +8,10 @@
 # Inputs (made once, cached in target/bench-inputs): the shared corpus' sim.vcf.gz;
 # its chr1 alone (one contig: sub-contig readers must carry it); four copies with the
 # contigs renamed chr1..chr12, as four per-chromosome-style files; a store of the
-# corpus for view. Each row: input threads wall_s cpu_s bound busiest busiest_s, then
+# corpus for view and rechunk (to --patch 4096x1). Each row: input threads wall_s cpu_s bound busiest busiest_s, then
 # per thread kind count:cpu_s:max_s. Targets (issue 45): bound >= 12 for the 12-contig
-# conversion at 16 threads, >= 8 for chr1 alone, >= 8 for view.
+# conversion at 16 threads, >= 8 for chr1 alone, >= 8 for view. Output goes to
+# /dev/null for view: writing a file costs the writer thread the kernel's copy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 svar2=${1:-$PWD/target/release/svar2}
@@ -55,6 +56,8 @@ for t in "${threads[@]}"; do
   row 12-contig "$t" "$svar2" convert -q --threads "$t" "${copies[@]}" "$work/o.zarr"
   d12=$("$svar2" digest "$work/o.zarr"); rm -rf "$work/o.zarr"
   row view "$t" "$svar2" view --threads "$t" -o /dev/null "$work/corpus.zarr"
+  row rechunk "$t" "$svar2" rechunk -q --threads "$t" --patch 4096x1 "$work/corpus.zarr" "$work/r.zarr"
+  rm -rf "$work/r.zarr"
   echo "digests at $t threads: corpus ${d1:0:16} 12-contig ${d12:0:16}" >> "$work/digests"
 done
 cat "$work/digests"

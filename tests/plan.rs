@@ -318,7 +318,10 @@ fn a_good_bcf_index_prints_no_htslib_error() {
     let out = svar2().args(["plan", "-v"]).arg(&bcf).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(!err.contains("[E::"), "an htslib error for a good index:\n{err}");
+    assert!(
+        !err.contains("[E::"),
+        "an htslib error for a good index:\n{err}"
+    );
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("CSI index"),
         "the index counted the records"

@@ -108,7 +108,9 @@ pub(crate) fn run<T: Send>(
         // leaving them blocked on a send while the scope waits for them.
         let write = move || -> Result<T> {
             let stitcher = stitcher.as_mut();
-            drain(rx, stitcher, writer, pool, window, recycle, progress, shared)?;
+            drain(
+                rx, stitcher, writer, pool, window, recycle, progress, shared,
+            )?;
             pool.install(|| finish(writer))
         };
         let writer = spawn("writer").spawn_scoped(scope, write).map_err(failed)?;
@@ -171,7 +173,6 @@ fn read_stream(
         }
     }
 }
-
 
 /// A batch being encoded: what the writer admitted, and where its chunks arrive.
 type InFlight = (Arc<Admitted>, Receiver<Encoded>);

@@ -8,11 +8,11 @@ use super::space::{Holder, Space};
 use crate::arrays::ArraySet;
 use crate::error::{Error, Result};
 use crate::planning::PlanRequest;
+use crate::schedule::Stitcher;
 use crate::writer::Fragment;
 use crate::writer::{Limits, Writer};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use crate::schedule::Stitcher;
 
 /// Where a partition stands, for `finalize`.
 pub(super) enum State {

@@ -12,12 +12,12 @@ use crate::convert::normalise;
 use crate::error::{Error, Result};
 use crate::pipeline::{Source, Stages};
 use crate::planning::{plan_partition, PlanRequest};
+use crate::schedule::{ContigRun, Stitcher};
 use crate::writer::{Limits, Writer};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use svar2_planner::PIECES_PER_READER;
 use svar2_store::dir::StoreDir;
-use crate::schedule::{ContigRun, Stitcher};
 use svar2_vcf::pieces::{Piece, PieceReader};
 
 /// Where each contig cut starts, counted on demand and shared between tasks through
