@@ -339,6 +339,9 @@ where
             .name("view-dispatch".into())
             .spawn_scoped(s, dispatch)
             .map_err(|e| Error::Usage(format!("cannot start a thread: {e}")))?;
+        // Owned here: an error below drops it, so a dispatcher blocked on a full queue
+        // is let go instead of the scope waiting for it forever.
+        let order_rx = order_rx;
         for done in order_rx.iter() {
             let r = done
                 .recv()
