@@ -45,12 +45,14 @@ if ! command -v cargo >/dev/null; then
   echo "setup: cargo not found; install Rust from https://rustup.rs (stable >= 1.89)" >&2
   exit 1
 fi
-# pip_install WHAT...: into the active Python (svar2's virtualenv); a failure stops
-# the set-up with pip's own reason, never a test run that then cannot pass.
+# pip_install WHAT...: into the active Python (svar2's virtualenv), at the versions
+# scripts/python-constraints.txt pins; a failure stops the set-up with pip's own
+# reason, never a test run that then cannot pass.
 pip_install() {
   local log
   log=$(mktemp)
-  if ! python3 -m pip install -q --disable-pip-version-check "$@" >"$log" 2>&1; then
+  if ! python3 -m pip install -q --disable-pip-version-check \
+      -c "$(dirname "$0")/python-constraints.txt" "$@" >"$log" 2>&1; then
     echo "setup: pip install $* failed:" >&2
     grep -v "WARNING: Running pip as" "$log" | tail -20 >&2
     rm -f "$log"
