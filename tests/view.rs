@@ -90,6 +90,9 @@ fn regions_targets_and_samples_equal_bcftools_view() {
             vec!["-t", "^chr1:150-450,chr3"],
             vec!["-G", "-r", "chr2"],
             vec!["-I", "-s", "NA00001"],
+            // Blocks decoded many at once (or one at a time) still print in order.
+            vec!["--threads", "8"],
+            vec!["--threads", "1", "-s", "Zoë"],
         ];
         for args in &cases {
             same_selection(&gz, &store, d, args);
