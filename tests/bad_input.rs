@@ -346,3 +346,62 @@ fn a_finished_store_is_kept_unless_forced() {
         "the finished store is untouched"
     );
 }
+
+/// A bad record in one of many per-contig files stops the conversion with its error,
+/// whatever the threads and readers: every reader is let go, none waits forever to
+/// hand over a piece of a contig that no sequencer will take (main's binary hung here
+/// at --threads 2 --readers 2, --threads 4 and --threads 16 --readers 2).
+#[test]
+fn a_bad_record_among_many_files_is_an_error_not_a_hang() {
+    if !tools(
+        "a_bad_record_among_many_files_is_an_error_not_a_hang",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let samples: Vec<String> = (0..100).map(|i| format!("s{i}")).collect();
+    let mut inputs = Vec::new();
+    for f in 0..12 {
+        let mut text = format!(
+            "##fileformat=VCFv4.3\n##contig=<ID=c{f},length=1000000>\n\
+             ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+             #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\t{}\n",
+            samples.join("\t")
+        );
+        for r in 0..333 {
+            // The sixth file's record 200 has one sample column.
+            let calls = if f == 5 && r == 199 {
+                "0/1".to_string()
+            } else {
+                vec!["0|1"; samples.len()].join("\t")
+            };
+            text += &format!("c{f}\t{}\t.\tA\tC\t.\tPASS\t.\tGT\t{calls}\n", 10 + r * 100);
+        }
+        let vcf = dir.path().join(format!("c{f}.vcf"));
+        std::fs::write(&vcf, text).unwrap();
+        // bgzip and tabix, which take the bad line as it is (bcftools would refuse it).
+        sh_ok(&format!(
+            "bgzip -f {0} && tabix -f -p vcf {0}.gz",
+            vcf.display()
+        ));
+        inputs.push(format!("{}.gz", vcf.display()));
+    }
+    for (threads, readers) in [("2", "2"), ("4", "1"), ("4", "2"), ("16", "2")] {
+        let out = dir.path().join(format!("t{threads}r{readers}.zarr"));
+        let o = sh(&format!(
+            "timeout 60 {} convert -q --threads {threads} --readers {readers} {} {}",
+            env!("CARGO_BIN_EXE_svar2"),
+            inputs.join(" "),
+            out.display()
+        ));
+        let err = String::from_utf8_lossy(&o.stderr);
+        let what = format!("--threads {threads} --readers {readers}");
+        assert_ne!(o.status.code(), Some(124), "{what}: hung");
+        assert_eq!(o.status.code(), Some(1), "{what}: {err}");
+        assert!(
+            err.contains("c5.vcf.gz") && err.contains("sample column"),
+            "{what}: {err}"
+        );
+    }
+}

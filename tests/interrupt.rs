@@ -70,11 +70,17 @@ fn kill_at_random_moments_never_leaves_a_complete_looking_store() {
     let mut python_checked = 0;
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut attempt = 0;
+    // How the kill times follow the machine's pace: a run that finished first says
+    // the machine is faster now than at the reference run (kill sooner), one killed
+    // before it wrote anything that it is slower (kill later). A shared machine's
+    // load otherwise decides whether enough runs are cut mid-way.
+    let mut pace = [1.0f64; 2];
     while interrupted < 24 && Instant::now() < deadline {
-        let (extra, (want, full)) = (settings[attempt % 2], &reference[attempt % 2]);
+        let k = attempt % 2;
+        let (extra, (want, full)) = (settings[k], &reference[k]);
         attempt += 1;
         let out = dir.path().join(format!("k{attempt}.zarr"));
-        let at = full.mul_f64(0.02 + 0.93 * rng.unit());
+        let at = full.mul_f64(pace[k] * (0.02 + 0.93 * rng.unit()));
         let mut child = spawn(&gz, &out, extra);
         std::thread::sleep(at);
         let killed = child.try_wait().unwrap().is_none();
@@ -85,14 +91,17 @@ fn kill_at_random_moments_never_leaves_a_complete_looking_store() {
         if !killed || status.success() {
             // It finished first: then it must be whole.
             assert_eq!(&digest(&out), want, "finished run at {at:?}");
+            pace[k] = (pace[k] * 0.8).max(0.05);
             continue;
         }
         if !out.exists() {
+            pace[k] = (pace[k] * 1.25).min(20.0);
             continue; // killed before it created anything
         }
         if out.join("zarr.json").exists() {
             // Killed after the root zarr.json went in: the store is whole.
             assert_eq!(&digest(&out), want, "killed after completing, at {at:?}");
+            pace[k] = (pace[k] * 0.8).max(0.05);
             continue;
         }
         interrupted += 1;

@@ -171,17 +171,22 @@ pub fn read_in_pieces(
         for i in 0..cc.max(1) {
             let contig_rx = contig_rx.clone();
             let sequencer = spawn(format!("sequence-{i}")).spawn_scoped(scope, move || {
+                // Stops every reader: the contigs no sequencer will take are dropped
+                // with their pieces' receivers, so a reader blocked sending a piece
+                // of one is let go (and finds `stop` set) instead of waiting forever.
+                let stop_all = || {
+                    stop.store(true, Ordering::Relaxed);
+                    while let Ok(job) = contig_rx.try_recv() {
+                        drop(job);
+                    }
+                };
                 for job in contig_rx.iter() {
                     match sequence_contig(schema, specs, job, rows, out) {
                         Ok(true) => {}
-                        Ok(false) => {
-                            stop.store(true, Ordering::Relaxed);
-                            return;
-                        }
+                        Ok(false) => return stop_all(),
                         Err(e) => {
-                            stop.store(true, Ordering::Relaxed);
                             let _ = out.send(Err(e));
-                            return;
+                            return stop_all();
                         }
                     }
                 }
