@@ -405,3 +405,48 @@ fn a_bad_record_among_many_files_is_an_error_not_a_hang() {
         );
     }
 }
+
+/// A POS that is no position, in an indexed file read in pieces through the index, is
+/// the same error as in a stream: main skipped the record without a word and exited 0
+/// (tabix indexes such a file without complaint).
+#[test]
+fn a_bad_pos_read_through_the_index_is_an_error() {
+    if !tools(
+        "a_bad_pos_read_through_the_index_is_an_error",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let mut text = String::from(
+        "##fileformat=VCFv4.3\n##contig=<ID=c1,length=1000000>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\ts1\ts2\n",
+    );
+    for r in 0..3000 {
+        let pos = if r == 1500 {
+            "X12".to_string()
+        } else {
+            (10 + r * 100).to_string()
+        };
+        text += &format!("c1\t{pos}\t.\tA\tC\t.\tPASS\t.\tGT\t0|1\t1|1\n");
+    }
+    let vcf = dir.path().join("bad_pos.vcf");
+    std::fs::write(&vcf, text).unwrap();
+    sh_ok(&format!(
+        "bgzip -f {0} && tabix -f -p vcf {0}.gz",
+        vcf.display()
+    ));
+    let gz = dir.path().join("bad_pos.vcf.gz");
+    for args in [
+        &["--threads", "4", "--readers", "3"][..],
+        &["--threads", "1"],
+    ] {
+        let err = refused(
+            &gz,
+            args,
+            &["bad_pos.vcf.gz", "POS `X12` is not a position"],
+        );
+        assert!(err.contains("c1:"), "{args:?}: {err}");
+    }
+}

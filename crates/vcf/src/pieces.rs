@@ -248,12 +248,29 @@ impl PieceReader {
                 crate::limits::check_line(&self.path, n + 1, line)?;
                 let mut cols = line.split(|&b| b == b'\t');
                 let chrom = cols.next().unwrap_or(b"");
-                let pos = cols
-                    .next()
-                    .and_then(|p| std::str::from_utf8(p).ok()?.parse::<i64>().ok())
-                    .unwrap_or(0)
-                    - 1;
-                if chrom != self.contig(piece).as_bytes() || pos >= piece.end {
+                if chrom != self.contig(piece).as_bytes() {
+                    return Ok(None); // past the contig (sorted input)
+                }
+                // A POS that is no position cannot be placed in any piece: an error,
+                // as the streaming reader's, never a record skipped without a word.
+                let text = cols.next().unwrap_or(b"");
+                let Some(pos) = std::str::from_utf8(text)
+                    .ok()
+                    .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|t| t.parse::<i64>().ok())
+                else {
+                    return Err(Error::Record {
+                        path: self.path.clone(),
+                        record: n + 1,
+                        locus: format!("{}:{}", self.contig(piece), String::from_utf8_lossy(text)),
+                        msg: format!(
+                            "POS `{}` is not a position (a whole number, 1-based)",
+                            String::from_utf8_lossy(text)
+                        ),
+                    });
+                };
+                let pos = pos - 1;
+                if pos >= piece.end {
                     return Ok(None); // past the piece (sorted input)
                 }
                 pos
