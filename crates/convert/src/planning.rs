@@ -464,7 +464,8 @@ fn plan_schema(
         budget,
         budget_from,
         cores,
-        threads,
+        // What the budget affords (the plan gives up threads before chunk rows).
+        threads: plan.threads,
         row_bytes,
         plan,
         zstd_level: request.zstd_level,

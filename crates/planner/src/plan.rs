@@ -74,6 +74,9 @@ pub struct Plan {
     /// every encoding thread busy whatever the arrays of one batch, fewer when the
     /// memory budget says so.
     pub window: u64,
+    /// Encoding threads: `--threads` (or the cores), fewer when the memory budget
+    /// cannot hold their scratch.
+    pub threads: usize,
     pub chunks: Chunks,
     pub variants_shard: u64,
     pub samples_shard: u64,
@@ -283,17 +286,21 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         InFlight::rows(rows, per_row)
     };
     let sc = chunks.samples;
-    let scratch_row = input.threads.max(1) as u64 * sc * input.scratch_cell_bytes.max(1);
-    let scratch = |vc: u64| vc * scratch_row;
+    // Each encoding thread holds one inner chunk of every per-sample array, and each
+    // past the two the law was fitted with its own arena.
+    let scratch_row = |threads: usize| threads.max(1) as u64 * sc * input.scratch_cell_bytes.max(1);
+    let threads_extra = |threads: usize| threads.saturating_sub(2) as u64 * PER_EXTRA_THREAD_BYTES;
     let m = &input.model;
     // Each reader past the first: its own file handle, header, index and malloc arena.
     let per_reader = PER_READER_BYTES + (m.per_sample * input.samples as f64) as u64;
     let readers_extra = |cc: usize, w: u32| (cc as u64 * w as u64 - 1) * per_reader;
-    let threads_extra = input.threads.saturating_sub(2) as u64 * PER_EXTRA_THREAD_BYTES;
-    let pred = |vc: u64, cc: usize, window: u64, w: u32| {
-        m.peak(input.samples, in_flight(vc, cc, window, w), scratch(vc))
-            + readers_extra(cc, w)
-            + threads_extra
+    let pred = |vc: u64, cc: usize, window: u64, w: u32, threads: usize| {
+        m.peak(
+            input.samples,
+            in_flight(vc, cc, window, w),
+            vc * scratch_row(threads),
+        ) + readers_extra(cc, w)
+            + threads_extra(threads)
     };
     // What the budget allows the law to predict (see HEADROOM).
     let allowed = (input.budget as f64 / HEADROOM) as u64;
@@ -302,7 +309,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     } else {
         1
     };
-    let minimum = (pred(1, 1, 1, least_w) as f64 * HEADROOM).ceil() as u64;
+    let minimum = (pred(1, 1, 1, least_w, 1) as f64 * HEADROOM).ceil() as u64;
     if minimum > input.budget {
         return Err(PlanError::BudgetTooSmall {
             budget: input.budget,
@@ -310,35 +317,33 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         });
     }
     // What the budget cannot hold goes first from the window (encoders wait), then
-    // from the contigs at once and the readers per contig (sized by the cores, not by
-    // the user), and last from the chunk rows (which change the store).
-    let full = (window, cc, w);
-    let fits = |cc: usize, window: u64, w: u32| pred(chunks.variants, cc, window, w) <= allowed;
-    while window > 1 && !fits(cc, window, w) {
+    // from the contigs at once, the readers per contig (sized by the cores, not by the
+    // user) and the encoding threads, and last from the chunk rows — which are sized
+    // for one thread, so that the store's chunking never depends on the threads.
+    let mut threads = input.threads.max(1);
+    let full = (window, cc, w, threads);
+    let fits_rows = |vc: u64, cc: usize, window: u64, w: u32, threads: usize| {
+        pred(vc, cc, window, w, threads) <= allowed
+    };
+    let vc = chunks.variants;
+    let fits = |cc, window, w, threads| fits_rows(vc, cc, window, w, threads);
+    while window > 1 && !fits(cc, window, w, threads) {
         window -= 1;
     }
-    while cc > 1 && !fits(cc, window, w) {
+    while cc > 1 && !fits(cc, window, w, threads) {
         cc -= 1;
     }
-    while w > 1 && readers_from != ReaderSource::User && !fits(cc, window, w) {
+    while w > 1 && readers_from != ReaderSource::User && !fits(cc, window, w, threads) {
         w -= 1;
     }
-    for (what, was, now) in [
-        ("batches encoded at once", full.0, window),
-        ("concurrent contigs", full.1 as u64, cc as u64),
-        ("readers per contig", full.2 as u64, w as u64),
-    ] {
-        if now < was {
-            notes.push(format!(
-                "{what} reduced from {was} to {now} to fit the memory budget"
-            ));
-        }
+    while threads > 1 && !fits(cc, window, w, threads) {
+        threads -= 1;
     }
-    if !fits(cc, window, w) {
+    if !fits(cc, window, w, threads) {
         let fits = m
             .max_rows(
                 input.samples,
-                allowed.saturating_sub(readers_extra(cc, w) + threads_extra),
+                allowed.saturating_sub(readers_extra(cc, w) + threads_extra(threads)),
                 // (Pieces counted as whole rows here: a bound, not the estimate.)
                 InFlight::rows(
                     (window + 1).div_ceil(2)
@@ -346,7 +351,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
                         + stitch_rows(cc, w),
                     per_row,
                 ),
-                scratch_row,
+                scratch_row(threads),
             )
             .max(1);
         if input.requested.variants_chunk.is_some() {
@@ -363,13 +368,33 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         ));
         chunks.variants = fits;
     }
+    // Shorter chunk rows may leave room for threads and batches given up above.
+    let vc = chunks.variants;
+    while threads < full.3 && fits_rows(vc, cc, window, w, threads + 1) {
+        threads += 1;
+    }
+    while window < full.0.min(threads.max(2) as u64) && fits_rows(vc, cc, window + 1, w, threads) {
+        window += 1;
+    }
+    for (what, was, now) in [
+        ("batches encoded at once", full.0, window),
+        ("concurrent contigs", full.1 as u64, cc as u64),
+        ("readers per contig", full.2 as u64, w as u64),
+        ("encoding threads", full.3 as u64, threads as u64),
+    ] {
+        if now < was {
+            notes.push(format!(
+                "{what} reduced from {was} to {now} to fit the memory budget"
+            ));
+        }
+    }
 
     let (vs, ss) = requested_shards(chunks, input.samples, input.cell_bytes, &input.requested);
 
     let in_flight_split = in_flight(chunks.variants, cc, window, w);
     let in_flight_bytes = in_flight_split.total();
     let in_flight_format_bytes = in_flight_split.format;
-    let predicted_peak_rss = pred(chunks.variants, cc, window, w);
+    let predicted_peak_rss = pred(chunks.variants, cc, window, w, threads);
     let amplification = input
         .patch
         .map(|p| amplification(p, chunks.variants, chunks.samples, input.samples));
@@ -413,7 +438,8 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         records,
         in_flight_bytes,
         in_flight_format_bytes,
-        scratch_bytes: scratch(chunks.variants),
+        scratch_bytes: chunks.variants * scratch_row(threads),
+        threads,
         predicted_peak_rss,
         budget: input.budget,
         shards,
@@ -482,6 +508,31 @@ mod tests {
         assert!(p.chunks.variants < 1000);
         assert!(p.predicted_peak_rss as f64 * HEADROOM <= (256u64 << 20) as f64);
         assert!(p.notes.iter().any(|n| n.contains("reduced")));
+    }
+
+    #[test]
+    fn the_chunking_does_not_depend_on_the_threads() {
+        // A budget that holds few threads' scratch: threads go, the chunk rows stay.
+        let mut i = input(100 << 20, 1000);
+        let rows: Vec<u64> = [1, 2, 8, 10, 64]
+            .iter()
+            .map(|&t| {
+                i.threads = t;
+                i.cores = t;
+                let p = plan(&i).unwrap();
+                assert!(p.predicted_peak_rss as f64 * HEADROOM <= (100u64 << 20) as f64);
+                assert!(p.threads <= t);
+                p.chunks.variants
+            })
+            .collect();
+        assert!(rows.iter().all(|&r| r == rows[0]), "{rows:?}");
+        i.threads = 64;
+        let p = plan(&i).unwrap();
+        assert!(p.threads < 64, "{p:?}");
+        assert!(p
+            .notes
+            .iter()
+            .any(|n| n.contains("encoding threads reduced")));
     }
 
     #[test]
