@@ -347,6 +347,38 @@ fn a_finished_store_is_kept_unless_forced() {
     );
 }
 
+/// `dir/NAME.vcf.gz`, bgzipped and tabix-indexed: GT-only, one contig `contig`,
+/// `samples` samples, `records` records at POS 10, 110, …; `bend(r, pos, calls)` may
+/// change record `r`'s POS text or calls. bgzip and tabix take a bad line as it is
+/// (bcftools would refuse it).
+fn indexed_gt_vcf(
+    dir: &Path,
+    name: &str,
+    contig: &str,
+    (samples, records): (usize, usize),
+    bend: impl Fn(usize, String, String) -> (String, String),
+) -> PathBuf {
+    let names: Vec<String> = (0..samples).map(|i| format!("s{i}")).collect();
+    let mut text = format!(
+        "##fileformat=VCFv4.3\n##contig=<ID={contig},length=1000000>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\t{}\n",
+        names.join("\t")
+    );
+    for r in 0..records {
+        let calls = vec!["0|1"; samples].join("\t");
+        let (pos, calls) = bend(r, (10 + r * 100).to_string(), calls);
+        text += &format!("{contig}\t{pos}\t.\tA\tC\t.\tPASS\t.\tGT\t{calls}\n");
+    }
+    let vcf = dir.join(format!("{name}.vcf"));
+    std::fs::write(&vcf, text).unwrap();
+    sh_ok(&format!(
+        "bgzip -f {0} && tabix -f -p vcf {0}.gz",
+        vcf.display()
+    ));
+    dir.join(format!("{name}.vcf.gz"))
+}
+
 /// A bad record in one of many per-contig files stops the conversion with its error,
 /// whatever the threads and readers: every reader is let go, none waits forever to
 /// hand over a piece of a contig that no sequencer will take (main's binary hung here
@@ -360,33 +392,18 @@ fn a_bad_record_among_many_files_is_an_error_not_a_hang() {
         return;
     }
     let dir = test_dir();
-    let samples: Vec<String> = (0..100).map(|i| format!("s{i}")).collect();
-    let mut inputs = Vec::new();
-    for f in 0..12 {
-        let mut text = format!(
-            "##fileformat=VCFv4.3\n##contig=<ID=c{f},length=1000000>\n\
-             ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
-             #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\t{}\n",
-            samples.join("\t")
-        );
-        for r in 0..333 {
-            // The sixth file's record 200 has one sample column.
-            let calls = if f == 5 && r == 199 {
-                "0/1".to_string()
-            } else {
-                vec!["0|1"; samples.len()].join("\t")
+    // The sixth file's record 200 has one sample column.
+    let inputs: Vec<String> = (0..12)
+        .map(|f| {
+            let bend = move |r, pos, calls| match f == 5 && r == 199 {
+                true => (pos, "0/1".to_string()),
+                false => (pos, calls),
             };
-            text += &format!("c{f}\t{}\t.\tA\tC\t.\tPASS\t.\tGT\t{calls}\n", 10 + r * 100);
-        }
-        let vcf = dir.path().join(format!("c{f}.vcf"));
-        std::fs::write(&vcf, text).unwrap();
-        // bgzip and tabix, which take the bad line as it is (bcftools would refuse it).
-        sh_ok(&format!(
-            "bgzip -f {0} && tabix -f -p vcf {0}.gz",
-            vcf.display()
-        ));
-        inputs.push(format!("{}.gz", vcf.display()));
-    }
+            let name = format!("c{f}");
+            let gz = indexed_gt_vcf(dir.path(), &name, &name, (100, 333), bend);
+            gz.display().to_string()
+        })
+        .collect();
     for (threads, readers) in [("2", "2"), ("4", "1"), ("4", "2"), ("16", "2")] {
         let out = dir.path().join(format!("t{threads}r{readers}.zarr"));
         let o = sh(&format!(
@@ -418,26 +435,11 @@ fn a_bad_pos_read_through_the_index_is_an_error() {
         return;
     }
     let dir = test_dir();
-    let mut text = String::from(
-        "##fileformat=VCFv4.3\n##contig=<ID=c1,length=1000000>\n\
-         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
-         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\ts1\ts2\n",
-    );
-    for r in 0..3000 {
-        let pos = if r == 1500 {
-            "X12".to_string()
-        } else {
-            (10 + r * 100).to_string()
-        };
-        text += &format!("c1\t{pos}\t.\tA\tC\t.\tPASS\t.\tGT\t0|1\t1|1\n");
-    }
-    let vcf = dir.path().join("bad_pos.vcf");
-    std::fs::write(&vcf, text).unwrap();
-    sh_ok(&format!(
-        "bgzip -f {0} && tabix -f -p vcf {0}.gz",
-        vcf.display()
-    ));
-    let gz = dir.path().join("bad_pos.vcf.gz");
+    let bend = |r, pos, calls| match r == 1500 {
+        true => ("X12".to_string(), calls),
+        false => (pos, calls),
+    };
+    let gz = indexed_gt_vcf(dir.path(), "bad_pos", "c1", (2, 3000), bend);
     for args in [
         &["--threads", "4", "--readers", "3"][..],
         &["--threads", "1"],
