@@ -88,14 +88,21 @@ impl Device {
     /// Opens GPU 0: the driver, NVRTC and nvCOMP, and compiles the kernels. The error
     /// is one line saying what is missing.
     pub fn open() -> std::result::Result<Device, String> {
+        Device::open_on(0)
+    }
+
+    /// Opens GPU `ordinal` (CUDA's numbering, as `cuda:N` in PyTorch), in its primary
+    /// context — the one PyTorch uses, so its pointers are PyTorch's too.
+    pub fn open_on(ordinal: usize) -> std::result::Result<Device, String> {
         let found = crate::probe::check()?;
         // SAFETY: only checks whether the libraries load (cudarc panics on first use
         // of a library that is absent, so this comes before any other call).
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err("no CUDA driver found (libcuda.so.1)".into());
         }
-        let ctx = CudaContext::new(0).map_err(|e| format!("cannot open GPU 0: {e}"))?;
-        let name = ctx.name().unwrap_or_else(|_| "GPU 0".into());
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| format!("cannot open GPU {ordinal} (cuda:{ordinal}): {e}"))?;
+        let name = ctx.name().unwrap_or_else(|_| format!("GPU {ordinal}"));
         // SAFETY: svar2 uses one stream, so cudarc's cross-stream events are not needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
@@ -321,6 +328,29 @@ impl Device {
         self.patches.slice(0..self.patch_bytes)
     }
 
+    /// The last batch's patches copied into device memory of their own, for a consumer
+    /// that keeps them past the next batch (a PyTorch tensor through DLPack). The copy
+    /// is finished when this returns, so any stream may read it.
+    pub fn take_patches(&self) -> Result<DeviceBatch> {
+        // SAFETY: uninitialised device memory, every byte of it written by the copy
+        // below before anything can read it.
+        let mut bytes = unsafe { self.stream.alloc::<u8>(self.patch_bytes.max(1)) }
+            .map_err(gpu_err("allocating device memory"))?;
+        self.stream
+            .memcpy_dtod(&self.patches(), &mut bytes.slice_mut(0..self.patch_bytes))
+            .map_err(gpu_err("copying patches"))?;
+        self.stream
+            .synchronize()
+            .map_err(gpu_err("copying patches"))?;
+        let ptr = base(&bytes, &self.stream);
+        Ok(DeviceBatch {
+            bytes: Some(bytes),
+            ptr,
+            len: self.patch_bytes,
+            ordinal: self.stream.context().ordinal(),
+        })
+    }
+
     /// The last batch's patches copied to the host (for checks).
     pub fn patches_to_host(&self) -> Result<Vec<u8>> {
         let mut host = vec![0u8; self.patch_bytes];
@@ -331,5 +361,44 @@ impl Device {
             .synchronize()
             .map_err(gpu_err("reading patches"))?;
         Ok(host)
+    }
+}
+
+/// A batch's patches in device memory of their own (see [`Device::take_patches`]).
+/// Dropping it waits for all work on the GPU first: a consumer's kernels still reading
+/// it on another stream finish before the memory is freed.
+pub struct DeviceBatch {
+    bytes: Option<CudaSlice<u8>>,
+    ptr: u64,
+    len: usize,
+    /// The GPU it lives on (CUDA's numbering).
+    pub ordinal: usize,
+}
+
+impl DeviceBatch {
+    /// The device address of the first byte.
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for DeviceBatch {
+    fn drop(&mut self) {
+        if let Some(bytes) = self.bytes.take() {
+            // Errors cannot be reported from a drop; a failed synchronise means the
+            // context is already broken, and freeing is then all that is left to do.
+            let _ = bytes.stream().context().synchronize();
+            drop(bytes);
+        }
     }
 }
