@@ -238,11 +238,7 @@ pub fn fill<'py>(
             let bytes = unsafe { std::slice::from_raw_parts_mut(data as *mut u8, len) };
             job(bytes)
         };
-        let r = if len <= wait::INLINE_BYTES {
-            wait::inline(py, run)?
-        } else {
-            wait::interruptible(py, cancel, run)?
-        };
+        let r = wait::sized(py, len, cancel, run)?;
         drop(rw);
         r.map_err(errors::reader)
     })

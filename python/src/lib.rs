@@ -1,13 +1,17 @@
 //! `svar2._svar2`: the extension module of the `svar2` Python package — a thin PyO3
 //! layer over the reader, convert and rechunk crates (no logic of its own). Modules in
 //! dependency order: `errors`, `json`, `wait` (GIL released, Ctrl-C answered),
-//! `arrays` (numpy in and out), `batches` (read-ahead), `store`, `ops`.
+//! `arrays` (numpy in and out), `dlpack` (tensors handed over without a copy),
+//! `device` (`device=`: torch on the CPU or decoded on a GPU), `batches` (read-ahead),
+//! `store`, `ops`.
 
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
 mod arrays;
 mod batches;
+mod device;
+mod dlpack;
 mod errors;
 mod json;
 mod ops;

@@ -247,7 +247,14 @@ impl Store {
     /// dtype) it fills and returns `out`, allocating nothing. Raises IndexError for a
     /// patch outside the array, ValueError for a malformed `patches`, svar2.Error for
     /// a damaged chunk (naming its key). The GIL is released while it reads.
-    #[pyo3(signature = (array, patches, out = None, samples = None))]
+    ///
+    /// `device`: where the result lives. None (default): a numpy array. `"cpu"`: a
+    /// torch tensor of the reader's own buffer. `"cuda"` (PyTorch's current device) or
+    /// `"cuda:N"`: a torch CUDA tensor decoded on that GPU (nvCOMP), complete when
+    /// this returns, so any stream may use it (with `samples`, read on the CPU and
+    /// copied). Both without a copy (DLPack); torch is imported only then. Without a
+    /// usable GPU, svar2.Error names what is missing (the CUDA driver, nvCOMP, NVRTC).
+    #[pyo3(signature = (array, patches, out = None, samples = None, device = None))]
     fn read<'py>(
         &self,
         py: Python<'py>,
@@ -255,11 +262,29 @@ impl Store {
         patches: &Bound<'py, PyAny>,
         out: Option<Bound<'py, PyAny>>,
         samples: Option<Bound<'py, PyAny>>,
+        device: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let target = crate::device::parse(py, device.as_ref())?;
         let (o, a) = self.array(array)?;
         let list = arrays::patches_of(py, patches)?;
         let columns = samples.map(|s| columns_of(&o, &s)).transpose()?;
         let shape = arrays::batch_shape(&a, &list)?;
+        if let crate::device::Target::Torch(place) = target {
+            if out.is_some() {
+                return Err(errors::value(
+                    "out= fills a numpy array; device= returns a new tensor: pass one or the other",
+                ));
+            }
+            return crate::device::read_torch(
+                py,
+                &o.reader,
+                &a,
+                &list,
+                columns.as_deref(),
+                &shape,
+                place,
+            );
+        }
         let out = match out {
             Some(buf) => buf,
             None => arrays::zeros(py, &a, &shape)?,

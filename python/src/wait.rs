@@ -70,3 +70,18 @@ pub fn interruptible<T: Send>(
         }
     })
 }
+
+/// Runs `job` (which produces about `bytes` bytes) without the GIL: on this thread
+/// when small, else where Ctrl-C can cancel it.
+pub fn sized<T: Send>(
+    py: Python<'_>,
+    bytes: usize,
+    cancel: &AtomicBool,
+    job: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
+    if bytes <= INLINE_BYTES {
+        inline(py, job)
+    } else {
+        interruptible(py, cancel, job)
+    }
+}

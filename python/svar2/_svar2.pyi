@@ -62,9 +62,12 @@ class Store:
         patches: npt.ArrayLike,
         out: Optional[np.ndarray] = None,
         samples: Optional[Samples] = None,
-    ) -> np.ndarray:
+        device: Optional[Any] = None,
+    ) -> Any:
         """Patches (N, 4: variant start, count, sample start, count; 0-based, one
-        shape) -> (N, variants, samples, *trailing); into ``out`` when given."""
+        shape) -> (N, variants, samples, *trailing); into ``out`` when given. A numpy
+        array, or with ``device`` ("cpu", "cuda", "cuda:N", a torch.device) a torch
+        tensor handed over by DLPack, decoded on that GPU for "cuda"."""
     def region(
         self,
         contig: str,
