@@ -1,6 +1,7 @@
 """The Python side of scripts/bench_python.sh: one patch list (bench-read's, from
 --emit-patches), read from Python by svar2 (store.read with and without out=, the
-read-ahead iterator, PatchDataset through a DataLoader with a trivial step),
+read-ahead iterator, PatchDataset through a DataLoader with a trivial step, at 0, 1,
+2 and 4 persistent workers, timed over a second epoch),
 tensorstore (every read of a batch a future first) and zarr-python (per patch, as its
 users write it; a tenth of the list). Prints one JSON object: patches/s per way.
 
@@ -53,10 +54,11 @@ def main(store_path, patches_json, batch="256"):
         from svar2.torch import PatchDataset
 
         shape = (int(p[0, 1]), int(p[0, 3]))
-        for workers in (0, 2):
+        for workers in (0, 1, 2, 4):
             ds = PatchDataset(store, patch=shape, batch_size=b, seed=7, num_patches=len(p))
             assert (ds.epoch_patches(0) == p).all(), "PatchDataset's epoch 0 is bench-read's list"
-            loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
+            loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
+                                                 persistent_workers=workers > 0)
 
             def step():
                 s = 0
@@ -64,7 +66,12 @@ def main(store_path, patches_json, batch="256"):
                     s += int(x[0, 0, 0, 0])  # a trivial training step
                 return s
 
+            # Steady state: the second epoch (workers started, rings made).
+            ds.set_epoch(1)
+            step()
+            ds.set_epoch(0)
             r[f"PatchDataset workers={workers}"] = timed(len(p), step)
+            del loader
     except ImportError:
         pass
     try:

@@ -4,8 +4,16 @@
 patches from ``(seed, epoch)`` (the xorshift draw ``svar2 bench-read --seed`` uses;
 epoch 0 is exactly that list), cuts them into batches of ``batch_size`` and serves
 each batch once across all DataLoader workers and DDP ranks — whatever the worker
-count, an epoch is the same multiset of patches. A background Rust thread reads
-batches ahead into a bounded queue, so the training step rarely waits on the reader.
+count, an epoch is the same multiset of patches. Batches are read ahead into a
+bounded queue, so the training step rarely waits on the reader.
+
+Where batches go: in the main process (``num_workers=0``, the fastest way: the reader
+is already parallel) they are read ahead by a background Rust thread, or — with
+``pin_memory=True`` — straight into pinned host memory, or — with ``device="cuda"`` —
+decoded on the GPU into CUDA tensors. In DataLoader workers they are read into a
+small ring of shared-memory buffers per worker, reused once the consumer has dropped
+a batch (and every view of it), so no batch costs a new shared-memory segment; a
+consumer that keeps batches gets fresh ones, never a buffer still in use.
 
     >>> from svar2.torch import PatchDataset
     >>> ds = PatchDataset(store, patch=(4096, 1), batch_size=256, seed=0)
@@ -17,8 +25,12 @@ batches ahead into a bounded queue, so the training step rarely waits on the rea
 
 from __future__ import annotations
 
+import collections
 import multiprocessing
 import os
+import warnings
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -54,8 +66,20 @@ class PatchDataset(torch.utils.data.IterableDataset):
         with_patches: yield ``(x, patches)`` with the (B, 4) int64 patch rows (variant
             start, count, sample start, count; sample starts index ``samples`` when
             given), to know what each batch holds.
+        threads_per_worker: decode threads of each DataLoader worker's reader (default:
+            usable cores / workers, so the workers share the cores).
         rank, world_size: this process's DDP rank and the number of ranks (default:
             from ``torch.distributed`` when initialised, else 0 and 1).
+        device: None (CPU tensors), ``"cuda"`` (PyTorch's current device, which DDP
+            sets per rank with ``torch.cuda.set_device``) or ``"cuda:N"``: batches
+            decoded on that GPU (``Store.read(device=...)``), in the main process
+            (``num_workers=0``). Without a usable GPU, ``svar2.Error`` names what is
+            missing.
+        pin_memory: read batches straight into pinned host memory (main process), so
+            ``.cuda(non_blocking=True)`` overlaps the copy; the DataLoader's own
+            ``pin_memory=True`` then passes them through without copying. Ignored, with
+            a warning, where CUDA is unavailable (as the DataLoader does); DataLoader
+            workers cannot pin (the DataLoader pins what they send).
 
     Use it with ``DataLoader(ds, batch_size=None, ...)``: batches are already formed.
     Call ``set_epoch(e)`` before each epoch (it reaches persistent workers too).
@@ -77,6 +101,8 @@ class PatchDataset(torch.utils.data.IterableDataset):
         threads_per_worker: Optional[int] = None,
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
+        device: Optional[Union[str, "torch.device"]] = None,
+        pin_memory: bool = False,
     ):
         super().__init__()
         self.store = store if isinstance(store, Store) else _open(store)
@@ -94,6 +120,10 @@ class PatchDataset(torch.utils.data.IterableDataset):
         self.with_patches = bool(with_patches)
         self.threads_per_worker = threads_per_worker
         self._rank, self._world = rank, world_size
+        self.device = None if device is None else str(device)
+        if self.device is not None and self.device != "cpu" and not self.device.startswith("cuda"):
+            raise ValueError(f'device: expected None, "cpu", "cuda" or "cuda:N"; got {self.device!r}')
+        self.pin_memory = bool(pin_memory)
         # Shared with worker processes (fork or spawn), so that set_epoch in the main
         # process reaches persistent workers.
         self._epoch = multiprocessing.get_context().Value("q", 0, lock=False)
@@ -162,20 +192,193 @@ class PatchDataset(torch.utils.data.IterableDataset):
         if len(mine) == 0:
             return
         rows = np.concatenate([every[k * b : (k + 1) * b] for k in mine])
-        batches = self._reader().read_ahead(
-            self.array, rows, batch_size=b, samples=self.samples, depth=self.read_ahead
-        )
+        in_worker = torch.utils.data.get_worker_info() is not None
+        gpu = self.device is not None and self.device != "cpu"
+        if in_worker and gpu:
+            raise ValueError(
+                f"PatchDataset(device={self.device!r}) decodes on the GPU in the main process: "
+                "use DataLoader(num_workers=0) (the decode is already parallel)"
+            )
+        if in_worker:
+            batches = self._shared_batches(rows)
+        elif gpu or self._pinning():
+            batches = self._read_each(rows)
+        else:
+            batches = self._read_ahead(rows)
         at = 0
+        for x in batches:
+            n = len(x)
+            if self.with_patches:
+                yield x, torch.from_numpy(rows[at : at + n])
+            else:
+                yield x
+            at += n
+
+    def _batch_rows(self, rows: np.ndarray) -> Iterator[np.ndarray]:
+        for i in range(0, len(rows), self.batch_size):
+            yield rows[i : i + self.batch_size]
+
+    def _read_ahead(self, rows: np.ndarray) -> Iterator[torch.Tensor]:
+        """Main process: the Rust read-ahead thread's arrays, as tensors (no copy)."""
+        batches = self._reader().read_ahead(
+            self.array, rows, batch_size=self.batch_size, samples=self.samples, depth=self.read_ahead
+        )
         try:
             for x in batches:
-                t = torch.from_numpy(x)
-                if self.with_patches:
-                    yield t, torch.from_numpy(rows[at : at + len(x)])
-                else:
-                    yield t
-                at += len(x)
+                yield torch.from_numpy(x)
         finally:
             batches.close()
+
+    def _pinning(self) -> bool:
+        if not self.pin_memory:
+            return False
+        if torch.cuda.is_available():
+            return True
+        warnings.warn("PatchDataset(pin_memory=True): no CUDA device, so batches are not pinned")
+        self.pin_memory = False
+        return False
+
+    def _read_one(self, rows: np.ndarray) -> torch.Tensor:
+        store = self._reader()
+        if self.device is not None:
+            return store.read(self.array, rows, samples=self.samples, device=self.device)
+        info = store.arrays[self.array]
+        x = torch.empty(_batch_shape(info, rows), dtype=_torch_dtype(info.dtype), pin_memory=True)
+        store.read(self.array, rows, samples=self.samples, out=x.numpy())
+        return x
+
+    def _read_each(self, rows: np.ndarray) -> Iterator[torch.Tensor]:
+        """Main process, pinned or on a GPU: each batch one ``Store.read`` (the GIL
+        released), ``read_ahead`` of them in flight on two helper threads, so one
+        batch is planned on the host while another decodes."""
+        pending = collections.deque()
+        parts = self._batch_rows(rows)
+        with ThreadPoolExecutor(2, thread_name_prefix="svar2-batch") as pool:
+            try:
+                for part in parts:
+                    pending.append(pool.submit(self._read_one, part))
+                    if len(pending) >= self.read_ahead:
+                        yield pending.popleft().result()
+                while pending:
+                    yield pending.popleft().result()
+            finally:
+                for f in pending:
+                    f.cancel()
+
+    def _shared_batches(self, rows: np.ndarray) -> Iterator["_Slot"]:
+        """In a DataLoader worker: each batch read into a free slot of this worker's
+        shared-memory ring. The ring itself travels to the main process once (its
+        first batch); later batches send only the slot's number, so none costs a new
+        shared-memory segment or a file descriptor. A slot is free again once the main
+        process has dropped every view of its batch; with none free (the consumer keeps
+        batches), a fresh shared tensor."""
+        store = self._reader()
+        info = store.arrays[self.array]
+        dtype = _torch_dtype(info.dtype)
+        full = _batch_shape(info, rows[: self.batch_size])
+        ring = getattr(self, "_ring", None)
+        if ring is None or ring.shape[1:] != full or ring.dtype != dtype:
+            slots = self.read_ahead + 2
+            self._ring = torch.empty((slots, *full), dtype=dtype).share_memory_()
+            free = torch.ones(slots, dtype=torch.int32).share_memory_()
+            self._free, self._free_np = free, free.numpy()
+            self._ring_token = (os.getpid(), id(self._ring))
+            self._ring_sent = False
+        free = self._free_np
+        for part in self._batch_rows(rows):
+            k = next((k for k in range(len(free)) if free[k] == 1), None)
+            if k is None:
+                x = torch.empty(_batch_shape(info, part), dtype=dtype).share_memory_()
+                store.read(self.array, part, samples=self.samples, out=x.numpy())
+                yield x
+                continue
+            free[k] = 0
+            store.read(self.array, part, samples=self.samples, out=self._ring[k, : len(part)].numpy())
+            if self._ring_sent:
+                yield _Slot(self._ring_token, k, len(part))
+            else:
+                self._ring_sent = True
+                yield _Slot(self._ring_token, k, len(part), self._ring, self._free)
+
+
+class _Slot:
+    """A batch in slot ``k`` of a worker's shared ring, as it travels to the main
+    process (the ring itself only with the ring's first batch), where it becomes a
+    tensor that frees the slot when it dies."""
+
+    __slots__ = ("token", "k", "n", "ring", "free")
+
+    def __init__(self, token, k: int, n: int, ring=None, free=None):
+        self.token, self.k, self.n, self.ring, self.free = token, k, n, ring, free
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __reduce__(self):
+        return (_receive_slot, (self.token, self.k, self.n, self.ring, self.free))
+
+
+# The main process' rings, by (worker pid, ring): entries of workers that have exited
+# are dropped when a new ring arrives (batches still alive keep their memory).
+_RINGS: dict = {}
+
+
+def _receive_slot(token, k: int, n: int, ring, free) -> torch.Tensor:
+    """The main process' end of a ``_Slot``: a tensor over the slot (no copy) whose
+    storage holds a numpy array; when the last tensor or view of the batch is gone,
+    that array dies and its finaliser marks the slot free for the worker."""
+    if ring is not None:
+        for old in [t for t in _RINGS if not _alive(t[0])]:
+            del _RINGS[old]
+        _RINGS[token] = (ring, free.numpy())
+    try:
+        ring, free = _RINGS[token]
+    except KeyError:
+        raise RuntimeError(f"svar2: a batch of worker {token[0]} arrived before its ring") from None
+    keep = ring[k, :n].numpy()
+    weakref.finalize(keep, _release, free, k)
+    return torch.from_numpy(keep)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _release(free: np.ndarray, k: int) -> None:
+    # After the consumer's last use of the batch (a finaliser runs once every
+    # reference is gone); the worker sees the slot free and writes it again.
+    free[k] = 1
+
+
+_TORCH_DTYPES = {
+    "bool": torch.bool,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "float32": torch.float32,
+}
+
+
+def _torch_dtype(numpy_dtype: str) -> torch.dtype:
+    try:
+        return _TORCH_DTYPES[numpy_dtype]
+    except KeyError:
+        raise ValueError(f"PatchDataset reads numeric arrays; this one holds {numpy_dtype}") from None
+
+
+def _batch_shape(info, rows: np.ndarray) -> Tuple[int, ...]:
+    """The shape ``Store.read`` gives a batch: (B, *patch), the patch's variants and
+    samples axes cut to the patch, its other axes whole."""
+    nv, ns = int(rows[0, 1]), int(rows[0, 3])
+    cut = {"variants": nv, "samples": ns}
+    return (len(rows), *(cut.get(d, n) for d, n in zip(info.dims, info.shape)))
 
 
 def _region(r: Region) -> Region:
