@@ -267,3 +267,29 @@ impl SelectionArgs {
         })
     }
 }
+
+/// bcftools' -i/-e: records (and, in `query`, samples) chosen by an expression.
+#[derive(Args)]
+pub struct FilterArgs {
+    /// Print only records for which the expression is true, bcftools' language:
+    /// e.g. 'QUAL>30 && INFO/DP>10', 'GT="het"', 'FMT/GQ>20 & FMT/DP>10' (one sample
+    /// both), 'MAF<0.01', 'COUNT(GT="alt")>2'. In query, samples that fail a FORMAT
+    /// test are left out of [ ].
+    #[arg(short = 'i', long = "include", conflicts_with = "exclude")]
+    include: Option<String>,
+    /// Print only records for which the expression is false (in query, an excluded
+    /// record's samples that fail it are still printed, as bcftools does).
+    #[arg(short = 'e', long = "exclude")]
+    exclude: Option<String>,
+}
+
+impl FilterArgs {
+    /// The expression and whether it includes or excludes.
+    pub fn resolve(&self) -> Option<(String, svar2_expr::Logic)> {
+        match (&self.include, &self.exclude) {
+            (Some(e), _) => Some((e.clone(), svar2_expr::Logic::Include)),
+            (None, Some(e)) => Some((e.clone(), svar2_expr::Logic::Exclude)),
+            (None, None) => None,
+        }
+    }
+}

@@ -21,6 +21,8 @@ pub struct Args {
     print_header: bool,
     #[command(flatten)]
     selection: crate::flags::SelectionArgs,
+    #[command(flatten)]
+    filter: crate::flags::FilterArgs,
     /// Threads reading, decoding and formatting records (default: every usable core,
     /// cgroup quota and affinity applied).
     #[arg(long, value_parser = crate::flags::threads_arg)]
@@ -54,6 +56,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         targets: selection.targets,
         samples: columns,
         header: a.print_header,
+        filter: a.filter.resolve(),
     };
     match svar2_view::query(&store, &reader, &o, &mut out) {
         Err(e) if e.to_string().contains("Broken pipe") => Ok(()),

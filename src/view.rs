@@ -14,6 +14,8 @@ pub struct Args {
     help: Option<bool>,
     #[command(flatten)]
     selection: crate::flags::SelectionArgs,
+    #[command(flatten)]
+    filter: crate::flags::FilterArgs,
     /// No genotypes: drop FORMAT and the sample columns.
     #[arg(short = 'G', long = "drop-genotypes")]
     drop_genotypes: bool,
@@ -77,6 +79,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         write_index: a.write_index,
         threads,
         update_info: !a.no_update,
+        filter: a.filter.resolve(),
     };
     match svar2_view::view(&store, &reader, &o) {
         Err(e) if e.is_broken_pipe() => Ok(()),

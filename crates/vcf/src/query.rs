@@ -230,6 +230,18 @@ impl Query {
         })
     }
 
+    /// Whether the format prints FORMAT values (a FORMAT field, `%GT`, `%TGT`, `%LINE`):
+    /// what makes bcftools query print, for a record `-e` excludes, the samples that
+    /// fail the expression (with `[%SAMPLE]` alone it drops the record).
+    pub fn prints_format(&self, schema: &Schema) -> bool {
+        self.uses_genotypes()
+            || schema
+                .fields
+                .iter()
+                .enumerate()
+                .any(|(k, f)| f.category == Category::Format && self.uses_field(schema, k))
+    }
+
     /// Whether the format prints genotypes (`%GT`, `%TGT`, `%LINE`).
     pub fn uses_genotypes(&self) -> bool {
         self.tags()
@@ -283,13 +295,15 @@ impl Query {
         out
     }
 
-    /// Appends record `r` of `b` formatted.
+    /// Appends record `r` of `b` formatted; inside `[ ]` only the samples `samples`
+    /// marks (all when None: a filter's verdict leaves the others out).
     pub fn put_record(
         &self,
         p: &mut Printer,
         schema: &Schema,
         b: &Block,
         r: usize,
+        samples: Option<&[bool]>,
         out: &mut Vec<u8>,
     ) {
         for t in &self.tokens {
@@ -299,6 +313,9 @@ impl Query {
                 Token::Samples(inner) => {
                     p.find_present(b, r);
                     for j in 0..b.n_samples {
+                        if samples.is_some_and(|s| !s[j]) {
+                            continue;
+                        }
                         for t in inner {
                             match t {
                                 Token::Text(x) => out.extend_from_slice(x),

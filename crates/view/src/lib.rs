@@ -5,10 +5,12 @@
 //! BGZF/BCF output, query formats) is `svar2-vcf`'s.
 //!
 //! Modules in dependency order: `error`, `header` (the store's header facts),
-//! `select` (regions, targets, samples), `rows` (a run of rows into a block), `run`
+//! `select` (regions, targets, samples), `rows` (a run of rows into a block), `filter`
+//! (`-i`/`-e`: each block's verdicts), `run`
 //! (`view` and `query`: blocks read ahead, formatted in parallel, written in order).
 
 pub mod error;
+pub mod filter;
 pub mod header;
 pub mod rows;
 pub mod run;

@@ -4,11 +4,13 @@
 //! output at a line boundary, and memory holds a few blocks, not the store.
 
 use crate::error::{Error, Result};
+use crate::filter::RecordFilter;
 use crate::header::schema_of;
 use crate::rows::Sources;
 use crate::select::{rows_in, Region, Targets};
 use rayon::prelude::*;
 use std::path::PathBuf;
+use svar2_expr::Verdict;
 use svar2_reader::{Reader, Store};
 use svar2_vcf::block::{Block, Dense, FieldValues};
 use svar2_vcf::query::Query;
@@ -35,6 +37,8 @@ pub struct ViewOptions {
     pub threads: usize,
     /// Recompute INFO/AC and INFO/AN for a sample subset (bcftools' default; `-I` off).
     pub update_info: bool,
+    /// `-i`/`-e`: the expression and which.
+    pub filter: Option<(String, svar2_expr::Logic)>,
 }
 
 /// What a run printed.
@@ -251,10 +255,12 @@ impl Buffers {
     }
 }
 
-/// Formats a block's records in parallel parts (a printer each, from `make`), in order.
+/// Formats a block's records that `verdicts` keep (all without) in parallel parts (a
+/// printer each, from `make`), in order.
 fn format_block<'s, M, F>(
     reader: &Reader,
     b: &Block,
+    verdicts: Option<&[Verdict]>,
     threads: usize,
     buffers: &Buffers,
     make: M,
@@ -273,12 +279,19 @@ where
                 let mut out = buffers.get();
                 let mut p = make();
                 for r in k * per..((k + 1) * per).min(b.n) {
-                    line(&mut p, b, r, &mut out);
+                    if verdicts.is_none_or(|v| v[r].keep) {
+                        line(&mut p, b, r, &mut out);
+                    }
                 }
                 out
             })
             .collect()
     })
+}
+
+/// Records of a block that a filter keeps (all without one).
+fn kept(n: usize, verdicts: Option<&[Verdict]>) -> usize {
+    verdicts.map_or(n, |v| v.iter().filter(|x| x.keep).count())
 }
 
 /// Decoded and formatted blocks held at once: enough that every thread has a block
@@ -290,13 +303,13 @@ fn blocks_in_flight(threads: usize, block_bytes: usize) -> usize {
 /// What [`blocks_in_flight`] keeps the decoded blocks under.
 const BLOCKS_BYTES: usize = 256 << 20;
 
-/// One block's outcome: its records and formatted text, in parts.
+/// One block's outcome: its records printed and formatted text, in parts.
 type Formatted = Result<(usize, Vec<Vec<u8>>)>;
 
 /// Reads and formats `rows` in blocks of `block` rows, up to `window` blocks at once
 /// on the reader's pool (a `view-dispatch` thread hands them out), and hands each
 /// formatted block, in order, to `write` on the calling thread.
-fn pipeline<R, F, W>(
+fn pipeline<T, R, F, W>(
     reader: &Reader,
     rows: &Runs,
     block: usize,
@@ -306,8 +319,9 @@ fn pipeline<R, F, W>(
     mut write: W,
 ) -> Result<u64>
 where
-    R: Fn(&[u64]) -> Result<Block> + Sync,
-    F: Fn(&mut Block, &Buffers) -> Vec<Vec<u8>> + Sync,
+    T: Send,
+    R: Fn(&[u64]) -> Result<T> + Sync,
+    F: Fn(&mut T, &Buffers) -> Formatted + Sync,
     W: FnMut(&[u8]) -> Result<()>,
 {
     let buffers = Buffers::new();
@@ -328,7 +342,7 @@ where
                         return;
                     }
                     scope.spawn(move |_| {
-                        let r = read(&ids).map(|mut b| (b.n, format(&mut b, buffers)));
+                        let r = read(&ids).and_then(|mut b| format(&mut b, buffers));
                         let _ = tx.send(r);
                     });
                 }
@@ -401,6 +415,14 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
         false => rows_to_print(store, &o.regions, o.targets.as_ref())?,
     };
     let sources = Sources::new(store, &schema, columns.clone(), o.genotypes)?;
+    // bcftools view tests the expression on every sample, before it subsets them.
+    let filter = match &o.filter {
+        Some((text, logic)) => {
+            let (all, every) = chosen_schema(store, None)?;
+            Some(RecordFilter::new(store, text, *logic, all, every, false)?)
+        }
+        None => None,
+    };
     let mut sink = Sink::create(o.output.as_deref(), o.kind, o.threads, written)?;
     if o.header_only {
         sink.finish(false, o.threads)?;
@@ -415,19 +437,28 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
         &rows,
         block,
         window,
-        |run| sources.read(reader, run),
-        |b, buffers| {
+        |run| {
+            let verdicts = filter
+                .as_ref()
+                .map(|f| f.verdicts(reader, run))
+                .transpose()?;
+            Ok((sources.read(reader, run)?, verdicts))
+        },
+        |(b, verdicts), buffers| {
             if recompute {
                 recompute_ac_an(&schema, b);
             }
-            format_block(
+            let v = verdicts.as_deref();
+            let text = format_block(
                 reader,
                 b,
+                v,
                 threads,
                 buffers,
                 || Printer::new(&schema, genotypes),
                 |p, b, r, out| p.put_record(b, r, out),
-            )
+            );
+            Ok((kept(b.n, v), text))
         },
         |text| sink.write_lines(text).map_err(Error::from),
     )?;
@@ -444,6 +475,8 @@ pub struct QueryOptions {
     pub samples: Option<Vec<u64>>,
     /// `-H`: the header line first.
     pub header: bool,
+    /// `-i`/`-e`: the expression and which.
+    pub filter: Option<(String, svar2_expr::Logic)>,
 }
 
 /// `svar2 query`: `bcftools query -f` over the store's records, to `out`.
@@ -455,6 +488,18 @@ pub fn query(
 ) -> Result<Printed> {
     let (schema, columns) = chosen_schema(store, o.samples.as_ref())?;
     let q = Query::parse(&o.format, &schema)?;
+    // bcftools query tests the expression on the samples it reads (-s/-S's).
+    let filter = match &o.filter {
+        Some((text, logic)) => Some(RecordFilter::new(
+            store,
+            text,
+            *logic,
+            schema.clone(),
+            columns.clone(),
+            q.prints_format(&schema),
+        )?),
+        None => None,
+    };
     let io = |e: std::io::Error| Error::Usage(format!("standard output: {e}"));
     let rows = rows_to_print(store, &o.regions, o.targets.as_ref())?;
     let samples = q.uses_samples();
@@ -472,16 +517,28 @@ pub fn query(
         &rows,
         block,
         window,
-        |run| sources.read(reader, run),
-        |b, buffers| {
-            format_block(
+        |run| {
+            let verdicts = filter
+                .as_ref()
+                .map(|f| f.verdicts(reader, run))
+                .transpose()?;
+            Ok((sources.read(reader, run)?, verdicts))
+        },
+        |(b, verdicts), buffers| {
+            let v = verdicts.as_deref();
+            let text = format_block(
                 reader,
                 b,
+                v,
                 threads,
                 buffers,
                 || Printer::new(&schema, true),
-                |p, b, r, out| q.put_record(p, &schema, b, r, out),
-            )
+                |p, b, r, out| {
+                    let samples = v.and_then(|v| v[r].samples.as_deref());
+                    q.put_record(p, &schema, b, r, samples, out)
+                },
+            );
+            Ok((kept(b.n, v), text))
         },
         |text| out.write_all(text).map_err(io),
     )?;

@@ -1,0 +1,397 @@
+//! `-i`/`-e` against bcftools (the oracle, 1.16+): each expression, included and
+//! excluded, through `svar2 view` (the records kept) and `svar2 query` (the records
+//! and, inside `[ ]`, the samples printed — by a FORMAT test, or all), record for
+//! record, on two fixtures: a FORMAT-heavy call set (37 samples, GT:AD:DP:GQ:PL:VAF,
+//! multiallelic sites, missing calls) and `all_fields.vcf` (strings, flags,
+//! Number=A/R/G/., haploid and triploid calls, FILTER sets, symbolic alleles). And the
+//! refusals: a bad expression is one line naming the column, exit 1, nothing on
+//! standard output.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+/// Expressions for the call set (INFO and FORMAT both have DP: it is named with its
+/// prefix, as bcftools requires).
+const CALL_SET: &[&str] = &[
+    "QUAL>300",
+    "QUAL<=50 || QUAL>=900",
+    "INFO/DP>1000",
+    "INFO/DP/INFO/AN>15",
+    "AC>5",
+    "AC[0]>=2",
+    "AF<0.05",
+    "AN=74",
+    "AN<70",
+    "POS<100",
+    "POS%50=0",
+    "10-2-3=11 && POS<200",
+    r#"CHROM="c2""#,
+    r#"CHROM!="c2" && POS>2000"#,
+    r#"ALT="T""#,
+    r#"REF="A" && ALT="G""#,
+    r#"ALT~"^[CT]$""#,
+    "N_ALT>1",
+    r#"ID=".""#,
+    r#"FILTER="PASS""#,
+    "QUAL-100>200",
+    r#"GT="het""#,
+    r#"GT="hom""#,
+    r#"GT="mis""#,
+    r#"GT="ref""#,
+    r#"GT="alt""#,
+    r#"GT="RR""#,
+    r#"GT="AA""#,
+    r#"GT="RA""#,
+    r#"GT="aA""#,
+    r#"GT="0/1""#,
+    r#"GT="./.""#,
+    r#"GT~"\.""#,
+    r#"GT!~"\.""#,
+    r#"GT~"2""#,
+    "FMT/DP>30",
+    "FMT/DP>30 & FMT/GQ>50",
+    "FMT/DP>30 && FMT/GQ>50",
+    "QUAL>300 || FMT/GQ>95",
+    "QUAL>300 | FMT/GQ>95",
+    r#"FMT/DP=".""#,
+    r#"FMT/DP!=".""#,
+    r#"COUNT(GT="het")>3"#,
+    r#"COUNT(GT="hom")=0"#,
+    "MAF<0.02",
+    "MAF[*]<0.01",
+    "MAC>=2",
+    "N_MISSING>2",
+    "F_MISSING>0.05",
+    "N_SAMPLES=37",
+    "AD[*:1]>10",
+    "FMT/AD[0:1]>5",
+    "FMT/AD[:0]<3",
+    "FMT/DP[0,2-4]>35",
+    "FMT/DP[30-]<20",
+    "sMAX(FMT/PL)>800",
+    "SMPL_MIN(FMT/GQ)>=90",
+    "sSUM(FMT/AD)>60",
+    "MAX(FMT/DP)>40",
+    "MIN(FMT/GQ)>5",
+    "AVG(FMT/GQ)>50",
+    "MEAN(FMT/DP)<29",
+    "MEDIAN(FMT/GQ)>60",
+    "STDEV(FMT/DP)>5",
+    "SUM(FMT/AD)>2000",
+    "N_PASS(FMT/GQ>90)>3",
+    r#"F_PASS(FMT/GQ>90 & GT!="mis")>0.1"#,
+    "FMT/VAF>0.9",
+    "FMT/VAF[*:0]<0.01",
+    "FMT/PL[*:0]=0 & FMT/GQ<10",
+    r#"(QUAL>100 || INFO/DP>1100) && GT="AA""#,
+    "ABS(FMT/VAF-0.5)<0.01",
+    "FMT/DP*2>FMT/GQ+40",
+];
+
+/// Expressions for `all_fields.vcf`.
+const ALL_FIELDS: &[&str] = &[
+    "DB=1",
+    "DB=0",
+    "H2=1 && DB=1",
+    r#"AA="A""#,
+    r#"AA=".""#,
+    r#"AA!=".""#,
+    r#"INFO/XS="bb""#,
+    r#"INFO/XS="a,v""#,
+    r#"INFO/XS[1]="bb""#,
+    r#"INFO/XS~"c+""#,
+    r#"INFO/XS~"C/i""#,
+    r#"SVTYPE~"^IN""#,
+    "AC>1",
+    "AC[0]=1",
+    "AC[*]=2",
+    "AF>0.2",
+    "RC[2]=3",
+    "RC[*]>=4",
+    "XI[0]=1",
+    "XI[1-]>2",
+    "XI[0,3]=4",
+    "PAIR[1]=8",
+    "BQ>30",
+    r#"BQ=".""#,
+    "XF>1",
+    "XF[1]>2",
+    "DPI>100",
+    r#"XS="bb""#, // ambiguous (INFO/XS and FORMAT/XS): both refuse
+    "NS>=3",
+    r#"QUAL=".""#,
+    r#"QUAL!=".""#,
+    "QUAL>45",
+    "QUAL<10",
+    r#"FILTER=".""#,
+    r#"FILTER!=".""#,
+    r#"FILTER="q10;s50""#,
+    r#"FILTER="s50;q10""#,
+    r#"FILTER="q10""#,
+    r#"FILTER~"q10""#,
+    r#"FILTER!~"q10""#,
+    r#"FILTER!="PASS""#,
+    r#"ID="rs1""#,
+    r#"ID=".""#,
+    r#"ID!=".""#,
+    r#"ID~"rs""#,
+    r#"ALT="<INS>""#,
+    r#"ALT[1]="C""#,
+    r#"ALT[*]="ACC""#,
+    r#"REF~"^A""#,
+    "N_ALT=4",
+    "N_ALT>=2",
+    "ILEN>0",
+    "ILEN<0",
+    "ILEN=1",
+    r#"GT="hap""#,
+    r#"GT="het""#,
+    r#"GT="hom""#,
+    r#"GT="mis""#,
+    r#"GT="alt""#,
+    r#"GT="ref""#,
+    r#"GT="A""#,
+    r#"GT="R""#,
+    r#"GT="aA""#,
+    r#"GT="AA""#,
+    r#"GT="RA""#,
+    r#"GT="RR""#,
+    r#"GT="0|0""#,
+    r#"GT="1""#,
+    r#"GT="./.""#,
+    r#"GT=".""#,
+    r#"GT~"|""#,
+    r#"GT!="het""#,
+    "FMT/GQ>20",
+    r#"FMT/GQ=".""#,
+    "FMT/DP>4",
+    "FMT/AD[*:0]>3",
+    "FMT/AD[1:*]>0",
+    "FMT/PL[0:0]=0",
+    "FMT/GL<-2",
+    "FMT/AB>0.2",
+    "FMT/FV>1",
+    "FMT/HQ[*:1]=51",
+    r#"COUNT(GT="alt")>=2"#,
+    "SUM(FMT/DP)>10",
+    "MIN(FMT/GQ)<20",
+    "MEDIAN(FMT/DP)>3",
+    "STDEV(FMT/GQ)>10",
+    "MAX(AC)>=2",
+    "COUNT(XI)=4",
+    "AN>4",
+    "AN=5",
+    "MAF<0.3",
+    "MAF[*]<0.3",
+    "MAC=1",
+    "N_MISSING=1",
+    "F_MISSING>0.2",
+    "N_SAMPLES=4",
+    "POS>=300 && POS<=2500",
+    r#"CHROM="chrX" || QUAL>90"#,
+    "FMT/GQ>20 | FMT/DP>4",
+    "FMT/GQ>20 & FMT/DP>4",
+    r#"(QUAL>10 || DB=1) && GT="het""#,
+    "NS+1>3",
+    "QUAL/10>4",
+    "POS%200=0",
+    "ABS(FMT/GL)<0.15",
+];
+
+/// What bcftools and svar2 print for `-i`/`-e EXPR`: view's records (CHROM POS REF
+/// ALT) and two queries; a failure as its exit status (bcftools exits 255 on a bad
+/// expression, svar2 1: both failing is agreement).
+fn outputs(tool: &[&str], flag: &str, expr: &str, input: &Path) -> Vec<String> {
+    let q = shell_quote(expr);
+    let file = input.display();
+    let run = |cmd: String| {
+        let o = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("set -o pipefail; {cmd}"))
+            .output()
+            .expect("sh runs");
+        match o.status.code() {
+            Some(0) => String::from_utf8_lossy(&o.stdout).into_owned(),
+            _ => "(refused)".into(),
+        }
+    };
+    let t = tool.join(" ");
+    vec![
+        run(format!("{t} view -H {flag} {q} {file} | cut -f1,2,4,5")),
+        run(format!(
+            "{t} query {flag} {q} -f '%CHROM:%POS[ %SAMPLE]\\n' {file}"
+        )),
+        run(format!(
+            "{t} query {flag} {q} -f '%CHROM:%POS[ %SAMPLE=%GT:%DP]\\n' {file}"
+        )),
+    ]
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Every expression of `exprs`, included and excluded, equal through bcftools (on
+/// `vcf`) and svar2 (on `store`); returns how many printed records at all.
+fn same_as_bcftools(vcf: &Path, store: &Path, exprs: &[&str]) -> usize {
+    let svar2 = env!("CARGO_BIN_EXE_svar2");
+    let mut failures = Vec::new();
+    let mut nonempty = 0;
+    for expr in exprs {
+        for flag in ["-i", "-e"] {
+            let want = outputs(&["bcftools"], flag, expr, vcf);
+            let got = outputs(&[svar2], flag, expr, store);
+            for (k, what) in ["view", "query [%SAMPLE]", "query [%SAMPLE=%GT:%DP]"]
+                .iter()
+                .enumerate()
+            {
+                if want[k] != got[k] {
+                    failures.push(format!(
+                        "{flag} {expr:?} ({what}): bcftools {} lines, svar2 {}\n  bcftools: {:.300}\n  svar2:    {:.300}",
+                        want[k].lines().count(),
+                        got[k].lines().count(),
+                        want[k],
+                        got[k]
+                    ));
+                }
+            }
+            nonempty += !want[0].is_empty() as usize;
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    nonempty
+}
+
+#[test]
+fn call_set_expressions_equal_bcftools() {
+    if !tools("call_set_expressions_equal_bcftools", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let vcf = format_call_set(d, "calls", 37, 600, "GT:AD:DP:GQ:PL:VAF", 3);
+    let store = d.join("calls.zarr");
+    convert(&vcf, &store, &[]);
+    let n = same_as_bcftools(&vcf, &store, CALL_SET);
+    // Each expression selects something, included or excluded.
+    assert!(
+        n >= CALL_SET.len(),
+        "{n} of {} print records",
+        2 * CALL_SET.len()
+    );
+}
+
+#[test]
+fn all_fields_expressions_equal_bcftools() {
+    if !tools("all_fields_expressions_equal_bcftools", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let [_, gz, _] = forms(&data("all_fields.vcf"), d, "af");
+    // Small chunks: blocks and shards cut the records several ways.
+    let store = d.join("af.zarr");
+    convert(&gz, &store, TINY_GEOMETRY);
+    let n = same_as_bcftools(&gz, &store, ALL_FIELDS);
+    assert!(
+        n >= ALL_FIELDS.len(),
+        "{n} of {} print records",
+        2 * ALL_FIELDS.len()
+    );
+}
+
+/// A bad expression: one line on standard error naming the problem's column, exit 1,
+/// nothing on standard output (not even the header or `query -H`'s line).
+#[test]
+fn bad_expressions_are_one_line_with_the_column() {
+    let dir = test_dir();
+    let d = dir.path();
+    let store = d.join("af.zarr");
+    convert(&data("all_fields.vcf"), &store, &[]);
+    let cases: &[(&str, usize, &str)] = &[
+        ("DP>>3", 4, "an operator where a value is expected"),
+        ("(QUAL>3", 8, "never closed"),
+        ("QUAL>3 POS", 8, "unexpected text"),
+        ("NOPE>3", 1, "no such INFO or FORMAT field"),
+        ("INFO/GQ>3", 1, "no such INFO field"),
+        ("FMT/NS>3", 1, "no such FORMAT field"),
+        (r#"QUAL="high""#, 5, "a string compared with a number"),
+        (r#"AA>3"#, 3, "a string compared with a number"),
+        ("QUAL+", 6, "ends where a value is expected"),
+        ("QUAL", 1, "not a test"),
+        (r#"FILTER="nofilter""#, 7, "not in the header"),
+        ("TYPE=\"snp\"", 1, "not supported yet"),
+        ("binom(FMT/AD)>0", 1, "not supported yet"),
+        ("ID=@ids.txt", 4, "not supported yet"),
+        ("XI[x]>1", 1, "not a subscript"),
+        (r#"GT="het" QUAL"#, 10, "unexpected text"),
+    ];
+    for &(expr, col, what) in cases {
+        for cmd in [
+            vec!["view", "-i", expr],
+            vec!["query", "-H", "-f", "%POS\\n", "-e", expr],
+        ] {
+            let o = svar2().args(&cmd).arg(&store).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{cmd:?}: {err}");
+            assert!(
+                o.stdout.is_empty(),
+                "{cmd:?} printed {:?}",
+                String::from_utf8_lossy(&o.stdout)
+            );
+            assert_eq!(err.trim_end().lines().count(), 1, "{cmd:?}: {err}");
+            assert!(err.contains(what), "{cmd:?}: {err}");
+            assert!(err.contains(&format!("column {col} ")), "{cmd:?}: {err}");
+            assert!(err.contains(expr), "{cmd:?}: {err}");
+        }
+    }
+    // -i and -e together are refused by the flags themselves.
+    let o = svar2()
+        .args(["view", "-i", "QUAL>1", "-e", "QUAL>2"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// The `svar2 view` lines of README.md with `-i`/`-e`, on all_fields' store and, with
+/// bcftools, on the file: the same records.
+#[test]
+fn readme_view_expressions_equal_bcftools() {
+    if !tools("readme_view_expressions_equal_bcftools", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let [_, gz, _] = forms(&data("all_fields.vcf"), d, "af");
+    let store = d.join("store.zarr");
+    convert(&gz, &store, &[]);
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines: Vec<&str> = readme
+        .lines()
+        .map(|l| l.split("  #").next().unwrap().trim())
+        .filter(|l| l.starts_with("svar2 view ") && l.ends_with(" store.zarr"))
+        .filter(|l| l.contains(" -i ") || l.contains(" -e "))
+        .collect();
+    assert!(lines.len() >= 2, "README shows svar2 view -i/-e: {lines:?}");
+    for line in lines {
+        let args = &line["svar2 view ".len()..line.len() - " store.zarr".len()];
+        let want = sh_ok(&format!(
+            "bcftools view -H {args} {} | cut -f1-5",
+            gz.display()
+        ));
+        let got = sh_ok(&format!(
+            "{} view -H {args} {} | cut -f1-5",
+            env!("CARGO_BIN_EXE_svar2"),
+            store.display()
+        ));
+        assert!(!want.is_empty(), "{line} prints something");
+        assert_eq!(got, want, "{line}");
+    }
+}
