@@ -1145,6 +1145,64 @@ fn func(f: Func, per_sample: bool, a: &Val) -> Val {
     }
 }
 
+/// `GT="het"` and the like: the class kind and keyword, either way round.
+fn gt_class_test<'e>(a: &'e Expr, b: &'e Expr) -> Option<(&'e u8, &'e [u8])> {
+    match (a, b) {
+        (Expr::Term(Term::GtClass(k)), Expr::Str(c))
+        | (Expr::Str(c), Expr::Term(Term::GtClass(k))) => Some((k, c)),
+        _ => None,
+    }
+}
+
+/// A record's genotype calls as stored.
+enum Calls<'a> {
+    I8(&'a [i8]),
+    I16(&'a [i16]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+}
+
+/// A call's class of `kind` (see [`Term::GtClass`]) as bcftools names it; `"."` for a
+/// missing call where the kind has no word for it. Alleles stop at the first fill
+/// (a lower ploidy); a missing allele makes the call missing.
+fn classify<T: Copy + Into<i64>>(call: &[T], kind: u8) -> &'static [u8] {
+    let (mut n, mut missing, mut has_ref, mut het, mut first) = (0, false, false, false, 0i64);
+    for &a in call {
+        let a: i64 = a.into();
+        if a == -2 {
+            break;
+        }
+        if a < 0 {
+            missing = true;
+            break;
+        }
+        has_ref |= a == 0;
+        if n == 0 {
+            first = a;
+        } else if a != first {
+            het = true;
+        }
+        n += 1;
+    }
+    let missing = missing || n == 0;
+    match kind {
+        4 if missing => b"mis",
+        4 if !has_ref => b"alt",
+        4 if !het => b"ref",
+        4 => b"alt",
+        _ if missing => b".",
+        3 if n == 1 => b"hap",
+        3 if !het => b"hom",
+        3 => b"het",
+        _ if n == 1 && has_ref => b"r",
+        _ if n == 1 => b"a",
+        _ if !het && has_ref => b"rr",
+        _ if !het => b"aa",
+        _ if has_ref => b"ra",
+        _ => b"aA",
+    }
+}
+
 /// One record's context: the block, and where each field's values sit in it.
 pub(crate) struct Record<'a> {
     pub schema: &'a Schema,
@@ -1171,15 +1229,18 @@ fn int_of(v: i64) -> f64 {
     }
 }
 
+/// Number `i` of a dense field.
+fn number_at(d: &Dense, i: usize) -> f64 {
+    match d {
+        Dense::F32(v) => float_of(v[i]),
+        Dense::Bool(v) => v[i] as f64,
+        d => int_of(d.int(i).unwrap_or(-1)),
+    }
+}
+
 /// Numbers `[from, from + n)` of a dense field.
 fn numbers(d: &Dense, from: usize, n: usize) -> Vec<f64> {
-    (from..from + n)
-        .map(|i| match d {
-            Dense::F32(v) => float_of(v[i]),
-            Dense::Bool(v) => v[i] as f64,
-            d => int_of(d.int(i).unwrap_or(-1)),
-        })
-        .collect()
+    (from..from + n).map(|i| number_at(d, i)).collect()
 }
 
 impl Record<'_> {
@@ -1215,17 +1276,25 @@ impl Record<'_> {
             c[0] = an[0] - c[1..].iter().sum::<i64>();
             return Some(c);
         }
-        let g = self.b.gt.as_ref()?;
+        self.b.gt.as_ref()?;
         let mut c = vec![0i64; n_alleles];
-        let calls = self.b.n_samples * g.ploidy;
-        let mut any = false;
-        for i in self.r * calls..(self.r + 1) * calls {
-            let a = g.alleles.int(i).unwrap_or(-2);
-            if a >= 0 && (a as usize) < n_alleles {
-                c[a as usize] += 1;
-                any = true;
+        fn count<T: Copy + Into<i64>>(calls: &[T], c: &mut [i64]) -> bool {
+            let mut any = false;
+            for &a in calls {
+                let a: i64 = a.into();
+                if a >= 0 && (a as usize) < c.len() {
+                    c[a as usize] += 1;
+                    any = true;
+                }
             }
+            any
         }
+        let any = match self.calls() {
+            Calls::I8(v) => count(v, &mut c),
+            Calls::I16(v) => count(v, &mut c),
+            Calls::I32(v) => count(v, &mut c),
+            Calls::I64(v) => count(v, &mut c),
+        };
         any.then_some(c)
     }
 
@@ -1243,6 +1312,73 @@ impl Record<'_> {
                 .get(self.r * self.b.n_samples + j)
                 .is_some_and(|&p| p != 0),
         )
+    }
+
+    /// The record's calls, `ploidy` alleles per sample, typed as stored.
+    fn calls(&self) -> Calls<'_> {
+        let g = self.b.gt.as_ref().expect("genotypes were read");
+        let n = self.b.n_samples * g.ploidy;
+        let at = self.r * n;
+        match &g.alleles {
+            Dense::I8(v) => Calls::I8(&v[at..at + n]),
+            Dense::I16(v) => Calls::I16(&v[at..at + n]),
+            Dense::I32(v) => Calls::I32(&v[at..at + n]),
+            Dense::I64(v) => Calls::I64(&v[at..at + n]),
+            _ => Calls::I8(&[]),
+        }
+    }
+
+    /// Sample `j`'s GT class of `kind` (see [`Term::GtClass`]).
+    fn gt_class(&self, kind: u8, j: usize) -> &'static [u8] {
+        let p = self.b.gt.as_ref().map_or(1, |g| g.ploidy);
+        match self.calls() {
+            Calls::I8(v) => classify(&v[j * p..(j + 1) * p], kind),
+            Calls::I16(v) => classify(&v[j * p..(j + 1) * p], kind),
+            Calls::I32(v) => classify(&v[j * p..(j + 1) * p], kind),
+            Calls::I64(v) => classify(&v[j * p..(j + 1) * p], kind),
+        }
+    }
+
+    /// `GT="het"` (or `!=`) for every sample: the string comparison's outcome (a
+    /// class `"."` is missing: `=` fails and `!=` passes) without building strings —
+    /// this runs for every call of every record such a filter sees.
+    fn gt_classes(&self, kind: u8, class: &[u8], op: Op) -> Val {
+        let ns = self.b.n_samples;
+        let p = self.b.gt.as_ref().map_or(1, |g| g.ploidy).max(1);
+        let mut r = Val {
+            ns,
+            used: vec![true; ns],
+            pass: vec![false; ns],
+            ..Val::default()
+        };
+        fn each<T: Copy + Into<i64>>(
+            calls: &[T],
+            p: usize,
+            kind: u8,
+            class: &[u8],
+            op: Op,
+            pass: &mut [bool],
+        ) -> bool {
+            let mut any = false;
+            for (call, out) in calls.chunks_exact(p).zip(pass.iter_mut()) {
+                let c = classify(call, kind);
+                let hit = if c == b"." {
+                    op == Op::Ne
+                } else {
+                    (c == class) == (op == Op::Eq)
+                };
+                *out = hit;
+                any |= hit;
+            }
+            any
+        }
+        r.site = match self.calls() {
+            Calls::I8(v) => each(v, p, kind, class, op, &mut r.pass),
+            Calls::I16(v) => each(v, p, kind, class, op, &mut r.pass),
+            Calls::I32(v) => each(v, p, kind, class, op, &mut r.pass),
+            Calls::I64(v) => each(v, p, kind, class, op, &mut r.pass),
+        };
+        r
     }
 
     fn term(&self, t: &Term) -> Val {
@@ -1452,21 +1588,23 @@ impl Record<'_> {
                 };
                 let mut nums = Vec::with_capacity(ns * n1);
                 for j in 0..ns {
-                    let cell = numbers(&f.values, (r * ns + j) * w, w);
+                    let at = (r * ns + j) * w;
                     match sel {
-                        Sel::All => nums.extend(cell),
-                        Sel::One(i) => nums.push(cell.get(*i).copied().unwrap_or_else(missing)),
+                        Sel::All => nums.extend((at..at + w).map(|i| number_at(&f.values, i))),
+                        Sel::One(i) => nums.push(if *i < w {
+                            number_at(&f.values, at + i)
+                        } else {
+                            missing()
+                        }),
                         s => {
-                            let kept: Vec<f64> = cell
-                                .iter()
-                                .enumerate()
-                                .filter(|(k, _)| s.keeps(*k))
-                                .map(|(_, v)| *v)
-                                .collect();
-                            if kept.is_empty() {
+                            let before = nums.len();
+                            nums.extend(
+                                (0..w)
+                                    .filter(|&k| s.keeps(k))
+                                    .map(|k| number_at(&f.values, at + k)),
+                            );
+                            if nums.len() == before {
                                 nums.push(missing());
-                            } else {
-                                nums.extend(kept);
                             }
                         }
                     }
@@ -1486,46 +1624,7 @@ impl Record<'_> {
             }
             Term::GtClass(kind) => {
                 let ns = b.n_samples;
-                let strs = (0..ns)
-                    .map(|j| {
-                        let (alleles, _) = self.call(j);
-                        let missing = alleles.iter().any(|&a| a < 0) || alleles.is_empty();
-                        let has_ref = alleles.contains(&0);
-                        let het = alleles.windows(2).any(|w| w[0] != w[1]);
-                        let s: &[u8] = match kind {
-                            4 if missing => b"mis",
-                            4 if !has_ref => b"alt",
-                            4 if !het => b"ref",
-                            4 => b"alt",
-                            _ if missing => b".",
-                            3 if alleles.len() == 1 => b"hap",
-                            3 if !het => b"hom",
-                            3 => b"het",
-                            _ if alleles.len() == 1 => {
-                                if has_ref {
-                                    b"r"
-                                } else {
-                                    b"a"
-                                }
-                            }
-                            _ if !het => {
-                                if has_ref {
-                                    b"rr"
-                                } else {
-                                    b"aa"
-                                }
-                            }
-                            _ => {
-                                if has_ref {
-                                    b"ra"
-                                } else {
-                                    b"aA"
-                                }
-                            }
-                        };
-                        s.to_vec()
-                    })
-                    .collect();
+                let strs = (0..ns).map(|j| self.gt_class(*kind, j).to_vec()).collect();
                 Val {
                     strs,
                     ns,
@@ -1612,6 +1711,10 @@ impl Record<'_> {
             }
             Expr::Arith(op, a, b) => arith(*op, &self.eval(a)?, &self.eval(b)?)?,
             Expr::CmpNum(op, a, b) => cmp_num(*op, &self.eval(a)?, &self.eval(b)?)?,
+            Expr::CmpStr(op, a, b, None) if gt_class_test(a, b).is_some() => {
+                let (kind, class) = gt_class_test(a, b).expect("checked");
+                self.gt_classes(*kind, class, *op)
+            }
             Expr::CmpStr(op, a, b, re) => cmp_str(*op, &self.eval(a)?, &self.eval(b)?, re.as_ref()),
             Expr::Filter(op, ids) => Val {
                 site: self.filter(*op, ids),

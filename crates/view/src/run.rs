@@ -416,10 +416,13 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
     };
     let sources = Sources::new(store, &schema, columns.clone(), o.genotypes)?;
     // bcftools view tests the expression on every sample, before it subsets them.
+    // On the printed block when it has every sample (no -s, genotypes printed), else on
+    // a block of its own.
     let filter = match &o.filter {
         Some((text, logic)) => {
-            let (all, every) = chosen_schema(store, None)?;
-            Some(RecordFilter::new(store, text, *logic, all, every, false)?)
+            let own = o.samples.is_some() || !o.genotypes;
+            let all = chosen_schema(store, None)?;
+            Some(RecordFilter::new(store, text, *logic, all, false, own)?)
         }
         None => None,
     };
@@ -438,11 +441,12 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
         block,
         window,
         |run| {
+            let b = sources.read(reader, run)?;
             let verdicts = filter
                 .as_ref()
-                .map(|f| f.verdicts(reader, run))
+                .map(|f| f.verdicts(reader, run, &b))
                 .transpose()?;
-            Ok((sources.read(reader, run)?, verdicts))
+            Ok((b, verdicts))
         },
         |(b, verdicts), buffers| {
             if recompute {
@@ -494,17 +498,24 @@ pub fn query(
             store,
             text,
             *logic,
-            schema.clone(),
-            columns.clone(),
+            (schema.clone(), columns.clone()),
             q.prints_format(&schema),
+            false,
         )?),
         None => None,
     };
     let io = |e: std::io::Error| Error::Usage(format!("standard output: {e}"));
     let rows = rows_to_print(store, &o.regions, o.targets.as_ref())?;
-    let samples = q.uses_samples();
-    let sources = Sources::new(store, &schema, columns.clone(), samples)?
-        .only(|k| q.uses_field(&schema, k), q.uses_genotypes());
+    // The printed blocks also carry what the expression reads: it is tested on them.
+    let needs = filter
+        .as_ref()
+        .map(|f| f.needs().clone())
+        .unwrap_or_default();
+    let samples = q.uses_samples() || needs.samples;
+    let sources = Sources::new(store, &schema, columns.clone(), samples)?.only(
+        |k| q.uses_field(&schema, k) || needs.fields.contains(&k),
+        q.uses_genotypes() || needs.genotypes,
+    );
     if o.header {
         out.write_all(&q.header(&schema.samples)).map_err(io)?;
     }
@@ -518,11 +529,12 @@ pub fn query(
         block,
         window,
         |run| {
+            let b = sources.read(reader, run)?;
             let verdicts = filter
                 .as_ref()
-                .map(|f| f.verdicts(reader, run))
+                .map(|f| f.verdicts(reader, run, &b))
                 .transpose()?;
-            Ok((sources.read(reader, run)?, verdicts))
+            Ok((b, verdicts))
         },
         |(b, verdicts), buffers| {
             let v = verdicts.as_deref();
