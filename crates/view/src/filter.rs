@@ -70,7 +70,7 @@ impl RecordFilter {
         (0..b.n)
             .map(|r| {
                 self.filter
-                    .test(&self.schema, &b, r, self.per_sample_output)
+                    .test(&self.schema, b, r, self.per_sample_output)
                     .map_err(|e| {
                         Error::Usage(format!(
                             "the expression {:?} at {}:{}: {e}",
