@@ -96,7 +96,9 @@ def main(out, n_samples, n_records, fmt="GT:AD:DP:GQ:PL", n_contigs=2):
                         v = np.char.add(np.char.add(v, ","), vaf[:, j])
                     cols.append(np.where(missing, ".", v))
                 elif k == "PS":
-                    cols.append(np.where(rng.random(n_samples) < 0.5, ".", ints(pos - rng.integers(0, 500, n_samples))))
+                    # A phase set is a position: at least 1 (VCF Zarr keeps -1 and -2 for
+                    # missing and fill, and svar2 refuses them as values).
+                    cols.append(np.where(rng.random(n_samples) < 0.5, ".", ints(np.maximum(1, pos - rng.integers(0, 500, n_samples)))))
                 elif k == "FT":
                     cols.append(np.where(rng.random(n_samples) < 0.05, "LowQual", "PASS"))
             calls = cols[0]

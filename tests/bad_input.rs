@@ -452,3 +452,77 @@ fn a_bad_pos_read_through_the_index_is_an_error() {
         assert!(err.contains("c1:"), "{args:?}: {err}");
     }
 }
+
+/// A −1 or −2 given as an integer value, INFO or FORMAT, in text, bgzipped or BCF:
+/// VCF Zarr keeps those two for missing and fill, so stored they would read back as
+/// missing (bio2zarr stores them so, silently). The record is refused, naming the
+/// field and the value; −3 and the missing `.` convert.
+#[test]
+fn integers_the_store_reserves_are_refused() {
+    if !tools("integers_the_store_reserves_are_refused", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let cases = [
+        (
+            "info1",
+            "chr1 10 . A C 30 PASS DP=-1 GT:AD 0/1:1,2 1/1:0,3",
+            "INFO/DP holds the value -1",
+        ),
+        (
+            "info2",
+            "chr1 10 . A C 30 PASS DP=-2 GT:AD 0/1:1,2 1/1:0,3",
+            "INFO/DP holds the value -2",
+        ),
+        (
+            "fmt1",
+            "chr1 10 . A C 30 PASS DP=5 GT:AD 0/1:1,-1 1/1:0,3",
+            "FORMAT/AD holds the value -1",
+        ),
+        (
+            "fmt2",
+            "chr1 10 . A C 30 PASS DP=5 GT:AD 0/1:1,2 1/1:-2,3",
+            "FORMAT/AD holds the value -2",
+        ),
+    ];
+    for (name, bad, needle) in cases {
+        let vcf = write_vcf(d, &format!("{name}.vcf"), HEADER, &[GOOD[0], bad, GOOD[2]]);
+        let gz = d.join(format!("{name}.vcf.gz"));
+        let bcf = d.join(format!("{name}.bcf"));
+        sh_ok(&format!(
+            "bcftools view -Oz -o {gz} {v} && bcftools view -Ob -o {bcf} {v}",
+            gz = gz.display(),
+            bcf = bcf.display(),
+            v = vcf.display()
+        ));
+        for input in [&vcf, &gz, &bcf] {
+            refused(
+                input,
+                &[],
+                &["record 2 (chr1:10)", needle, "bcftools annotate -x"],
+            );
+        }
+    }
+    // Other negative values and missing ones convert, and read back as given.
+    let ok = write_vcf(
+        d,
+        "neg.vcf",
+        HEADER,
+        &[
+            "chr1 10 . A C 30 PASS DP=-3 GT:AD 0/1:.,-7 1/1:0,3",
+            GOOD[2],
+        ],
+    );
+    let store = d.join("neg.zarr");
+    convert(&ok, &store, &[]);
+    let o = svar2()
+        .args(["query", "-f", "%DP[ %AD]\\n"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "-3 .,-7 0,3\n7 0,4 2,2\n"
+    );
+}

@@ -477,6 +477,7 @@ pub fn column_from_raw(
         starts: (0..rows).map(|r| r * per_row).collect(),
         widths,
         stats: Default::default(),
+        reserved: None,
     })
 }
 

@@ -194,6 +194,7 @@ fn decode_inner(bytes: &[u8], specs: &[ColumnSpec]) -> Option<Batch> {
             starts,
             widths,
             stats,
+            reserved: None,
         });
     }
     (c.at == bytes.len()).then_some(Batch {

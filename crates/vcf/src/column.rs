@@ -84,6 +84,9 @@ pub struct Column {
     pub starts: Vec<usize>,
     pub widths: Vec<u32>,
     pub stats: ColumnStats,
+    /// A −1 or −2 read from the input as a value (not a missing value or a vector
+    /// end) since the extractor last looked: see [`Column::take_reserved`].
+    pub reserved: Option<i32>,
 }
 
 impl Column {
@@ -105,7 +108,20 @@ impl Column {
             starts: Vec::new(),
             widths: Vec::new(),
             stats: ColumnStats::default(),
+            reserved: None,
         }
+    }
+
+    /// A −1 or −2 the input gave as a value since the last call. VCF Zarr keeps those
+    /// two integers for missing and fill, so the value cannot be stored: it would read
+    /// back as missing (or absent), silently. The extractor refuses the record.
+    pub fn take_reserved(&mut self) -> Option<i32> {
+        self.reserved.take()
+    }
+
+    /// Notes `v`, a −1 or −2 the input gave as a value (see [`Column::take_reserved`]).
+    pub fn note_reserved(&mut self, v: i32) {
+        self.reserved.get_or_insert(v);
     }
 
     /// Reserves room for `records` records of `width` values per cell at once, so a
@@ -152,6 +168,9 @@ impl Column {
     /// htslib's missing/vector-end sentinels to −1/−2.
     pub fn push_htslib_ints(&mut self, raw: &[i32], width: u32) {
         self.begin(width);
+        if let Some(&v) = raw.iter().find(|&&x| x == -1 || x == -2) {
+            self.note_reserved(v);
+        }
         let canonical = |x: i32| match x {
             BCF_INT32_MISSING => -1,
             BCF_INT32_VECTOR_END => -2,

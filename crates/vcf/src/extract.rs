@@ -239,8 +239,10 @@ fn typed_format(f: &htslib::bcf_fmt_t, s: usize, ty: VcfType) -> Typed<'_> {
 
 /// BCF integers (1, 2 or 4 bytes each, `n` per sample) to canonical values, as
 /// `bcf_get_format_values` then [`Column::push_htslib_ints`] would give them: the
-/// type's missing value is −1, its vector end −2 and so is everything after it.
-fn decode_ints(data: &[u8], s: usize, n: usize, width: usize, out: &mut Vec<i32>) {
+/// type's missing value is −1, its vector end −2 and so is everything after it. Returns
+/// a −1 or −2 the file gave as a value, if any (see [`Column::take_reserved`]).
+fn decode_ints(data: &[u8], s: usize, n: usize, width: usize, out: &mut Vec<i32>) -> Option<i32> {
+    let mut reserved = None;
     out.clear();
     out.reserve(s * n);
     let (missing, end) = match width {
@@ -264,10 +266,14 @@ fn decode_ints(data: &[u8], s: usize, n: usize, width: usize, out: &mut Vec<i32>
                 ended = true;
                 -2
             } else {
+                if x == -1 || x == -2 {
+                    reserved.get_or_insert(x);
+                }
                 x
             });
         }
     }
+    reserved
 }
 
 /// BCF floats (`n` per sample) as bit patterns; after a vector end, vector ends (the
@@ -413,6 +419,30 @@ impl Extractor {
         rec: &bcf::Record,
         batch: &mut Batch,
     ) -> Result<()> {
+        self.extract_record(path, record_no, rec, batch)?;
+        match self.reserved_value(batch) {
+            None => Ok(()),
+            Some(msg) => {
+                let rid = rec.rid().unwrap_or(0);
+                let contig = contig_name(rec.header(), rid).map(String::from_utf8_lossy);
+                Err(Error::Record {
+                    path: path.into(),
+                    record: record_no + 1,
+                    locus: format!("{}:{}", contig.as_deref().unwrap_or("?"), rec.pos() + 1),
+                    msg,
+                })
+            }
+        }
+    }
+
+    /// [`Extractor::extract`] before the check for values the store cannot hold.
+    fn extract_record(
+        &mut self,
+        path: &Path,
+        record_no: u64,
+        rec: &bcf::Record,
+        batch: &mut Batch,
+    ) -> Result<()> {
         // SAFETY: the record's header outlives this call.
         let hdr = unsafe { rec.header().as_ptr() };
         let rid = rec.rid().unwrap_or(0);
@@ -490,8 +520,12 @@ impl Extractor {
                         if most.is_none_or(|m| n <= m) {
                             match slot.ty {
                                 VcfType::Integer => {
-                                    decode_ints(data, s, n, width, &mut self.bulk_ints);
+                                    let reserved =
+                                        decode_ints(data, s, n, width, &mut self.bulk_ints);
                                     col.push_ints(&self.bulk_ints, n as u32);
+                                    if let Some(v) = reserved {
+                                        col.note_reserved(v);
+                                    }
                                 }
                                 _ => {
                                     decode_floats(data, s, n, &mut self.bulk_floats);
@@ -727,5 +761,27 @@ impl Extractor {
             }
         }
         Ok(())
+    }
+
+    /// Why the record just appended cannot be stored, if an integer field of it held
+    /// −1 or −2 as a value (see [`crate::column::Column::take_reserved`]).
+    pub(crate) fn reserved_value(&self, batch: &mut Batch) -> Option<String> {
+        let mut found = None;
+        for slot in self.fields.iter().filter(|f| f.ty == VcfType::Integer) {
+            if let Some(v) = batch.columns[slot.column].take_reserved() {
+                let field = match slot.category {
+                    Category::Info => format!("INFO/{}", slot.name),
+                    Category::Format => format!("FORMAT/{}", slot.name),
+                };
+                found.get_or_insert_with(|| {
+                    format!(
+                        "{field} holds the value {v}, which VCF Zarr keeps for missing (-1) and \
+                         fill (-2) integers: stored, it would read back as missing. Recode the \
+                         field, or drop it (`bcftools annotate -x {field}`), before converting"
+                    )
+                });
+            }
+        }
+        found
     }
 }
