@@ -6,6 +6,7 @@
 use crate::dlpack::{self, Place};
 use crate::errors::{self, Error};
 use crate::wait;
+use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
@@ -39,15 +40,26 @@ pub fn parse(py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<Targ
             "device: expected None, \"cpu\", \"cuda\" or \"cuda:N\"; got {text:?}"
         ))
     };
+    // An ordinal as torch writes it: digits, no sign, no leading zero.
+    let ordinal = |n: &str| -> Option<usize> {
+        let plain = !n.is_empty()
+            && n.bytes().all(|c| c.is_ascii_digit())
+            && (n == "0" || !n.starts_with('0'));
+        plain
+            .then(|| n.parse::<usize>().ok())
+            .flatten()
+            .filter(|&n| n <= i32::MAX as usize)
+    };
     match text.split_once(':') {
         None if text == "cpu" => Ok(Target::Torch(Place::Cpu)),
+        Some(("cpu", "0")) => Ok(Target::Torch(Place::Cpu)),
         None if text == "cuda" => {
-            usable_gpu_check()?;
+            usable_gpu_check(None)?;
             Ok(Target::Torch(Place::Cuda(torch_current_device(py)?)))
         }
         Some(("cuda", n)) => {
-            let n: usize = n.parse().map_err(|_| bad())?;
-            usable_gpu_check()?;
+            let n = ordinal(n).ok_or_else(bad)?;
+            usable_gpu_check(Some(n))?;
             Ok(Target::Torch(Place::Cuda(n)))
         }
         _ => Err(bad()),
@@ -56,12 +68,16 @@ pub fn parse(py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<Targ
 
 /// The libraries a GPU read needs, checked once per process: `svar2.Error` naming
 /// the missing one (the CUDA driver, nvCOMP, NVRTC).
-fn usable_gpu_check() -> PyResult<()> {
+fn usable_gpu_check(ordinal: Option<usize>) -> PyResult<()> {
     static CHECKED: OnceLock<Result<(), String>> = OnceLock::new();
+    let asked = match ordinal {
+        Some(n) => format!("cuda:{n}"),
+        None => "cuda".into(),
+    };
     CHECKED
         .get_or_init(|| svar2_gpu::probe::check().map(|_| ()))
         .clone()
-        .map_err(|e| Error::new_err(format!("device=\"cuda\": {e}")))
+        .map_err(|e| Error::new_err(format!("device=\"{asked}\": {e}")))
 }
 
 fn torch_current_device(py: Python<'_>) -> PyResult<usize> {
@@ -104,6 +120,7 @@ pub fn read_torch<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     match (place, columns) {
         (Place::Cuda(n), None) => {
+            reader.batch_bytes(a, patches).map_err(errors::reader)?;
             let gpu = gpu(n)?;
             let batch = wait::inline(py, || -> Result<_, PyErr> {
                 let plan = reader.plan_batch(a, patches).map_err(errors::reader)?;
@@ -126,9 +143,28 @@ pub fn read_torch<'py>(
                 .dtype
                 .size()
                 .ok_or_else(|| errors::value("a string array"))?;
-            let len = shape.iter().product::<usize>() * element;
-            // Eight-byte words, so that every dtype's elements are aligned.
-            let mut words = vec![0u64; len.div_ceil(8)];
+            let too_big = || {
+                PyMemoryError::new_err(format!(
+                    "{}: a batch of shape {shape:?} does not fit in memory",
+                    a.name
+                ))
+            };
+            let len = shape
+                .iter()
+                .try_fold(element, |n, &d| n.checked_mul(d))
+                .ok_or_else(too_big)?;
+            if columns.is_none() {
+                // Patches outside the array are an IndexError before anything is
+                // allocated for them.
+                reader.batch_bytes(a, patches).map_err(errors::reader)?;
+            }
+            // Eight-byte words, so that every dtype's elements are aligned; an
+            // allocation that fails is a MemoryError, never an abort.
+            let mut words: Vec<u64> = Vec::new();
+            words
+                .try_reserve_exact(len.div_ceil(8))
+                .map_err(|_| too_big())?;
+            words.resize(len.div_ceil(8), 0);
             let cancel = AtomicBool::new(false);
             let data = words.as_mut_ptr().cast::<u8>();
             {

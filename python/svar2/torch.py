@@ -26,6 +26,7 @@ consumer that keeps batches gets fresh ones, never a buffer still in use.
 from __future__ import annotations
 
 import collections
+import itertools
 import multiprocessing
 import os
 import warnings
@@ -121,7 +122,9 @@ class PatchDataset(torch.utils.data.IterableDataset):
         self.threads_per_worker = threads_per_worker
         self._rank, self._world = rank, world_size
         self.device = None if device is None else str(device)
-        if self.device is not None and self.device != "cpu" and not self.device.startswith("cuda"):
+        if self.device == "cpu:0":
+            self.device = "cpu"
+        if self.device not in (None, "cpu") and self.device.split(":")[0] != "cuda":
             raise ValueError(f'device: expected None, "cpu", "cuda" or "cuda:N"; got {self.device!r}')
         self.pin_memory = bool(pin_memory)
         # Shared with worker processes (fork or spawn), so that set_epoch in the main
@@ -200,6 +203,11 @@ class PatchDataset(torch.utils.data.IterableDataset):
                 "use DataLoader(num_workers=0) (the decode is already parallel)"
             )
         if in_worker:
+            if self.pin_memory:
+                warnings.warn(
+                    "PatchDataset(pin_memory=True) does not pin in DataLoader workers: "
+                    "pass pin_memory=True to the DataLoader, which pins what they send"
+                )
             batches = self._shared_batches(rows)
         elif gpu or self._pinning():
             batches = self._read_each(rows)
@@ -265,78 +273,118 @@ class PatchDataset(torch.utils.data.IterableDataset):
                 for f in pending:
                     f.cancel()
 
-    def _shared_batches(self, rows: np.ndarray) -> Iterator["_Slot"]:
-        """In a DataLoader worker: each batch read into a free slot of this worker's
-        shared-memory ring. The ring itself travels to the main process once (its
-        first batch); later batches send only the slot's number, so none costs a new
-        shared-memory segment or a file descriptor. A slot is free again once the main
-        process has dropped every view of its batch; with none free (the consumer keeps
-        batches), a fresh shared tensor."""
+    def _shared_batches(self, rows: np.ndarray) -> Iterator[torch.Tensor]:
+        """In a DataLoader worker: each batch read into a free slot of a shared-memory
+        ring of this worker's and yielded as a tensor (a ``_RingBatch``: anything done
+        to it gives plain tensors). Sent to the main process as it is, it travels as
+        its slot's number (the ring itself until the main process has it), so no batch
+        costs a new shared-memory segment or file descriptor; the slot is written again
+        only once the main process has dropped every view of that batch. A batch
+        changed or dropped in the worker instead travels as torch sends any tensor, and
+        its slot is not reused this epoch. With no slot free (the consumer keeps
+        batches), a fresh shared tensor. The ring is retired when the epoch ends."""
         store = self._reader()
         info = store.arrays[self.array]
         dtype = _torch_dtype(info.dtype)
-        full = _batch_shape(info, rows[: self.batch_size])
-        ring = getattr(self, "_ring", None)
-        if ring is None or ring.shape[1:] != full or ring.dtype != dtype:
-            slots = self.read_ahead + 2
-            self._ring = torch.empty((slots, *full), dtype=dtype).share_memory_()
-            free = torch.ones(slots, dtype=torch.int32).share_memory_()
-            self._free, self._free_np = free, free.numpy()
-            self._ring_token = (os.getpid(), id(self._ring))
-            self._ring_sent = False
-        free = self._free_np
-        for part in self._batch_rows(rows):
-            k = next((k for k in range(len(free)) if free[k] == 1), None)
-            if k is None:
-                x = torch.empty(_batch_shape(info, part), dtype=dtype).share_memory_()
-                store.read(self.array, part, samples=self.samples, out=x.numpy())
-                yield x
-                continue
-            free[k] = 0
-            store.read(self.array, part, samples=self.samples, out=self._ring[k, : len(part)].numpy())
-            if self._ring_sent:
-                yield _Slot(self._ring_token, k, len(part))
-            else:
-                self._ring_sent = True
-                yield _Slot(self._ring_token, k, len(part), self._ring, self._free)
+        ring = _Ring(self.read_ahead + 2, _batch_shape(info, rows[: self.batch_size]), dtype)
+        try:
+            for part in self._batch_rows(rows):
+                k = ring.take()
+                if k is None:
+                    x = torch.empty(_batch_shape(info, part), dtype=dtype).share_memory_()
+                    store.read(self.array, part, samples=self.samples, out=x.numpy())
+                    yield x
+                    continue
+                view = ring.tensor[k, : len(part)]
+                store.read(self.array, part, samples=self.samples, out=view.numpy())
+                yield _RingBatch.of(view, ring, k)
+        finally:
+            ring.retire()
 
 
-class _Slot:
-    """A batch in slot ``k`` of a worker's shared ring, as it travels to the main
-    process (the ring itself only with the ring's first batch), where it becomes a
-    tensor that frees the slot when it dies."""
-
-    __slots__ = ("token", "k", "n", "ring", "free")
-
-    def __init__(self, token, k: int, n: int, ring=None, free=None):
-        self.token, self.k, self.n, self.ring, self.free = token, k, n, ring, free
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __reduce__(self):
-        return (_receive_slot, (self.token, self.k, self.n, self.ring, self.free))
+_RING_SERIAL = itertools.count()
 
 
-# The main process' rings, by (worker pid, ring): entries of workers that have exited
-# are dropped when a new ring arrives (batches still alive keep their memory).
+class _Ring:
+    """A worker's shared-memory ring: ``slots`` batches, and an int32 flag per slot —
+    1 free, 0 taken (being read, in flight, or held by the consumer), 2 abandoned (its
+    batch was changed or dropped in the worker, so a view of it may live on) —
+    followed by two more: the main process has the ring; the worker is done with it."""
+
+    def __init__(self, slots: int, shape: Tuple[int, ...], dtype: torch.dtype):
+        self.tensor = torch.empty((slots, *shape), dtype=dtype).share_memory_()
+        self.flags = torch.ones(slots + 2, dtype=torch.int32).share_memory_()
+        self.flags[slots:] = 0
+        self.np = self.flags.numpy()
+        self.slots = slots
+        # Unique for the life of the main process (an id() would come back for the
+        # next ring at the same address).
+        self.token = (os.getpid(), next(_RING_SERIAL))
+
+    def take(self) -> Optional[int]:
+        for k in range(self.slots):
+            if self.np[k] == 1:
+                self.np[k] = 0
+                return k
+        return None
+
+    def known(self) -> bool:
+        """Whether the main process has registered the ring."""
+        return bool(self.np[self.slots] == 1)
+
+    def retire(self) -> None:
+        self.np[self.slots + 1] = 1
+
+
+class _RingBatch(torch.Tensor):
+    """A batch in a slot of a worker's ring (see ``PatchDataset._shared_batches``)."""
+
+    # Operations on it give plain tensors: only the batch as yielded travels as a slot.
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @staticmethod
+    def of(view: torch.Tensor, ring: _Ring, k: int) -> "_RingBatch":
+        x = view.as_subclass(_RingBatch)
+        x._svar2_ring, x._svar2_slot, x._svar2_sent = ring, k, [False]
+        weakref.finalize(x, _abandon, ring.np, k, x._svar2_sent)
+        return x
+
+    def __reduce_ex__(self, protocol):
+        ring, k = self._svar2_ring, self._svar2_slot
+        self._svar2_sent[0] = True
+        # The ring (its memory and flags, as torch shares them) until the main process
+        # says it has it; then only the slot's number.
+        shared = None if ring.known() else (ring.tensor, ring.flags)
+        return (_receive_slot, (ring.token, k, len(self), shared))
+
+
+# The main process' rings, by (worker pid, ring). An entry goes when its worker is done
+# with it or has exited, seen when another ring arrives; batches still alive keep
+# their memory.
 _RINGS: dict = {}
 
 
-def _receive_slot(token, k: int, n: int, ring, free) -> torch.Tensor:
-    """The main process' end of a ``_Slot``: a tensor over the slot (no copy) whose
-    storage holds a numpy array; when the last tensor or view of the batch is gone,
-    that array dies and its finaliser marks the slot free for the worker."""
-    if ring is not None:
-        for old in [t for t in _RINGS if not _alive(t[0])]:
-            del _RINGS[old]
-        _RINGS[token] = (ring, free.numpy())
+def _receive_slot(token, k: int, n: int, shared) -> torch.Tensor:
+    """The main process' end of a ``_RingBatch``: a tensor over the slot (no copy)
+    whose storage holds a numpy array; when the last tensor or view of the batch is
+    gone, that array dies and its finaliser marks the slot free for the worker."""
+    if shared is not None and token not in _RINGS:
+        # Rings whose worker is done (or gone) and whose slots have all come back: no
+        # batch of theirs is in flight any more.
+        for old, (_, flags) in list(_RINGS.items()):
+            done = flags[-1] == 1 or not _alive(old[0])
+            if done and (flags[:-2] != 0).all():
+                del _RINGS[old]
+        tensor, flags = shared
+        flags = flags.numpy()
+        _RINGS[token] = (tensor, flags)
+        flags[-2] = 1  # the worker may send slot numbers alone from now on
     try:
-        ring, free = _RINGS[token]
+        tensor, flags = _RINGS[token]
     except KeyError:
-        raise RuntimeError(f"svar2: a batch of worker {token[0]} arrived before its ring") from None
-    keep = ring[k, :n].numpy()
-    weakref.finalize(keep, _release, free, k)
+        raise RuntimeError(f"svar2: a batch of DataLoader worker {token[0]} arrived without its ring") from None
+    keep = tensor[k, :n].numpy()
+    weakref.finalize(keep, _release, flags, k)
     return torch.from_numpy(keep)
 
 
@@ -350,10 +398,17 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def _release(free: np.ndarray, k: int) -> None:
+def _abandon(flags: np.ndarray, k: int, sent: list) -> None:
+    # A batch that died in the worker without being sent as a slot: a view of it may
+    # have been sent as torch sends tensors, so its slot is never written again.
+    if not sent[0]:
+        flags[k] = 2
+
+
+def _release(flags: np.ndarray, k: int) -> None:
     # After the consumer's last use of the batch (a finaliser runs once every
     # reference is gone); the worker sees the slot free and writes it again.
-    free[k] = 1
+    flags[k] = 1
 
 
 _TORCH_DTYPES = {

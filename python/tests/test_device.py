@@ -91,11 +91,21 @@ def test_cpu_tensor_outlives_the_store_and_is_freed_when_dropped(torch_mod, svar
 def test_device_errors_are_one_clear_line(torch_mod, svar2_store):
     store = svar2.open(svar2_store)
     p = np.array([[0, 10, 0, 2]], np.int64)
-    for bad in ("tpu", "cuda:x", "cuda:-1", "gpu"):
+    for bad in ("tpu", "cuda:x", "cuda:-1", "gpu", "cuda:+1", "cuda:00", "cpu:1", "CPU", ""):
         with pytest.raises(ValueError, match='device: expected None, "cpu", "cuda" or "cuda:N"'):
             store.read("call_genotype", p, device=bad)
     with pytest.raises(ValueError, match="out= fills a numpy array; device= returns a new tensor"):
         store.read("call_genotype", p, out=np.zeros((1, 10, 2, 2), np.int8), device="cpu")
+    # torch's own spellings of the CPU.
+    torch = torch_mod
+    for cpu in ("cpu:0", torch.device("cpu", 0)):
+        assert store.read("call_genotype", p, device=cpu).shape == (1, 10, 2, 2)
+    # Patches outside the array, however large, are an IndexError before anything is
+    # allocated; a batch too large for memory is a MemoryError (never an abort).
+    with pytest.raises(IndexError, match="outside the array"):
+        store.read("call_genotype", np.array([[0, 2**40, 0, 1]]), device="cpu")
+    with pytest.raises(MemoryError, match="does not fit in memory"):
+        store.read("call_genotype", np.array([[0, 2**62, 0, 1]] * 4), device="cpu")
 
 
 def test_cuda_reads_equal_the_cpu_or_name_what_is_missing(torch_mod, svar2_store):
@@ -110,7 +120,7 @@ def test_cuda_reads_equal_the_cpu_or_name_what_is_missing(torch_mod, svar2_store
             with pytest.raises(svar2.Error) as e:
                 store.read("call_genotype", p, device=dev)
             msg = str(e.value)
-            assert msg.startswith('device="cuda'), msg
+            assert msg.startswith(f'device="{dev}"'), msg
             assert any(w in msg for w in ("CUDA driver", "nvCOMP", "NVRTC", "cannot open GPU")), msg
             assert "\n" not in msg
         # The store still reads on the CPU afterwards.
@@ -197,3 +207,60 @@ def test_pinned_and_device_datasets(torch_mod, svar2_store):
     else:
         for (x, p), (y, q) in zip(torch.utils.data.DataLoader(ds, batch_size=None), batches):
             assert x.is_cuda and torch.equal(x.cpu(), y)
+
+
+def _crop_dataset(torch, base):
+    class Crop(torch.utils.data.IterableDataset):
+        """A user's wrapper that changes each batch in the worker (a crop: a view)."""
+
+        def __iter__(self):
+            for x, p in base:
+                yield x[:, :10], p
+
+    return Crop()
+
+
+def test_worker_batches_compose_with_user_code(torch_mod, svar2_store):
+    """In a worker a batch is a tensor like any other: a wrapper that crops it (a view
+    of the ring) or drops the first batch, a collate_fn that converts it, and
+    batch_size=2's stacking all work, and every batch kept to the end holds what it
+    says (a slot whose batch was changed in the worker is never written again)."""
+    torch = torch_mod
+    import itertools
+
+    from svar2.torch import PatchDataset
+    from svar2 import torch as svar2_torch
+
+    store = svar2.open(svar2_store)
+    ds = PatchDataset(store, array="call_AD", patch=(50, 3), batch_size=16, seed=6,
+                      num_patches=400, with_patches=True, read_ahead=1)
+    want = lambda p: store.read("call_AD", p.numpy())  # noqa: E731
+    loader = torch.utils.data.DataLoader(_crop_dataset(torch, ds), batch_size=None, num_workers=2)
+    kept = list(loader)
+    assert len(kept) == 25
+    for x, p in kept:
+        assert type(x) is torch.Tensor
+        assert x.numpy().tobytes() == want(p)[:, :10].tobytes()
+
+    class SkipFirst(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return itertools.islice(iter(ds), 1, None)
+
+    got = list(torch.utils.data.DataLoader(SkipFirst(), batch_size=None, num_workers=2))
+    assert len(got) == 23  # each worker drops its first
+    for x, p in got:
+        assert x.numpy().tobytes() == want(p).tobytes()
+    as_float = torch.utils.data.DataLoader(
+        ds, batch_size=None, num_workers=2, collate_fn=lambda b: (b[0].to(torch.float32), b[1]))
+    for x, p in as_float:
+        assert x.dtype == torch.float32 and (x.numpy() == want(p)).all()
+    stacked = torch.utils.data.DataLoader(ds, batch_size=2, num_workers=2, drop_last=True)
+    for x, p in stacked:
+        assert type(x) is torch.Tensor and x.shape[:2] == (2, 16)
+        for i in range(2):
+            assert x[i].numpy().tobytes() == want(p[i]).tobytes()
+    # Rings of finished epochs go (non-persistent workers: new ones each epoch).
+    for _ in range(6):
+        for x, _p in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2):
+            del x
+    assert len(svar2_torch._RINGS) <= 4, len(svar2_torch._RINGS)
