@@ -38,6 +38,16 @@ pub fn reader(e: svar2_reader::Error) -> PyErr {
     }
 }
 
+/// The view crate's errors: a bad expression (`Usage`) is a `ValueError`.
+pub fn view(e: svar2_view::Error) -> PyErr {
+    match e {
+        svar2_view::Error::Reader(e) => reader(e),
+        svar2_view::Error::Store(e) => store(e),
+        svar2_view::Error::Usage(m) => PyValueError::new_err(m),
+        e => Error::new_err(e.to_string()),
+    }
+}
+
 pub fn convert(e: svar2_convert::Error) -> PyErr {
     match e {
         svar2_convert::Error::Store(e) => store(e),

@@ -360,6 +360,70 @@ impl Store {
         ))
     }
 
+    /// The variant rows (int64, ascending) whose record satisfies `expr`, bcftools'
+    /// `-i` expression (`svar2 view -i`'s language: `"QUAL>30 && INFO/DP>10"`,
+    /// `"MAF>0.01"`, `'COUNT(GT="het")>5'`; a FORMAT test passes where any sample
+    /// does), within a 0-based, half-open region of `contig` (default every record).
+    /// A malformed expression or an unknown tag is a ValueError naming its column.
+    /// The GIL is released while it reads; Ctrl-C stops it.
+    #[pyo3(signature = (expr, contig = None, start = 0, end = None))]
+    fn select<'py>(
+        &self,
+        py: Python<'py>,
+        expr: &str,
+        contig: Option<&str>,
+        start: i64,
+        end: Option<i64>,
+    ) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        let o = self.opened()?;
+        let rows: Vec<u64> = match contig {
+            Some(c) => rows_of(py, &o, c, start, end)?,
+            None => (0..self.num_variants()?).collect(),
+        };
+        let filter = wait::guarded(|| {
+            let schema = svar2_view::header::schema_of(&o.store).map_err(errors::view)?;
+            let columns = (0..schema.samples.len() as u64).collect();
+            svar2_view::filter::RecordFilter::new(
+                &o.store,
+                expr,
+                svar2_expr::Logic::Include,
+                (schema, columns),
+                false,
+                true,
+            )
+            .map_err(errors::view)
+        })?;
+        let cancel = AtomicBool::new(false);
+        let kept = wait::interruptible(py, &cancel, || -> Result<Vec<i64>, svar2_view::Error> {
+            let none = svar2_vcf::block::Block::default();
+            let mut kept = Vec::new();
+            // Runs of consecutive rows, a block at a time.
+            let mut at = 0;
+            while at < rows.len() {
+                if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let mut end = at + 1;
+                while end < rows.len() && end - at < 4096 && rows[end] == rows[end - 1] + 1 {
+                    end += 1;
+                }
+                let piece = &rows[at..end];
+                let verdicts = filter.verdicts(&o.reader, piece, &none)?;
+                kept.extend(
+                    piece
+                        .iter()
+                        .zip(verdicts)
+                        .filter(|(_, v)| v.keep)
+                        .map(|(&r, _)| r as i64),
+                );
+                at = end;
+            }
+            Ok(kept)
+        })?
+        .map_err(errors::view)?;
+        Ok(PyArray1::from_vec(py, kept))
+    }
+
     /// `n` random patches of `shape` (variants, samples) as an (n, 4) int64 array,
     /// drawn as `svar2 bench-read --seed` draws them (epoch 0 is that very list):
     /// variant starts uniform over every start whose patch fits inside one of

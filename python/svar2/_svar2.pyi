@@ -68,6 +68,16 @@ class Store:
         shape) -> (N, variants, samples, *trailing); into ``out`` when given. A numpy
         array, or with ``device`` ("cpu", "cuda", "cuda:N", a torch.device) a torch
         tensor handed over by DLPack, decoded on that GPU for "cuda"."""
+    def select(
+        self,
+        expr: str,
+        contig: Optional[str] = None,
+        start: int = 0,
+        end: Optional[int] = None,
+    ) -> np.ndarray:
+        """The variant rows (int64, ascending) whose record satisfies ``expr``, bcftools'
+        ``-i`` language (``"MAF>0.01"``, ``'COUNT(GT="het")>5'``), within a 0-based
+        half-open region of ``contig`` (default every record)."""
     def region(
         self,
         contig: str,
