@@ -211,7 +211,12 @@ struct Parser<'a> {
     text: &'a str,
     toks: Vec<(Tok, usize)>,
     i: usize,
+    /// Nesting so far: a crafted expression must not exhaust the stack.
+    depth: usize,
 }
+
+/// Parentheses, calls and operands nested deeper than this are refused.
+const MAX_DEPTH: usize = 256;
 
 impl Parser<'_> {
     fn peek(&self) -> Option<&Tok> {
@@ -227,6 +232,17 @@ impl Parser<'_> {
     }
 
     fn expr(&mut self, min: u8) -> Result<Node, Error> {
+        let at = self.here();
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.err(at, format!("nested more than {MAX_DEPTH} deep")));
+        }
+        let r = self.expr_inner(min);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_inner(&mut self, min: u8) -> Result<Node, Error> {
         let mut lhs = self.primary()?;
         while let Some(Tok::Op(op)) = self.peek() {
             let op = *op;
@@ -244,6 +260,16 @@ impl Parser<'_> {
 
     fn primary(&mut self) -> Result<Node, Error> {
         let at = self.here();
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.err(at, format!("nested more than {MAX_DEPTH} deep")));
+        }
+        let r = self.primary_inner(at);
+        self.depth -= 1;
+        r
+    }
+
+    fn primary_inner(&mut self, at: usize) -> Result<Node, Error> {
         let Some((tok, _)) = self.toks.get(self.i).cloned() else {
             return Err(self.err(at, "the expression ends where a value is expected"));
         };
@@ -302,7 +328,12 @@ pub fn parse(text: &str) -> Result<Node, Error> {
     if toks.is_empty() {
         return Err(Error::new(text, 0, "an empty expression".into()));
     }
-    let mut p = Parser { text, toks, i: 0 };
+    let mut p = Parser {
+        text,
+        toks,
+        i: 0,
+        depth: 0,
+    };
     let e = p.expr(0)?;
     if p.i < p.toks.len() {
         return Err(p.err(p.here(), "unexpected text after a complete expression"));
@@ -352,6 +383,12 @@ mod tests {
         let e = parse("DP>3 QUAL").unwrap_err();
         assert_eq!(e.at, 5);
         assert!(parse("ID=@list").is_err());
+        // Deep nesting is refused, not a stack overflow; right-grouped chains too.
+        let deep = format!("{}1{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(parse(&deep).unwrap_err().msg.contains("nested more than"));
+        let chain = vec!["1"; 100_000].join("-");
+        assert!(parse(&chain).is_err());
+        assert!(parse(&"-".repeat(100_000)).is_err());
         assert!(parse("").is_err());
     }
 }
