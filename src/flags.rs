@@ -275,11 +275,16 @@ pub struct FilterArgs {
     /// e.g. 'QUAL>30 && INFO/DP>10', 'GT="het"', 'FMT/GQ>20 & FMT/DP>10' (one sample
     /// both), 'MAF<0.01', 'COUNT(GT="alt")>2'. In query, samples that fail a FORMAT
     /// test are left out of [ ].
-    #[arg(short = 'i', long = "include", conflicts_with = "exclude")]
+    #[arg(
+        short = 'i',
+        long = "include",
+        conflicts_with = "exclude",
+        allow_hyphen_values = true
+    )]
     include: Option<String>,
     /// Print only records for which the expression is false (in query, an excluded
     /// record's samples that fail it are still printed, as bcftools does).
-    #[arg(short = 'e', long = "exclude")]
+    #[arg(short = 'e', long = "exclude", allow_hyphen_values = true)]
     exclude: Option<String>,
 }
 

@@ -197,6 +197,15 @@ const ALL_FIELDS: &[&str] = &[
     "QUAL/10>4",
     "POS%200=0",
     "ABS(FMT/GL)<0.15",
+    // Found by a hostile pass: cells shorter than the file's widest (the store pads
+    // them) are not missing; FORMAT/GT takes classes; an expression may start with -.
+    r#"FMT/AD=".""#,
+    r#"FMT/PL=".""#,
+    r#"FMT/AB=".""#,
+    "COUNT(FMT/AB)=3",
+    r#"FMT/GT="het""#,
+    r#"FORMAT/GT="alt""#,
+    "-QUAL<-40",
 ];
 
 /// What bcftools and svar2 print for `-i`/`-e EXPR`: view's records (CHROM POS REF
@@ -330,6 +339,9 @@ fn bad_expressions_are_one_line_with_the_column() {
         ("binom(FMT/AD)>0", 1, "not supported yet"),
         ("ID=@ids.txt", 4, "not supported yet"),
         ("XI[x]>1", 1, "not a subscript"),
+        ("FMT/AD[1]>=2", 1, "several values per sample"),
+        ("N_PASS(QUAL>1)>0", 1, "counts samples"),
+        (r#"REF~"\(""#, 4, "does not compile"),
         (r#"GT="het" QUAL"#, 10, "unexpected text"),
     ];
     for &(expr, col, what) in cases {
@@ -358,6 +370,46 @@ fn bad_expressions_are_one_line_with_the_column() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// Sample subscripts count the samples `query` reads in file order, whatever order
+/// `-s` names them in (as bcftools does), and an OR-list of 300 tests is read (its
+/// operators group to the right without nesting the parser).
+#[test]
+fn sample_subscripts_and_long_lists_equal_bcftools() {
+    if !tools(
+        "sample_subscripts_and_long_lists_equal_bcftools",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let [_, gz, _] = forms(&data("all_fields.vcf"), d, "af");
+    let store = d.join("af.zarr");
+    convert(&gz, &store, &[]);
+    let svar2 = env!("CARGO_BIN_EXE_svar2");
+    let or_list: Vec<String> = (0..300).map(|i| format!("POS={}", i * 5)).collect();
+    let or_list = or_list.join("||");
+    for (expr, samples) in [
+        ("GQ[0]>40", "样本3,Zoë"),
+        ("GQ[1]>25", "样本3,Zoë,NA00001"),
+        ("AD[1:1]>=2", "Zoë,NA00001"),
+        (or_list.as_str(), "Zoë"),
+    ] {
+        let q = shell_quote(expr);
+        let fmt = "'%CHROM:%POS[ %SAMPLE=%GT]\n'";
+        let want = sh_ok(&format!(
+            "bcftools query -i {q} -s '{samples}' -f {fmt} {}",
+            gz.display()
+        ));
+        let got = sh_ok(&format!(
+            "{svar2} query -i {q} -s '{samples}' -f {fmt} {}",
+            store.display()
+        ));
+        assert!(!want.is_empty(), "{expr} -s {samples} prints something");
+        assert_eq!(got, want, "{expr} -s {samples}");
+    }
 }
 
 /// The `svar2 view` lines of README.md with `-i`/`-e`, on all_fields' store and, with

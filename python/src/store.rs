@@ -376,6 +376,11 @@ impl Store {
         end: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray1<i64>>> {
         let o = self.opened()?;
+        if contig.is_none() && (start != 0 || end.is_some()) {
+            return Err(errors::value(
+                "select: start and end need a contig (0-based, half-open)",
+            ));
+        }
         let rows: Vec<u64> = match contig {
             Some(c) => rows_of(py, &o, c, start, end)?,
             None => (0..self.num_variants()?).collect(),

@@ -334,6 +334,17 @@ impl Compiler<'_> {
                     None => (Sel::All, Sel::All),
                     Some(s) => match s.split_once(':') {
                         Some((a, b)) => (sel(Some(a))?, sel(Some(b))?),
+                        // One subscript picks samples: bcftools refuses it where a
+                        // sample has several values (AD[1] is not the ALT depth).
+                        None if f.number != svar2_vcf::schema::VcfNumber::Fixed(1) => {
+                            return Err(self.err(
+                                at,
+                                format!(
+                                    "FORMAT/{tag} can have several values per sample: write \
+                                     {tag}[sample:value], e.g. {tag}[*:1]"
+                                ),
+                            ))
+                        }
                         None => (sel(Some(s))?, Sel::All),
                     },
                 };
@@ -412,6 +423,12 @@ impl Compiler<'_> {
                 if k != Kind::Bool {
                     return Err(self.err(at, format!("{upper} takes a test, such as GQ>20")));
                 }
+                if !per_sample_expr(&e) {
+                    return Err(self.err(
+                        at,
+                        format!("{upper} counts samples: its test needs a FORMAT field or GT"),
+                    ));
+                }
                 return Ok((Expr::Pass(name == "F_PASS", Box::new(e)), Kind::Num));
             }
             "STRLEN" | "BINOM" | "PHRED" | "FISHER" | "SCOUNT" | "COUNT" => {
@@ -442,7 +459,7 @@ impl Compiler<'_> {
                     }
                     return self.filter(op, s, at);
                 }
-                if n == "GT" && op.compares() {
+                if matches!(n.as_str(), "GT" | "FMT/GT" | "FORMAT/GT") && op.compares() {
                     if let Some((class, kind)) = gt_class(s) {
                         if !matches!(op, Op::Eq | Op::Ne | Op::Like | Op::NotLike) {
                             return Err(self.err(at, "GT classes are compared with =, !=, ~ or !~"));
@@ -540,7 +557,14 @@ impl Compiler<'_> {
             .case_insensitive(icase)
             .unicode(false)
             .build()
-            .map_err(|e| self.err(at, format!("the pattern {pattern:?} does not compile: {e}")))
+            .map_err(|e| {
+                let why = e.to_string();
+                let why = why.lines().last().unwrap_or("").trim().to_string();
+                self.err(
+                    at,
+                    format!("the pattern {pattern:?} does not compile: {why}"),
+                )
+            })
     }
 
     fn filter(&mut self, op: Op, value: &str, at: usize) -> Result<(Expr, Kind), Error> {
@@ -566,6 +590,19 @@ impl Compiler<'_> {
             return Err(self.err(at, "a FILTER value is either \".\" or filter names"));
         }
         Ok((Expr::Filter(op, ids), Kind::Bool))
+    }
+}
+
+/// Whether any value of `e` is per sample.
+fn per_sample_expr(e: &Expr) -> bool {
+    match e {
+        Expr::Term(t) => t.per_sample(),
+        Expr::Num(_) | Expr::Missing | Expr::Str(_) | Expr::Filter(..) => false,
+        Expr::Neg(x) | Expr::Func(_, _, x) | Expr::Pass(_, x) => per_sample_expr(x),
+        Expr::Arith(_, a, b)
+        | Expr::CmpNum(_, a, b)
+        | Expr::CmpStr(_, a, b, _)
+        | Expr::Logic(_, a, b) => per_sample_expr(a) || per_sample_expr(b),
     }
 }
 
@@ -1053,7 +1090,9 @@ fn logic(op: Op, a: &Val, b: &Val) -> Val {
 
 fn func(f: Func, per_sample: bool, a: &Val) -> Val {
     if f == Func::Count {
-        let n = if a.ns > 0 && a.raw {
+        let n = if a.ns > 0 && a.raw && a.nums.is_empty() {
+            0
+        } else if a.ns > 0 && a.raw {
             (0..a.ns)
                 .filter(|&i| a.used[i])
                 .map(|i| a.sample(i).iter().filter(|&&v| !absent(v)).count())
@@ -1208,6 +1247,9 @@ pub(crate) struct Record<'a> {
     pub schema: &'a Schema,
     pub b: &'a Block,
     pub r: usize,
+    /// Each block sample's place among the block's samples in file order (None: the
+    /// block is in file order).
+    pub ranks: Option<&'a [usize]>,
     /// Block position of each schema field's values (INFO in `b.info`, FORMAT in
     /// `b.format`), by schema index.
     pub at: &'a [Option<usize>],
@@ -1570,7 +1612,10 @@ impl Record<'_> {
                 sel,
             } => {
                 let ns = b.n_samples;
-                let used: Vec<bool> = (0..ns).map(|j| samples.keeps(j)).collect();
+                // Sample subscripts count the samples in file order (bcftools reads a
+                // subset in file order whatever order -s names them in).
+                let rank = |j: usize| self.ranks.map_or(j, |r| r[j]);
+                let used: Vec<bool> = (0..ns).map(|j| samples.keeps(rank(j))).collect();
                 let Some(f) = self.at[*field].map(|i| &b.format[i]) else {
                     return Val {
                         ns,
@@ -1580,7 +1625,33 @@ impl Record<'_> {
                         ..Val::default()
                     };
                 };
-                let w = f.width;
+                // The store pads every cell to the file's widest; bcftools sees this
+                // record's own width (its longest cell), padding shorter cells with
+                // vector ends.
+                let stride = f.width;
+                let end_at = |i: usize| match &f.values {
+                    Dense::F32(v) => v[i] == 0x7F80_0002,
+                    d => d.int(i) == Some(-2),
+                };
+                let w = (0..ns)
+                    .map(|j| {
+                        let at = (r * ns + j) * stride;
+                        (0..stride)
+                            .rev()
+                            .find(|&k| !end_at(at + k))
+                            .map_or(0, |k| k + 1)
+                    })
+                    .max()
+                    .unwrap_or(0);
+                if w == 0 {
+                    return Val {
+                        ns,
+                        used,
+                        pass: vec![false; ns],
+                        raw: true,
+                        ..Val::default()
+                    };
+                }
                 let n1 = match sel {
                     Sel::All => w,
                     Sel::One(_) => 1,
@@ -1588,7 +1659,7 @@ impl Record<'_> {
                 };
                 let mut nums = Vec::with_capacity(ns * n1);
                 for j in 0..ns {
-                    let at = (r * ns + j) * w;
+                    let at = (r * ns + j) * stride;
                     match sel {
                         Sel::All => nums.extend((at..at + w).map(|i| number_at(&f.values, i))),
                         Sel::One(i) => nums.push(if *i < w {

@@ -103,13 +103,16 @@ impl Filter {
     /// fields the block carries; `per_sample_output` as `query` prints samples (an
     /// excluded record still prints the samples that fail the expression), else as
     /// `view` (a record is kept or dropped whole). An error is a record the expression
-    /// cannot be applied to (vectors of different lengths in arithmetic).
+    /// cannot be applied to (vectors of different lengths in arithmetic). `ranks`:
+    /// each block sample's place among them in file order, when the block is in
+    /// another order (sample subscripts count in file order, as bcftools does).
     pub fn test(
         &self,
         schema: &Schema,
         b: &Block,
         r: usize,
         per_sample_output: bool,
+        ranks: Option<&[usize]>,
     ) -> Result<Verdict, String> {
         let mut at = vec![None; schema.fields.len()];
         for (i, f) in b.info.iter().enumerate() {
@@ -126,6 +129,7 @@ impl Filter {
             schema,
             b,
             r,
+            ranks,
             at: &at,
         };
         let v = rec.eval(&self.expr)?;

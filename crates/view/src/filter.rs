@@ -19,6 +19,9 @@ pub struct RecordFilter {
     schema: Schema,
     /// The expression's own block, when the printed one cannot serve.
     sources: Option<Sources>,
+    /// Each sample's place among the chosen ones in file order, when they are chosen
+    /// in another order (`-s C,A`).
+    ranks: Option<Vec<usize>>,
 }
 
 impl RecordFilter {
@@ -36,6 +39,14 @@ impl RecordFilter {
     ) -> Result<RecordFilter> {
         let filter = Filter::new(text, &schema, logic).map_err(|e| Error::Usage(e.to_string()))?;
         let needs = filter.needs().clone();
+        let mut sorted = columns.clone();
+        sorted.sort_unstable();
+        let ranks = (sorted != columns).then(|| {
+            columns
+                .iter()
+                .map(|c| sorted.binary_search(c).unwrap_or(0))
+                .collect()
+        });
         let sources = match own_block {
             true => Some(
                 Sources::new(store, &schema, columns, needs.samples)?
@@ -45,6 +56,7 @@ impl RecordFilter {
         };
         Ok(RecordFilter {
             filter,
+            ranks,
             per_sample_output,
             schema,
             sources,
@@ -70,7 +82,13 @@ impl RecordFilter {
         (0..b.n)
             .map(|r| {
                 self.filter
-                    .test(&self.schema, b, r, self.per_sample_output)
+                    .test(
+                        &self.schema,
+                        b,
+                        r,
+                        self.per_sample_output,
+                        self.ranks.as_deref(),
+                    )
                     .map_err(|e| {
                         Error::Usage(format!(
                             "the expression {:?} at {}:{}: {e}",
