@@ -659,6 +659,15 @@ impl Val {
         }
     }
 
+    /// The samples `t` passes, for the samples this value uses.
+    fn take_passes(&mut self, t: &Val) {
+        for i in 0..self.ns {
+            if self.used[i] {
+                self.pass[i] = t.pass[i];
+            }
+        }
+    }
+
     fn sample(&self, i: usize) -> &[f64] {
         &self.nums[i * self.n1..(i + 1) * self.n1]
     }
@@ -1020,12 +1029,7 @@ fn logic(op: Op, a: &Val, b: &Val) -> Val {
             }
             if op == Op::OrOr {
                 if (a.ns == 0 && !a.site) || (b.ns == 0 && !b.site) {
-                    let t = if a.ns > 0 { a } else { b };
-                    for i in 0..r.ns {
-                        if r.used[i] {
-                            r.pass[i] = t.pass[i];
-                        }
-                    }
+                    r.take_passes(if a.ns > 0 { a } else { b });
                 } else {
                     for i in 0..r.ns {
                         if r.used[i] {
@@ -1036,12 +1040,7 @@ fn logic(op: Op, a: &Val, b: &Val) -> Val {
                 return r;
             }
             if a.ns == 0 || b.ns == 0 {
-                let t = if a.ns > 0 { a } else { b };
-                for i in 0..r.ns {
-                    if r.used[i] {
-                        r.pass[i] = t.pass[i];
-                    }
-                }
+                r.take_passes(if a.ns > 0 { a } else { b });
                 return r;
             }
             for i in 0..r.ns {
@@ -1059,12 +1058,7 @@ fn logic(op: Op, a: &Val, b: &Val) -> Val {
                 return r;
             }
             if a.ns == 0 || b.ns == 0 {
-                let t = if a.ns > 0 { a } else { b };
-                for i in 0..r.ns {
-                    if r.used[i] {
-                        r.pass[i] = t.pass[i];
-                    }
-                }
+                r.take_passes(if a.ns > 0 { a } else { b });
                 r.site = true;
                 return r;
             }

@@ -232,6 +232,18 @@ fn recompute_ac_an(schema: &Schema, b: &mut Block) {
     }
 }
 
+/// Records `run` as a block, and the filter's verdicts on them, if there is one.
+fn read_tested(
+    reader: &Reader,
+    sources: &Sources,
+    filter: Option<&RecordFilter>,
+    run: &[u64],
+) -> Result<(Block, Option<Vec<Verdict>>)> {
+    let b = sources.read(reader, run)?;
+    let verdicts = filter.map(|f| f.verdicts(reader, run, &b)).transpose()?;
+    Ok((b, verdicts))
+}
+
 /// Text buffers handed back by the writer once written, for the next blocks: a fresh
 /// multi-MiB buffer per block costs more in page faults than formatting it.
 struct Buffers {
@@ -440,14 +452,7 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
         &rows,
         block,
         window,
-        |run| {
-            let b = sources.read(reader, run)?;
-            let verdicts = filter
-                .as_ref()
-                .map(|f| f.verdicts(reader, run, &b))
-                .transpose()?;
-            Ok((b, verdicts))
-        },
+        |run| read_tested(reader, &sources, filter.as_ref(), run),
         |(b, verdicts), buffers| {
             if recompute {
                 recompute_ac_an(&schema, b);
@@ -528,14 +533,7 @@ pub fn query(
         &rows,
         block,
         window,
-        |run| {
-            let b = sources.read(reader, run)?;
-            let verdicts = filter
-                .as_ref()
-                .map(|f| f.verdicts(reader, run, &b))
-                .transpose()?;
-            Ok((b, verdicts))
-        },
+        |run| read_tested(reader, &sources, filter.as_ref(), run),
         |(b, verdicts), buffers| {
             let v = verdicts.as_deref();
             let text = format_block(
