@@ -76,6 +76,12 @@ class PatchDataset(torch.utils.data.IterableDataset):
             decoded on that GPU (``Store.read(device=...)``), in the main process
             (``num_workers=0``). Without a usable GPU, ``svar2.Error`` names what is
             missing.
+        where: a bcftools ``-i`` expression (``"MAF>0.01"``, ``'COUNT(GT="het")>5'``):
+            patches start only at variants whose record satisfies it
+            (``Store.select``). A patch is consecutive variants, so ``where`` chooses
+            where patches may start, not every variant inside them; each patch still
+            lies inside one contig (or one of ``regions``). The draw is then numpy's
+            ``default_rng((seed, epoch))``, not ``bench-read``'s.
         pin_memory: read batches straight into pinned host memory (main process), so
             ``.cuda(non_blocking=True)`` overlaps the copy; the DataLoader's own
             ``pin_memory=True`` then passes them through without copying. Ignored, with
@@ -104,6 +110,7 @@ class PatchDataset(torch.utils.data.IterableDataset):
         world_size: Optional[int] = None,
         device: Optional[Union[str, "torch.device"]] = None,
         pin_memory: bool = False,
+        where: Optional[str] = None,
     ):
         super().__init__()
         self.store = store if isinstance(store, Store) else _open(store)
@@ -127,6 +134,8 @@ class PatchDataset(torch.utils.data.IterableDataset):
         if self.device not in (None, "cpu") and self.device.split(":")[0] != "cuda":
             raise ValueError(f'device: expected None, "cpu", "cuda" or "cuda:N"; got {self.device!r}')
         self.pin_memory = bool(pin_memory)
+        self.where = where
+        self._starts = None if where is None else self._allowed_starts(where)
         # Shared with worker processes (fork or spawn), so that set_epoch in the main
         # process reaches persistent workers.
         self._epoch = multiprocessing.get_context().Value("q", 0, lock=False)
@@ -141,9 +150,47 @@ class PatchDataset(torch.utils.data.IterableDataset):
     def epoch(self) -> int:
         return int(self._epoch.value)
 
+    def _allowed_starts(self, where: str) -> np.ndarray:
+        """The variant rows a patch may start at: those ``where`` selects whose patch
+        ends inside the same contig (or region)."""
+        nv = self.patch[0]
+        spans = []  # (first row, one past the last) a patch must lie in
+        if self.regions is None:
+            for contig in self.store.contigs:
+                rows = self.store.variant_rows(contig)
+                if len(rows):
+                    spans.append((int(rows[0]), int(rows[-1]) + 1))
+        else:
+            for contig, start, end in self.regions:
+                rows = self.store.variant_rows(contig, start, end)
+                if len(rows):
+                    spans.append((int(rows[0]), int(rows[-1]) + 1))
+        chosen = self.store.select(where)
+        ok = np.zeros(len(chosen), dtype=bool)
+        for lo, hi in spans:
+            ok |= (chosen >= lo) & (chosen + nv <= hi)
+        starts = chosen[ok]
+        if len(starts) == 0:
+            raise ValueError(f"where={where!r}: no selected variant starts a {nv}-variant patch inside "
+                             "one contig (or region)")
+        return starts
+
     def epoch_patches(self, epoch: Optional[int] = None) -> np.ndarray:
         """Every patch of an epoch, (num_patches, 4) int64, before it is split."""
         n_samples = None if self.samples is None else len(self.samples)
+        if self._starts is not None:
+            e = self.epoch if epoch is None else int(epoch)
+            rng = np.random.default_rng((self.seed, e))
+            ns = self.patch[1]
+            width = self.store.num_samples if n_samples is None else n_samples
+            if ns > width:
+                raise ValueError(f"patch of {ns} samples does not fit in {width} samples")
+            out = np.empty((self.num_patches, 4), dtype=np.int64)
+            out[:, 0] = rng.choice(self._starts, size=self.num_patches)
+            out[:, 1] = self.patch[0]
+            out[:, 2] = rng.integers(0, width - ns + 1, size=self.num_patches)
+            out[:, 3] = ns
+            return out
         return self.store.random_patches(
             self.num_patches,
             shape=self.patch,

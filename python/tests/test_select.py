@@ -51,3 +51,33 @@ def test_bad_expression_is_a_value_error(svar2_store):
     with pytest.raises(ValueError, match="no such INFO or FORMAT field"):
         store.select("NOPE>1")
     assert store.select("QUAL<0").tolist() == []
+
+
+def test_patch_dataset_where_starts_patches_at_selected_variants(svar2_store):
+    need_module("torch", "torch")
+    import torch
+
+    from svar2.torch import PatchDataset
+
+    store = svar2.open(svar2_store)
+    chosen = set(store.select("MAF<0.05").tolist())
+    contig_rows = [store.variant_rows(c) for c in store.contigs]
+    ds = PatchDataset(store, patch=(40, 3), batch_size=25, seed=2, num_patches=500,
+                      where="MAF<0.05", with_patches=True)
+    e0, e1 = ds.epoch_patches(0), ds.epoch_patches(1)
+    assert (e0 == ds.epoch_patches(0)).all() and not (e0 == e1).all()
+    for v0, nv, s0, ns in e0.tolist():
+        assert v0 in chosen, v0
+        assert any(rows[0] <= v0 and v0 + nv <= rows[-1] + 1 for rows in contig_rows)
+        assert 0 <= s0 <= store.num_samples - ns
+    # Through a DataLoader with workers: the same patches, each batch what it says.
+    for workers in (0, 2):
+        got = []
+        for x, p in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers):
+            assert x.numpy().tobytes() == store.read("call_genotype", p.numpy()).tobytes()
+            got.extend(map(tuple, p.tolist()))
+        assert sorted(got) == sorted(map(tuple, e0.tolist()))
+    with pytest.raises(ValueError, match="no selected variant starts"):
+        PatchDataset(store, patch=(40, 3), where="QUAL<0")
+    with pytest.raises(ValueError, match="column"):
+        PatchDataset(store, patch=(40, 3), where="QUAL<<0")
