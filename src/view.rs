@@ -36,6 +36,11 @@ pub struct Args {
     /// Write a CSI index beside -o (VCF.gz or BCF).
     #[arg(long)]
     write_index: bool,
+    /// Set INFO tags from the printed samples' genotypes, as bcftools +fill-tags does
+    /// (after -s): a comma-separated list of AC, AN, AF, MAF, NS, AC_Het, AC_Hom,
+    /// AC_Hemi, F_MISSING.
+    #[arg(long = "fill-tags", value_name = "LIST")]
+    fill_tags: Option<String>,
     /// Keep INFO/AC and INFO/AN as stored when -s/-S subsets the samples (by default
     /// they are recomputed for the samples printed, as bcftools does).
     #[arg(short = 'I', long = "no-update")]
@@ -80,6 +85,10 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         threads,
         update_info: !a.no_update,
         filter: a.filter.resolve(),
+        fill_tags: match &a.fill_tags {
+            Some(list) => svar2_view::fill::parse(list)?,
+            None => Vec::new(),
+        },
     };
     match svar2_view::view(&store, &reader, &o) {
         Err(e) if e.is_broken_pipe() => Ok(()),

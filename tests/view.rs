@@ -332,3 +332,46 @@ fn bio2zarr_stores_print_the_vcf() {
         assert_same_lines(&format!("bio2zarr {v}"), &want, &got);
     }
 }
+
+/// `view --fill-tags` sets each tag as `bcftools +fill-tags` does — haploid, triploid
+/// and half-missing calls, multiallelic sites, tags the file has (updated) and lacks
+/// (declared) — for every sample and after `-s`, several tags at once.
+#[test]
+fn fill_tags_equal_bcftools_fill_tags() {
+    if !tools("fill_tags_equal_bcftools_fill_tags", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let [_, gz, _] = forms(&data("all_fields.vcf"), d, "af");
+    let calls = format_call_set(d, "calls", 23, 300, "GT:AD:DP", 2);
+    let svar2 = env!("CARGO_BIN_EXE_svar2");
+    for (input, name) in [(&gz, "af"), (&calls, "calls")] {
+        let store = d.join(format!("{name}.zarr"));
+        convert(input, &store, &[]);
+        let first = sh_ok(&format!("bcftools query -l {} | head -1", input.display()));
+        let subset = sh_ok(&format!(
+            "bcftools query -l {} | sed -n '2p;3p' | paste -sd,",
+            input.display()
+        ));
+        for samples in [
+            String::new(),
+            format!("-s '{}'", subset.trim()),
+            format!("-s '^{}'", first.trim()),
+        ] {
+            let tags = "AC,AN,AF,MAF,NS,AC_Het,AC_Hom,AC_Hemi,F_MISSING";
+            let fmt: String = tags.split(',').map(|t| format!("\\t%INFO/{t}")).collect();
+            let want = sh_ok(&format!(
+                "bcftools view {samples} {} | bcftools +fill-tags -- -t {tags} | \
+                 bcftools query -f '%CHROM:%POS{fmt}\\n'",
+                input.display()
+            ));
+            let got = sh_ok(&format!(
+                "{svar2} view {samples} --fill-tags {tags} {} | bcftools query -f '%CHROM:%POS{fmt}\\n'",
+                store.display()
+            ));
+            assert!(want.lines().count() > 5, "{name} {samples}");
+            assert_same_lines(&format!("{name} --fill-tags {samples}"), &want, &got);
+        }
+    }
+}

@@ -6,10 +6,11 @@
 //!
 //! Modules in dependency order: `error`, `header` (the store's header facts),
 //! `select` (regions, targets, samples), `rows` (a run of rows into a block), `filter`
-//! (`-i`/`-e`: each block's verdicts), `run`
+//! (`-i`/`-e`: each block's verdicts), `fill` (`--fill-tags`), `run`
 //! (`view` and `query`: blocks read ahead, formatted in parallel, written in order).
 
 pub mod error;
+pub mod fill;
 pub mod filter;
 pub mod header;
 pub mod rows;

@@ -39,6 +39,8 @@ pub struct ViewOptions {
     pub update_info: bool,
     /// `-i`/`-e`: the expression and which.
     pub filter: Option<(String, svar2_expr::Logic)>,
+    /// `--fill-tags`: INFO tags computed from the printed samples' genotypes.
+    pub fill_tags: Vec<crate::fill::Tag>,
 }
 
 /// What a run printed.
@@ -146,6 +148,16 @@ fn chosen_schema(store: &Store, samples: Option<&Vec<u64>>) -> Result<(Schema, V
 /// recomputed.
 fn output_schema(store: &Store, o: &ViewOptions) -> Result<(Schema, Vec<u64>, bool)> {
     let (mut schema, columns) = chosen_schema(store, o.samples.as_ref())?;
+    if !o.fill_tags.is_empty() {
+        if !o.genotypes || !schema.has_gt {
+            return Err(Error::Usage(
+                "--fill-tags computes tags from the genotypes: the store has none, or -G \
+                 drops them"
+                    .into(),
+            ));
+        }
+        crate::fill::declare(&mut schema, &o.fill_tags)?;
+    }
     let recompute = o.update_info && o.samples.is_some() && o.genotypes && schema.has_gt;
     if recompute {
         for (name, number, description) in [
@@ -457,6 +469,7 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
             if recompute {
                 recompute_ac_an(&schema, b);
             }
+            crate::fill::fill(&schema, &o.fill_tags, b);
             let v = verdicts.as_deref();
             let text = format_block(
                 reader,
