@@ -167,7 +167,12 @@ impl StoreDir {
         }
         let root = &output_path(root)?;
         if fs::symlink_metadata(root).is_ok() {
+            // Under the lock: a conversion writing here holds it (it is refused as
+            // such), and its marker may be half-written, which unlocked would read as
+            // a file svar2 did not write.
+            let held = lock(root)?;
             refuse(root, &classify(root)?, force)?;
+            drop(held);
         }
         fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
         let lock = lock(root)?;
