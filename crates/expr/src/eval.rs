@@ -651,6 +651,19 @@ impl Val {
         }
     }
 
+    /// One string per sample, every sample in use.
+    fn sample_strings(strs: Vec<Vec<u8>>) -> Val {
+        let ns = strs.len();
+        Val {
+            strs,
+            ns,
+            is_str: true,
+            used: vec![true; ns],
+            pass: vec![false; ns],
+            ..Val::default()
+        }
+    }
+
     fn string(s: Option<Vec<u8>>) -> Val {
         Val {
             is_str: true,
@@ -1688,20 +1701,13 @@ impl Record<'_> {
                 }
             }
             Term::GtClass(kind) => {
-                let ns = b.n_samples;
-                let strs = (0..ns).map(|j| self.gt_class(*kind, j).to_vec()).collect();
-                Val {
-                    strs,
-                    ns,
-                    is_str: true,
-                    used: vec![true; ns],
-                    pass: vec![false; ns],
-                    ..Val::default()
-                }
+                let strs = (0..b.n_samples)
+                    .map(|j| self.gt_class(*kind, j).to_vec())
+                    .collect();
+                Val::sample_strings(strs)
             }
             Term::GtText => {
-                let ns = b.n_samples;
-                let strs = (0..ns)
+                let strs = (0..b.n_samples)
                     .map(|j| {
                         let (alleles, phased) = self.call(j);
                         let mut s = Vec::new();
@@ -1721,14 +1727,7 @@ impl Record<'_> {
                         s
                     })
                     .collect();
-                Val {
-                    strs,
-                    ns,
-                    is_str: true,
-                    used: vec![true; ns],
-                    pass: vec![false; ns],
-                    ..Val::default()
-                }
+                Val::sample_strings(strs)
             }
         }
     }

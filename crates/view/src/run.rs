@@ -14,7 +14,7 @@ use svar2_expr::Verdict;
 use svar2_reader::{Reader, Store};
 use svar2_vcf::block::{Block, Dense, FieldValues};
 use svar2_vcf::query::Query;
-use svar2_vcf::schema::{Category, FieldDef, Schema, VcfNumber, VcfType};
+use svar2_vcf::schema::{Category, Schema};
 use svar2_vcf::write::{header_text, OutputType, Printer, Sink};
 
 /// What `view` prints, as bcftools' flags say it.
@@ -160,36 +160,7 @@ fn output_schema(store: &Store, o: &ViewOptions) -> Result<(Schema, Vec<u64>, bo
     }
     let recompute = o.update_info && o.samples.is_some() && o.genotypes && schema.has_gt;
     if recompute {
-        for (name, number, description) in [
-            ("AC", VcfNumber::A, "Allele count in genotypes"),
-            (
-                "AN",
-                VcfNumber::Fixed(1),
-                "Total number of alleles in called genotypes",
-            ),
-        ] {
-            if !schema
-                .fields
-                .iter()
-                .any(|f| f.category == Category::Info && f.name == name)
-            {
-                let at = schema
-                    .fields
-                    .iter()
-                    .take_while(|f| f.category == Category::Info)
-                    .count();
-                schema.fields.insert(
-                    at,
-                    FieldDef {
-                        category: Category::Info,
-                        name: name.into(),
-                        number,
-                        ty: VcfType::Integer,
-                        description: description.into(),
-                    },
-                );
-            }
-        }
+        crate::fill::declare(&mut schema, &[crate::fill::Tag::Ac, crate::fill::Tag::An])?;
     }
     Ok((schema, columns, recompute))
 }
