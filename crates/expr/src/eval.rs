@@ -1623,14 +1623,15 @@ impl Record<'_> {
                 // subset in file order whatever order -s names them in).
                 let rank = |j: usize| self.ranks.map_or(j, |r| r[j]);
                 let used: Vec<bool> = (0..ns).map(|j| samples.keeps(rank(j))).collect();
+                let absent_field = |used| Val {
+                    ns,
+                    used,
+                    pass: vec![false; ns],
+                    raw: true,
+                    ..Val::default()
+                };
                 let Some(f) = self.at[*field].map(|i| &b.format[i]) else {
-                    return Val {
-                        ns,
-                        used,
-                        pass: vec![false; ns],
-                        raw: true,
-                        ..Val::default()
-                    };
+                    return absent_field(used);
                 };
                 // The store pads every cell to the file's widest; bcftools sees this
                 // record's own width (its longest cell), padding shorter cells with
@@ -1651,13 +1652,7 @@ impl Record<'_> {
                     .max()
                     .unwrap_or(0);
                 if w == 0 {
-                    return Val {
-                        ns,
-                        used,
-                        pass: vec![false; ns],
-                        raw: true,
-                        ..Val::default()
-                    };
+                    return absent_field(used);
                 }
                 let n1 = match sel {
                     Sel::All => w,
