@@ -28,6 +28,7 @@ pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
         zstd_level: 1,
         probe: false,
         allow_truncated: false,
+        subset: Default::default(),
     };
     let s = svar2_convert::partition::finalize(&a.plan, &request)?;
     if quiet {

@@ -101,6 +101,76 @@ pub struct PlanningArgs {
     /// it is an error.
     #[arg(long)]
     pub allow_truncated: bool,
+    #[command(flatten)]
+    pub subset: SubsetArgs,
+}
+
+/// `bcftools view`'s subsetting, applied while converting: the store is the one
+/// converting `bcftools view --no-version` with the same flags would give.
+#[derive(Args)]
+#[command(next_help_heading = "Subsetting (bcftools view's flags)")]
+pub struct SubsetArgs {
+    /// Keep only these samples, comma-separated, in that order (a leading ^ keeps all
+    /// the others, in file order). INFO/AC and AN are recounted over the samples kept
+    /// (and declared if the header lacks them), as bcftools view does, unless -I.
+    #[arg(short = 's', long)]
+    samples: Option<String>,
+    /// A file of sample names, one per line; ^FILE keeps all the others.
+    #[arg(short = 'S', long = "samples-file", conflicts_with = "samples")]
+    samples_file: Option<PathBuf>,
+    /// With -s/-S: skip names the header lacks (with a warning) instead of failing.
+    #[arg(long)]
+    force_samples: bool,
+    /// Keep records overlapping these regions (CHR, CHR:POS, CHR:BEG-END, CHR:BEG-;
+    /// comma-separated; 1-based, inclusive), in the header's contig order.
+    #[arg(short = 'r', long)]
+    regions: Option<String>,
+    /// A regions file (CHR BEG END, tab-separated, 1-based inclusive; .bed: 0-based).
+    #[arg(short = 'R', long = "regions-file", conflicts_with = "regions")]
+    regions_file: Option<PathBuf>,
+    /// Keep records whose POS lies in these targets; a leading ^ drops them instead.
+    #[arg(short = 't', long)]
+    targets: Option<String>,
+    /// A targets file, as for -R; ^FILE drops them.
+    #[arg(short = 'T', long = "targets-file", conflicts_with = "targets")]
+    targets_file: Option<PathBuf>,
+    /// Keep only records for which the expression is true (bcftools' -i language,
+    /// tested on every sample, before -s drops any): e.g. 'QUAL>30 && INFO/DP>10',
+    /// 'MAF>0.01', 'COUNT(GT="alt")>2'.
+    #[arg(
+        short = 'i',
+        long = "include",
+        conflicts_with = "exclude",
+        allow_hyphen_values = true
+    )]
+    include: Option<String>,
+    /// Drop the records for which the expression is true.
+    #[arg(short = 'e', long = "exclude", allow_hyphen_values = true)]
+    exclude: Option<String>,
+    /// With -s/-S: leave INFO/AC and AN as the input has them.
+    #[arg(short = 'I', long = "no-update")]
+    no_update: bool,
+}
+
+impl SubsetArgs {
+    /// The request the reader carries out.
+    pub fn request(&self) -> svar2_vcf::subset::SubsetRequest {
+        svar2_vcf::subset::SubsetRequest {
+            samples: self.samples.clone(),
+            samples_file: self.samples_file.clone(),
+            force_samples: self.force_samples,
+            regions: self.regions.clone(),
+            regions_file: self.regions_file.clone(),
+            targets: self.targets.clone(),
+            targets_file: self.targets_file.clone(),
+            no_update: self.no_update,
+            expression: match (&self.include, &self.exclude) {
+                (Some(e), _) => Some((e.clone(), true)),
+                (None, Some(e)) => Some((e.clone(), false)),
+                (None, None) => None,
+            },
+        }
+    }
 }
 
 impl PlanningArgs {
@@ -116,6 +186,7 @@ impl PlanningArgs {
             zstd_level: self.layout.zstd_level,
             probe,
             allow_truncated: self.allow_truncated,
+            subset: self.subset.request(),
         }
     }
 }

@@ -42,13 +42,16 @@ fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
 /// Converts VCF/BCF `inputs` (a path, or a list: one call set split into files) into
 /// a VCF Zarr store at `output`, exactly as `svar2 convert` does with the same flags.
 /// Returns a dict: records, seconds, store_bytes, files, rewritten_shards.
+/// `samples`, `regions`, `targets`, `include`/`exclude` subset as `bcftools view`'s
+/// -s, -r, -t, -i/-e (a list of samples, or bcftools' comma string with `^`).
 /// `max_mem` budgets the conversion's own memory ("auto": 0.8 x the cgroup limit);
 /// the Python process's comes on top.
 #[pyfunction]
 #[pyo3(signature = (inputs, output, *, max_mem = "auto", threads = None, readers = None,
     patch = None, max_amplification = 1.5, variants_chunk = None, samples_chunk = None,
     variants_shard = None, samples_shard = None, zstd_level = 1, force = false,
-    progress = false, allow_truncated = false))]
+    progress = false, allow_truncated = false, samples = None, regions = None, targets = None,
+    include = None, exclude = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn convert<'py>(
     py: Python<'py>,
@@ -67,8 +70,34 @@ pub fn convert<'py>(
     force: bool,
     progress: bool,
     allow_truncated: bool,
+    samples: Option<&Bound<'py, PyAny>>,
+    regions: Option<String>,
+    targets: Option<String>,
+    include: Option<String>,
+    exclude: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let inputs = inputs_of(inputs)?;
+    let samples = match samples {
+        None => None,
+        Some(s) => match s.extract::<String>() {
+            Ok(list) => Some(list),
+            Err(_) => Some(
+                s.extract::<Vec<String>>()
+                    .map_err(|_| errors::value("samples: a list of names or a comma string"))?
+                    .join(","),
+            ),
+        },
+    };
+    if include.is_some() && exclude.is_some() {
+        return Err(errors::value("give include or exclude, not both"));
+    }
+    let subset = svar2_vcf::subset::SubsetRequest {
+        samples,
+        regions,
+        targets,
+        expression: include.map(|e| (e, true)).or(exclude.map(|e| (e, false))),
+        ..Default::default()
+    };
     let opts = svar2_convert::Options {
         request: svar2_convert::planning::PlanRequest {
             max_mem: max_mem_of(max_mem)?,
@@ -85,6 +114,7 @@ pub fn convert<'py>(
             zstd_level: level(zstd_level)?,
             probe: true,
             allow_truncated,
+            subset,
         },
         force,
         progress,

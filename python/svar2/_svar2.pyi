@@ -139,8 +139,14 @@ def convert(
     force: bool = False,
     progress: bool = False,
     allow_truncated: bool = False,
+    samples: Optional[Union[str, Sequence[str]]] = None,
+    regions: Optional[str] = None,
+    targets: Optional[str] = None,
+    include: Optional[str] = None,
+    exclude: Optional[str] = None,
 ) -> dict[str, Any]:
-    """VCF/BCF -> VCF Zarr, as ``svar2 convert``."""
+    """VCF/BCF -> VCF Zarr, as ``svar2 convert``; ``samples``/``regions``/``targets``/
+    ``include``/``exclude`` subset as bcftools view's -s/-r/-t/-i/-e."""
 
 def rechunk(
     input: PathLike,

@@ -145,7 +145,7 @@ pub(crate) fn open_call_set(
     if inputs.len() == 1 && !is_stdin(first) {
         // Opened without the inflate helper: a read through the index (pieces)
         // never uses this reader, and a stream adds the helper when it starts.
-        let reader = opt_in(VcfReader::open(first, 1)?);
+        let reader = opt_in(crate::planning::open_input(first, 1, request)?);
         let report = plan_reader(&reader, request)?;
         let schema = reader.schema.clone();
         return Ok((report, vec![reader], schema));
@@ -153,8 +153,8 @@ pub(crate) fn open_call_set(
     let threads = request.threads.unwrap_or(1);
     let opened = inputs
         .iter()
-        .map(|p| VcfReader::open(p, threads).map(opt_in))
-        .collect::<svar2_vcf::Result<Vec<_>>>()?;
+        .map(|p| crate::planning::open_input(p, threads, request).map(opt_in))
+        .collect::<Result<Vec<_>>>()?;
     let ins: Vec<Input> = opened
         .iter()
         .map(|r| Input {
@@ -236,6 +236,14 @@ fn plan_reading(
     let per_contig = PIECES_PER_READER as usize * readers;
     // An input cut short (converted as far as it goes, --allow-truncated) is read by
     // one stream: its index describes the whole file.
+    if files.iter().any(VcfReader::is_subset) {
+        if parallel {
+            tracing::info!("subsetting: read by one streaming reader (encoding stays parallel)");
+        }
+        return Ok(Reading::Stream {
+            single: is_single(inputs),
+        });
+    }
     if cut {
         if parallel {
             tracing::info!(
@@ -425,7 +433,11 @@ pub fn convert_inputs(
         options,
         &mut writer,
     )?;
-    let listed = report.index.and(report.plan.records);
+    // A subset keeps fewer records than the index lists.
+    let listed = report
+        .index
+        .and(report.plan.records)
+        .filter(|_| options.request.subset.is_empty());
     // An input cut short holds fewer than its index lists (warned at the check).
     if let Some(listed) = listed.filter(|&n| n != writer.records() && !cut) {
         // (Index-driven reading checks each contig and fails; one stream reads it all.)

@@ -32,6 +32,54 @@ pub struct PlanRequest {
     /// Convert inputs cut short (no BGZF end-of-file block) as far as they go, with
     /// a warning, instead of refusing them (`--allow-truncated`).
     pub allow_truncated: bool,
+    /// `bcftools view`'s subsetting applied while reading (`-s/-r/-t/-i`…): the plan
+    /// is made for the samples kept.
+    pub subset: svar2_vcf::subset::SubsetRequest,
+}
+
+/// The expression of `-i`/`-e` as a conversion tests it on each record.
+struct ExpressionTest(svar2_expr::Filter);
+
+impl svar2_vcf::subset::SiteTest for ExpressionTest {
+    fn keep(
+        &mut self,
+        schema: &Schema,
+        b: &svar2_vcf::block::Block,
+    ) -> std::result::Result<bool, String> {
+        self.0.test(schema, b, 0, false, None).map(|v| v.keep)
+    }
+}
+
+/// Opens an input for a conversion (or its plan), subset as `request` asks: the
+/// reader's schema is then the output's.
+pub fn open_input(path: &Path, threads: usize, request: &PlanRequest) -> Result<VcfReader> {
+    let mut reader = VcfReader::open(path, threads)?;
+    let subset = &request.subset;
+    if subset.is_empty() {
+        return Ok(reader);
+    }
+    let compile = |schema: &Schema| -> svar2_vcf::Result<Box<dyn svar2_vcf::subset::SiteTest>> {
+        let (text, include) = subset
+            .expression
+            .as_ref()
+            .expect("asked only with an expression");
+        let logic = match include {
+            true => svar2_expr::Logic::Include,
+            false => svar2_expr::Logic::Exclude,
+        };
+        let f = svar2_expr::Filter::new(text, schema, logic)
+            .map_err(|e| svar2_vcf::Error::Usage(e.to_string()))?;
+        Ok(Box::new(ExpressionTest(f)))
+    };
+    let s = svar2_vcf::subset::Subset::new(
+        &reader.path,
+        reader.header(),
+        &reader.schema,
+        subset,
+        Some(&compile),
+    )?;
+    reader.set_subset(s);
+    Ok(reader)
 }
 
 /// The plan and everything it was made from.
@@ -83,7 +131,7 @@ pub fn set_read_limits(request: &PlanRequest) {
 
 /// Plans a conversion of `input` from its header and index.
 pub fn make_plan(input: &Path, request: &PlanRequest) -> Result<PlanReport> {
-    plan_reader(&VcfReader::open(input, 1)?, request)
+    plan_reader(&open_input(input, 1, request)?, request)
 }
 
 /// Plans a conversion of one file already opened (its header read once).
@@ -105,12 +153,12 @@ pub fn plan_inputs(inputs: &[PathBuf], request: &PlanRequest) -> Result<PlanRepo
             let ins = inputs
                 .iter()
                 .map(|p| {
-                    VcfReader::open(p, 1).map(|r| svar2_vcf::inputs::Input {
+                    open_input(p, 1, request).map(|r| svar2_vcf::inputs::Input {
                         path: r.path.clone(),
                         schema: r.schema,
                     })
                 })
-                .collect::<svar2_vcf::Result<Vec<_>>>()?;
+                .collect::<Result<Vec<_>>>()?;
             let merged = match ins.len() {
                 1 => ins[0].schema.clone(),
                 _ => svar2_vcf::inputs::merge(&ins)?,

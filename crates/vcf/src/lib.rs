@@ -10,10 +10,12 @@
 //! byte, diploid calls one to a byte), `column` (ragged values and record batches), `genotype`, `diploid` (a row of one-digit diploid calls, 16 bytes at a time), `index` (per-contig counts), `inputs` (many inputs as
 //! one call set), `fastvcf` (text lines, line checks, htslib's text path), `extract`
 //! (records into batches; BCF FORMAT numbers in bulk), `direct` (text lines straight
-//! into batches, by htslib's rules), `source` (the streaming reader; inputs one after
-//! another), `pieces` (index-driven readers over pieces of contigs, in order); `block`
-//! (records as a store holds them: dense, padded), `write` (VCF text, VCF.gz and BCF
-//! from blocks, the header rebuilt), `query` (`bcftools query -f` formats);
+//! into batches, by htslib's rules), `block` (records as a store holds them: dense,
+//! padded), `region` (bcftools' regions and targets), `subset` (`bcftools view`'s
+//! subsetting, record by record, at conversion), `source` (the streaming reader;
+//! inputs one after another), `pieces` (index-driven readers over pieces of contigs,
+//! in order), `write` (VCF text, VCF.gz and BCF from blocks, the header rebuilt),
+//! `query` (`bcftools query -f` formats);
 //! `testing` (test data and the two-path check; tests and the `testing` feature only).
 
 pub mod block;
@@ -33,8 +35,10 @@ pub mod limits;
 pub mod packed;
 pub mod pieces;
 pub mod query;
+pub mod region;
 pub mod schema;
 pub mod source;
+pub mod subset;
 pub mod truncation;
 pub mod write;
 

@@ -2,6 +2,7 @@
 //! filters, INFO/FORMAT field definitions and the generic `##key=value` lines.
 
 use crate::error::{Error, Result};
+use crate::hts::KString;
 use rust_htslib::bcf::header::HeaderView;
 use rust_htslib::htslib;
 use std::ffi::{c_char, CStr};
@@ -484,4 +485,16 @@ fn header_lines(header: &HeaderView) -> Vec<HeaderLine> {
         }
     }
     out
+}
+
+/// The header as VCF text (`bcf_hdr_format`), for the meta-information lines a store
+/// keeps; empty if htslib cannot format it.
+pub fn raw_header(header: &HeaderView) -> String {
+    let mut ks = KString::new();
+    // SAFETY: the header pointer is valid for the reader's lifetime; htslib fills ks.
+    let r = unsafe { htslib::bcf_hdr_format(header.as_ptr(), 0, ks.raw()) };
+    if r != 0 {
+        return String::new();
+    }
+    String::from_utf8_lossy(ks.bytes()).into_owned()
 }

@@ -8,8 +8,8 @@ use crate::direct::Direct;
 use crate::error::{Error, Result};
 use crate::extract::Extractor;
 use crate::fastvcf::{LineEnd, TextReader};
-use crate::hts::KString;
 use crate::schema::{contig_name, Schema};
+use crate::subset::Subset;
 use crate::truncation::truncation_hint;
 use rust_htslib::bcf::{self, Read};
 use rust_htslib::htslib;
@@ -48,6 +48,17 @@ pub struct VcfReader {
     allow_truncated: bool,
     /// This file lacks the BGZF end-of-file block (found before reading).
     cut: bool,
+    /// `bcftools view`'s subsetting, when the conversion asks for it: records are
+    /// then read through htslib, and `schema` is the output's.
+    subset: Option<Box<Subset>>,
+}
+
+/// What one step of reading did.
+enum Step {
+    Record,
+    /// A record the subset leaves out.
+    Skipped,
+    End,
 }
 
 /// BCF goes through htslib's record reader; VCF text is read line by line so simple
@@ -56,16 +67,6 @@ enum Inner {
     Hts(bcf::Reader, bcf::Record),
     /// The text, and the direct parse's lookups for the reader's schema.
     Text(Box<TextReader>, Box<Direct>),
-}
-
-fn raw_header(header: &bcf::header::HeaderView) -> String {
-    let mut ks = KString::new();
-    // SAFETY: the header pointer is valid for the reader's lifetime; htslib fills ks.
-    let r = unsafe { htslib::bcf_hdr_format(header.as_ptr(), 0, ks.raw()) };
-    if r != 0 {
-        return String::new();
-    }
-    String::from_utf8_lossy(ks.bytes()).into_owned()
 }
 
 impl VcfReader {
@@ -126,7 +127,7 @@ impl VcfReader {
             Inner::Hts(r, _) => r.header(),
             Inner::Text(t, _) => t.header(),
         };
-        let raw = raw_header(header);
+        let raw = crate::schema::raw_header(header);
         let schema = Schema::from_header(path, header, &raw)?;
         let mut inner = inner;
         if let Inner::Text(t, direct) = &mut inner {
@@ -141,7 +142,21 @@ impl VcfReader {
             left: Vec::new(),
             allow_truncated: false,
             cut: false,
+            subset: None,
         })
+    }
+
+    /// Subsets the records as `bcftools view` would (see [`Subset`]): from here on
+    /// the reader's schema is the output's (samples chosen, INFO/AC and AN declared
+    /// where they are recounted).
+    pub fn set_subset(&mut self, subset: Subset) {
+        self.schema = subset.schema.clone();
+        self.subset = Some(Box::new(subset));
+    }
+
+    /// Whether records are subset.
+    pub fn is_subset(&self) -> bool {
+        self.subset.is_some()
     }
 
     /// Converts what this input holds even if it was cut short (`--allow-truncated`):
@@ -173,6 +188,10 @@ impl VcfReader {
             {
                 let mut r = VcfReader::open(&self.path, threads)?;
                 (r.allow_truncated, r.cut) = (self.allow_truncated, self.cut);
+                if let Some(s) = self.subset.take() {
+                    r.schema = self.schema.clone();
+                    r.subset = Some(s);
+                }
                 Ok(r)
             }
             Inner::Hts(..) => Ok(self),
@@ -190,7 +209,11 @@ impl VcfReader {
 
     /// An extractor for this file's records into `columns`, by the reader's schema.
     pub fn extractor(&self, columns: &RecordColumns) -> Extractor {
-        Extractor::for_header(self.header(), &self.schema, columns)
+        let header = match &self.subset {
+            Some(s) => s.header(),
+            None => self.header(),
+        };
+        Extractor::for_header(header, &self.schema, columns)
     }
 
     /// Reads records into another schema's columns (the merged schema of a call set
@@ -219,28 +242,26 @@ impl VcfReader {
         batch: &mut Batch,
         record_no: u64,
     ) -> Result<bool> {
-        let read = self
-            .read_record(ex, batch, record_no)
-            .map_err(|e| match e {
-                // A failure between records: say where, and whether the file was cut short.
-                Error::Record {
-                    path,
-                    record,
-                    locus,
-                    msg,
-                } if locus == "reading" => Error::Record {
-                    locus: match self.last {
-                        Some((rid, pos)) => {
-                            format!("after {}:{pos}", self.schema.contig_label(rid as i64))
-                        }
-                        None => "first record".into(),
-                    },
-                    msg: format!("{msg}{}", truncation_hint(&path)),
-                    path,
-                    record,
+        let read = self.read_kept(ex, batch, record_no).map_err(|e| match e {
+            // A failure between records: say where, and whether the file was cut short.
+            Error::Record {
+                path,
+                record,
+                locus,
+                msg,
+            } if locus == "reading" => Error::Record {
+                locus: match self.last {
+                    Some((rid, pos)) => {
+                        format!("after {}:{pos}", self.schema.contig_label(rid as i64))
+                    }
+                    None => "first record".into(),
                 },
-                e => e,
-            })?;
+                msg: format!("{msg}{}", truncation_hint(&path)),
+                path,
+                record,
+            },
+            e => e,
+        })?;
         if !read {
             return Ok(false);
         }
@@ -280,21 +301,43 @@ impl VcfReader {
         Ok(true)
     }
 
+    /// Reads records until one is kept (every record, without a subset).
+    fn read_kept(&mut self, ex: &mut Extractor, batch: &mut Batch, record_no: u64) -> Result<bool> {
+        loop {
+            match self.read_record(ex, batch, record_no)? {
+                Step::Record => return Ok(true),
+                Step::Skipped => continue,
+                Step::End => return Ok(false),
+            }
+        }
+    }
+
     fn read_record(
         &mut self,
         ex: &mut Extractor,
         batch: &mut Batch,
         record_no: u64,
-    ) -> Result<bool> {
+    ) -> Result<Step> {
+        let subset = self.subset.as_deref_mut();
         match &mut self.inner {
             Inner::Hts(reader, rec) => {
                 let last = (record_no > 0).then(|| (rec.rid().unwrap_or(0), rec.pos() + 1));
                 match reader.read(rec) {
-                    None => Ok(false),
-                    Some(Ok(())) => ex.extract(&self.path, record_no, rec, batch).map(|_| true),
+                    None => Ok(Step::End),
+                    Some(Ok(())) => match subset {
+                        None => ex
+                            .extract(&self.path, record_no, rec, batch)
+                            .map(|_| Step::Record),
+                        Some(s) => match s.apply(rec, record_no)? {
+                            None => Ok(Step::Skipped),
+                            Some(out) => ex
+                                .extract(&self.path, record_no, out, batch)
+                                .map(|_| Step::Record),
+                        },
+                    },
                     // The cut fell inside the last record: dropped, as the user asked
                     // (the warning was given when the file was checked).
-                    Some(Err(_)) if self.cut && self.allow_truncated => Ok(false),
+                    Some(Err(_)) if self.cut && self.allow_truncated => Ok(Step::End),
                     Some(Err(e)) => {
                         let locus = match last {
                             Some((rid, pos)) => format!(
@@ -329,7 +372,7 @@ impl VcfReader {
                         }
                         crate::truncation::warn_allowed(path, Some(record_no));
                     }
-                    return Ok(false);
+                    return Ok(Step::End);
                 }
                 if t.unterminated() {
                     // The input's last line, without its `\n`: cut inside this record?
@@ -344,26 +387,38 @@ impl VcfReader {
                         if stdin_cut {
                             crate::truncation::warn_allowed(path, Some(record_no));
                         }
-                        return Ok(false); // dropped (a file's warning came at the check)
+                        return Ok(Step::End); // dropped (a file's warning came at the check)
                     }
                 }
                 // `untouched`: the failure came before the batch was written to.
-                let (failed, untouched) = match ex.extract_direct_line(
-                    direct,
-                    path,
-                    record_no,
-                    t.line(),
-                    t.lookups(),
-                    batch,
-                ) {
-                    Ok(true) => return Ok(true),
+                // A subset reads every line through htslib (what bcftools view sees).
+                let direct_parse = match subset.is_some() {
+                    true => Ok(false),
+                    false => ex.extract_direct_line(
+                        direct,
+                        path,
+                        record_no,
+                        t.line(),
+                        t.lookups(),
+                        batch,
+                    ),
+                };
+                let (failed, untouched) = match direct_parse {
+                    Ok(true) => return Ok(Step::Record),
                     Err(e) => (e, false),
                     Ok(false) => match t.parse_line(path, record_no) {
                         Err(e) => (e, true),
                         Ok((rec, fix)) => {
+                            let kept = match subset {
+                                None => Some(rec),
+                                Some(s) => s.apply(rec, record_no)?,
+                            };
+                            let Some(rec) = kept else {
+                                return Ok(Step::Skipped);
+                            };
                             ex.extract(path, record_no, rec, batch)?;
                             ex.apply_line_fix(&fix, batch);
-                            return Ok(true);
+                            return Ok(Step::Record);
                         }
                     },
                 };
@@ -387,7 +442,7 @@ impl VcfReader {
                     }
                     if untouched {
                         crate::truncation::warn_allowed(&path, Some(record_no));
-                        return Ok(false);
+                        return Ok(Step::End);
                     }
                 }
                 let msg = match end.note() {

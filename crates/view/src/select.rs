@@ -6,92 +6,7 @@
 use crate::error::{Error, Result};
 use svar2_reader::Store;
 
-/// A region: contig and 1-based inclusive positions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Region {
-    pub contig: String,
-    pub start: i64,
-    pub end: i64,
-}
-
-/// `CHR`, `CHR:POS`, `CHR:BEG-END`, `CHR:BEG-` (commas in numbers allowed).
-pub fn parse_region(text: &str) -> Result<Region> {
-    let bad = || {
-        Error::Usage(format!(
-            "region {text:?}: expected CHR, CHR:POS, CHR:BEG-END or CHR:BEG-"
-        ))
-    };
-    let num = |t: &str| t.replace(',', "").parse::<i64>().map_err(|_| bad());
-    let (contig, range) = match text.rsplit_once(':') {
-        Some((c, r)) if !r.is_empty() && r.chars().next().is_some_and(|c| c.is_ascii_digit()) => {
-            (c, Some(r))
-        }
-        _ => (text, None),
-    };
-    let (start, end) = match range {
-        None => (1, i64::MAX),
-        Some(r) => match r.split_once('-') {
-            Some((a, "")) => (num(a)?, i64::MAX),
-            Some((a, b)) => (num(a)?, num(b)?),
-            None => {
-                let p = num(r)?;
-                (p, p)
-            }
-        },
-    };
-    if contig.is_empty() || start > end {
-        return Err(bad());
-    }
-    Ok(Region {
-        contig: contig.to_string(),
-        start,
-        end,
-    })
-}
-
-/// A comma-separated list of regions.
-pub fn parse_regions(list: &str) -> Result<Vec<Region>> {
-    list.split(',')
-        .filter(|s| !s.is_empty())
-        .map(parse_region)
-        .collect()
-}
-
-/// A regions file: `CHR\tBEG\tEND` (1-based, inclusive) or `CHR\tPOS` lines; a `.bed`
-/// file is BED (0-based, half-open). `#` lines are skipped.
-pub fn read_regions_file(path: &std::path::Path) -> Result<Vec<Region>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
-    let bed =
-        path.extension().is_some_and(|e| e == "bed") || path.to_string_lossy().ends_with(".bed.gz");
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() || line.starts_with('#') || line.starts_with("track ") {
-            continue;
-        }
-        let f: Vec<&str> = line.split('\t').collect();
-        let bad = || {
-            Error::Usage(format!(
-                "{} line {}: expected CHR, BEG[, END] separated by tabs",
-                path.display(),
-                i + 1
-            ))
-        };
-        let num = |s: &str| s.trim().parse::<i64>().map_err(|_| bad());
-        let (start, end) = match (f.get(1), f.get(2)) {
-            (Some(a), Some(b)) if bed => (num(a)? + 1, num(b)?),
-            (Some(a), Some(b)) => (num(a)?, num(b)?),
-            (Some(a), None) => (num(a)?, num(a)?),
-            _ => return Err(bad()),
-        };
-        out.push(Region {
-            contig: f[0].to_string(),
-            start,
-            end,
-        });
-    }
-    Ok(out)
-}
+pub use svar2_vcf::region::{parse_region, parse_regions, read_regions_file, Region, Targets};
 
 /// Store rows overlapping any of `regions`, ascending, each once. An unknown contig
 /// is an error naming it.
@@ -117,36 +32,6 @@ pub fn rows_in(store: &Store, regions: &[Region]) -> Result<Vec<u64>> {
     rows.sort_unstable();
     rows.dedup();
     Ok(rows)
-}
-
-/// Targets: records whose POS lies in one of them (or, `exclude`, in none).
-#[derive(Debug, Clone)]
-pub struct Targets {
-    pub regions: Vec<Region>,
-    pub exclude: bool,
-}
-
-impl Targets {
-    /// `-t LIST` (`^LIST` excludes).
-    pub fn parse(list: &str) -> Result<Targets> {
-        let (exclude, list) = match list.strip_prefix('^') {
-            Some(l) => (true, l),
-            None => (false, list),
-        };
-        Ok(Targets {
-            regions: parse_regions(list)?,
-            exclude,
-        })
-    }
-
-    /// Whether a record on `contig` at `pos` is kept.
-    pub fn keeps(&self, contig: &str, pos: i64) -> bool {
-        let inside = self
-            .regions
-            .iter()
-            .any(|r| r.contig == contig && r.start <= pos && pos <= r.end);
-        inside != self.exclude
-    }
 }
 
 /// Sample columns from `-s LIST` / `-S FILE` (a leading `^` excludes), in the order
@@ -199,28 +84,4 @@ pub fn sample_columns(
             .filter(|c| !drop.contains(c))
             .collect(),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn regions_parse_as_bcftools_takes_them() {
-        assert_eq!(parse_region("chr1").unwrap().end, i64::MAX);
-        assert_eq!(
-            parse_region("chr1:1,000-2,000").unwrap(),
-            Region {
-                contig: "chr1".into(),
-                start: 1000,
-                end: 2000
-            }
-        );
-        assert_eq!(parse_region("chr1:5").unwrap().end, 5);
-        assert_eq!(parse_region("chr1:5-").unwrap().end, i64::MAX);
-        assert_eq!(parse_region("HLA-A:5").unwrap().contig, "HLA-A");
-        assert!(parse_region("chr1:9-2").is_err());
-        let t = Targets::parse("^chr1:10-20").unwrap();
-        assert!(t.keeps("chr1", 9) && !t.keeps("chr1", 10) && t.keeps("chr2", 15));
-    }
 }
