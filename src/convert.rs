@@ -56,6 +56,11 @@ fn parse_order(s: &str) -> Result<svar2_convert::ContigOrder, String> {
 pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(plan_file) = a.plan_file {
         let k = a.partition.expect("clap requires --partition with --plan");
+        if !a.planning.subset.request().is_empty() {
+            return Err(
+                "with --plan, the plan's partition is converted whole: drop -s/-r/-t/-i/-e".into(),
+            );
+        }
         if a.planning.layout.given() {
             return Err("with --plan, the layout is the plan's: drop the layout flags".into());
         }

@@ -51,7 +51,15 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         let Some(output) = output else {
             return Err("--partitions needs the output store: INPUT... OUTPUT".into());
         };
-        let p = svar2_convert::partition::plan(&inputs, &output, n, &a.planning.request(false))?;
+        let request = a.planning.request(false);
+        if !request.subset.is_empty() {
+            return Err(
+                "--partitions with -s/-r/-t/-i/-e is not supported: convert the subset \
+                        in one task (it streams), or subset first with bcftools view"
+                    .into(),
+            );
+        }
+        let p = svar2_convert::partition::plan(&inputs, &output, n, &request)?;
         if let Some(path) = &a.output_plan {
             std::fs::write(path, p.to_json()).map_err(|e| format!("{}: {e}", path.display()))?;
         }

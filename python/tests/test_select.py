@@ -81,3 +81,32 @@ def test_patch_dataset_where_starts_patches_at_selected_variants(svar2_store):
         PatchDataset(store, patch=(40, 3), where="QUAL<0")
     with pytest.raises(ValueError, match="column"):
         PatchDataset(store, patch=(40, 3), where="QUAL<<0")
+
+
+@pytest.mark.parametrize(
+    "kwargs,flags",
+    [
+        ({"samples": ["s3", "s1"], "include": "MAF>0.05"}, ["-s", "s3,s1", "-i", "MAF>0.05"]),
+        ({"samples": "^s0", "regions": "c2", "exclude": 'GT="mis"'}, ["-s", "^s0", "-r", "c2", "-e", 'GT="mis"']),
+        ({"targets": "^c1:1-5000"}, ["-t", "^c1:1-5000"]),
+    ],
+)
+def test_convert_subset_equals_bcftools_view(kwargs, flags, format_vcf, work):
+    """svar2.convert(samples=, regions=, targets=, include=/exclude=) writes the store
+    converting `bcftools view` of the same flags gives."""
+    need_bcftools()
+    tag = "-".join(sorted(kwargs))
+    ours = work / f"subset-{tag}.zarr"
+    via = work / f"subset-{tag}.vcf.gz"
+    theirs = work / f"subset-{tag}-bcftools.zarr"
+    svar2.convert(format_vcf, ours, force=True, **kwargs)
+    run("bcftools", "view", "--no-version", *flags, str(format_vcf), "-Oz", "-o", str(via))
+    svar2.convert(via, theirs, force=True)
+    assert svar2.digest(ours) == svar2.digest(theirs)
+
+
+def test_convert_subset_errors_are_value_errors(format_vcf, work):
+    with pytest.raises(ValueError, match="include or exclude"):
+        svar2.convert(format_vcf, work / "x.zarr", include="QUAL>1", exclude="QUAL<1")
+    with pytest.raises(svar2.Error, match="nosuch"):
+        svar2.convert(format_vcf, work / "x.zarr", samples=["nosuch"])

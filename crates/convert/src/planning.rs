@@ -48,6 +48,11 @@ impl svar2_vcf::subset::SiteTest for ExpressionTest {
     ) -> std::result::Result<bool, String> {
         self.0.test(schema, b, 0, false, None).map(|v| v.keep)
     }
+
+    fn reads(&self) -> (Vec<usize>, bool) {
+        let n = self.0.needs();
+        (n.fields.clone(), n.genotypes)
+    }
 }
 
 /// Opens an input for a conversion (or its plan), subset as `request` asks: the
@@ -109,6 +114,8 @@ pub struct PlanReport {
     pub probe_skipped: Option<String>,
     /// Inputs read one after another (0: standard input), or 1 for one file.
     pub streams: usize,
+    /// The records are subset (`-s/-r/-t/-i/-e`): one streaming reader tests them.
+    pub subset: bool,
 }
 
 /// The most contigs this build's executor converts at once.
@@ -356,6 +363,9 @@ fn probe_skipped(
     if request.readers.is_some() {
         return Some("--readers given".into());
     }
+    if !request.subset.is_empty() {
+        return Some("a subset is read by one streaming reader".into());
+    }
     if index.is_none() {
         return Some("it reads through an index, and there is none".into());
     }
@@ -424,7 +434,8 @@ fn plan_schema(
 ) -> Result<PlanReport> {
     let stdin = svar2_vcf::inputs::is_stdin(input);
     // One streaming reader for standard input, or inputs without index counts.
-    let one_stream = stdin || (streams > 1 && counted.is_err());
+    // A subset is read by one streaming reader (records are tested one by one).
+    let one_stream = stdin || (streams > 1 && counted.is_err()) || !request.subset.is_empty();
     // Contigs the index lists that the header does not declare join the store's list
     // (in the index's order, which is the file's), as a streaming read would add them.
     let undeclared: Vec<String> = counted
@@ -520,6 +531,7 @@ fn plan_schema(
         probe,
         probe_skipped: skipped,
         streams: if stdin { 0 } else { streams },
+        subset: !request.subset.is_empty(),
     })
 }
 
@@ -581,6 +593,9 @@ impl PlanReport {
         }
         let readers = match (p.readers_from, &self.probe) {
             _ if self.streams == 0 => "standard input: one streaming reader".to_string(),
+            _ if self.subset => {
+                "a subset (-s/-r/-t/-i/-e): one streaming reader tests each record".to_string()
+            }
             _ if self.streams > 1 && self.index.is_none() => format!(
                 "{} inputs without index counts: read one after another by one \
                  streaming reader",

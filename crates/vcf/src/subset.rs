@@ -60,6 +60,10 @@ pub trait SiteTest: Send {
     /// Whether the one record of `b` (of `schema`, the input's) is kept; an error is
     /// a record the expression cannot be applied to.
     fn keep(&mut self, schema: &Schema, b: &Block) -> std::result::Result<bool, String>;
+
+    /// The schema fields (indexes) and whether the genotypes the test reads: the
+    /// block is made of only these.
+    fn reads(&self) -> (Vec<usize>, bool);
 }
 
 /// Builds a file's [`SiteTest`] from its schema (the expression compiled against it).
@@ -345,7 +349,8 @@ impl Subset {
             return Ok(None);
         }
         if let Some(test) = &mut self.test {
-            let b = record_block(&self.input, src);
+            let (fields, gt) = test.reads();
+            let b = record_block(&self.input, src, &fields, gt);
             let keep = test.keep(&self.input, &b).map_err(|msg| Error::Record {
                 path: self.path.clone(),
                 record: record_no + 1,
@@ -440,13 +445,18 @@ impl Subset {
             let Ok(c) = CString::new(tag.clone()) else {
                 continue;
             };
-            // SAFETY: the record and its header are live; the result is checked for null.
+            // SAFETY: the record and its header are live; the result is checked for null,
+            // and `p` holds `n` values of `type_` for each of the `ns` samples.
             let n = unsafe {
                 let fmt = htslib::bcf_get_fmt(self.out.as_ptr(), rec.inner, c.as_ptr());
-                if fmt.is_null() {
+                if fmt.is_null() || (*fmt).p.is_null() || (*fmt).n <= 0 {
                     continue;
                 }
-                (*fmt).n as usize
+                let n = (*fmt).n as usize;
+                if already_narrow((*fmt).type_ as u32, (*fmt).p, n, ns) {
+                    continue;
+                }
+                n
             };
             let _ = match float {
                 false => {
@@ -484,6 +494,37 @@ impl Subset {
             };
         }
     }
+}
+
+/// Whether no sample's values start with a vector end and some sample fills all
+/// `n` (the common case, checked on the raw bytes): then there is nothing to narrow.
+///
+/// # Safety
+/// `p` must hold `n` values of `ty` for each of `ns` samples.
+unsafe fn already_narrow(ty: u32, p: *const u8, n: usize, ns: usize) -> bool {
+    if !matches!(
+        ty,
+        htslib::BCF_BT_INT8 | htslib::BCF_BT_INT16 | htslib::BCF_BT_INT32 | htslib::BCF_BT_FLOAT
+    ) {
+        return true; // not narrowed (strings, or types the extractor refuses)
+    }
+    // SAFETY (each read): the caller's promise; values read unaligned.
+    let is_end = |i: usize| unsafe {
+        match ty {
+            htslib::BCF_BT_INT8 => *(p as *const i8).add(i) == -127,
+            htslib::BCF_BT_INT16 => (p as *const i16).add(i).read_unaligned() == i16::MIN + 1,
+            htslib::BCF_BT_INT32 => (p as *const i32).add(i).read_unaligned() == i32::MIN + 1,
+            _ => (p as *const u32).add(i).read_unaligned() == crate::column::FLOAT32_FILL,
+        }
+    };
+    let mut full = false;
+    for j in 0..ns {
+        if is_end(j * n) {
+            return false;
+        }
+        full |= !is_end(j * n + n - 1);
+    }
+    full
 }
 
 /// Per-sample values (vector ends already cut) laid out `w` wide, `w` the most any
@@ -531,10 +572,11 @@ fn check_region_order(path: &Path, schema: &Schema, regions: &[Region]) -> Resul
     Ok(())
 }
 
-/// A block of the one record `rec`, of `schema` (its header's): what an expression
-/// reads, as a store would hold it — absent INFO and FORMAT fields left out, htslib's
-/// missing values and vector ends as −1 / −2 (floats: their own NaN patterns).
-pub fn record_block(schema: &Schema, rec: &bcf::Record) -> Block {
+/// A block of the one record `rec`, of `schema` (its header's): the fixed fields,
+/// `fields` (schema indexes) and, with `gt`, the genotypes — what an expression reads,
+/// as a store would hold it: absent INFO and FORMAT fields left out, htslib's missing
+/// values and vector ends as −1 / −2 (floats: their own NaN patterns).
+pub fn record_block(schema: &Schema, rec: &bcf::Record, fields: &[usize], gt: bool) -> Block {
     let rid = rec.rid().unwrap_or(0);
     let name = contig_name(rec.header(), rid).unwrap_or(b"");
     let contig = schema
@@ -572,51 +614,55 @@ pub fn record_block(schema: &Schema, rec: &bcf::Record) -> Block {
         filters,
         ..Block::default()
     };
-    for (k, f) in schema.fields.iter().enumerate() {
-        let tag = f.name.as_bytes();
+    // SAFETY: the record and its header are live; htslib unpacks what these calls read
+    // and returns null for a tag the record lacks (checked before use).
+    let hdr = unsafe { rec.header().as_ptr() };
+    for &k in fields {
+        let Some(f) = schema.fields.get(k) else {
+            continue;
+        };
+        let Ok(tag) = CString::new(f.name.as_str()) else {
+            continue;
+        };
         let values = match (f.category, f.ty) {
-            (Category::Info, VcfType::Flag) => match rec.info(tag).flag() {
-                Ok(true) => Some((1, Dense::Bool(vec![1]))),
-                _ => None,
-            },
-            (Category::Info, VcfType::Integer) => rec.info(tag).integer().ok().flatten().map(|v| {
-                (
-                    v.len(),
-                    Dense::I32(v.iter().map(|&x| canonical(x)).collect()),
-                )
-            }),
-            (Category::Info, VcfType::Float) => rec
-                .info(tag)
-                .float()
+            (Category::Info, VcfType::String) => rec
+                .info(f.name.as_bytes())
+                .string()
                 .ok()
                 .flatten()
-                .map(|v| (v.len(), Dense::F32(v.iter().map(|x| x.to_bits()).collect()))),
-            (Category::Info, VcfType::String) => rec.info(tag).string().ok().flatten().map(|v| {
-                let mut s = Strs::default();
-                s.push(&v.join(&b","[..]));
-                (1, Dense::Str(s))
-            }),
-            (Category::Format, VcfType::Integer) => rec.format(tag).integer().ok().map(|v| {
-                let w = v.iter().map(|s| s.len()).max().unwrap_or(0);
-                let mut out = Vec::with_capacity(w * ns);
-                for s in v.iter() {
-                    out.extend(s.iter().map(|&x| canonical(x)));
-                    out.extend(std::iter::repeat_n(-2, w - s.len()));
+                .map(|v| {
+                    let mut s = Strs::default();
+                    s.push(&v.join(&b","[..]));
+                    (1, Dense::Str(s))
+                }),
+            (Category::Info, ty @ (VcfType::Flag | VcfType::Integer | VcfType::Float)) => {
+                // SAFETY: as above; `vptr` holds `len` values of `type_`.
+                unsafe {
+                    let info = htslib::bcf_get_info(hdr, rec.inner, tag.as_ptr());
+                    if info.is_null() {
+                        None
+                    } else if ty == VcfType::Flag {
+                        Some((1, Dense::Bool(vec![1])))
+                    } else {
+                        let n = (*info).len.max(0) as usize;
+                        raw_numbers((*info).type_ as u32, (*info).vptr, n, ty == VcfType::Float)
+                            .map(|d| (n, d))
+                    }
                 }
-                (w, Dense::I32(out))
-            }),
-            (Category::Format, VcfType::Float) => rec.format(tag).float().ok().map(|v| {
-                let w = v.iter().map(|s| s.len()).max().unwrap_or(0);
-                let mut out = Vec::with_capacity(w * ns);
-                for s in v.iter() {
-                    out.extend(s.iter().map(|x| x.to_bits()));
-                    out.extend(std::iter::repeat_n(
-                        crate::column::FLOAT32_FILL,
-                        w - s.len(),
-                    ));
+            }
+            (Category::Format, ty @ (VcfType::Integer | VcfType::Float)) => {
+                // SAFETY: as above; `p` holds `n` values of `type_` for each sample.
+                unsafe {
+                    let fmt = htslib::bcf_get_fmt(hdr, rec.inner, tag.as_ptr());
+                    if fmt.is_null() || (*fmt).p.is_null() || (*fmt).n <= 0 {
+                        None
+                    } else {
+                        let n = (*fmt).n as usize;
+                        raw_numbers((*fmt).type_ as u32, (*fmt).p, n * ns, ty == VcfType::Float)
+                            .map(|d| (n, d))
+                    }
                 }
-                (w, Dense::F32(out))
-            }),
+            }
             // Character INFO and FORMAT strings: expressions refuse them.
             _ => None,
         };
@@ -633,34 +679,122 @@ pub fn record_block(schema: &Schema, rec: &bcf::Record) -> Block {
             Category::Format => b.format.push(fv),
         }
     }
-    if schema.has_gt {
-        if let Ok(v) = rec.format(b"GT").integer() {
-            let ploidy = v.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
-            let mut raw = Vec::with_capacity(ploidy * ns);
-            for s in v.iter() {
-                raw.extend_from_slice(s);
-                raw.extend(std::iter::repeat_n(
-                    crate::column::BCF_INT32_VECTOR_END,
-                    ploidy - s.len(),
-                ));
-            }
-            let (mut alleles, mut phased) = (Vec::new(), Vec::new());
-            crate::genotype::decode_bcf_calls(
-                &raw,
-                ploidy,
-                crate::genotype::bcf32_allele,
-                |x| x & 1 == 1,
-                &mut alleles,
-                &mut phased,
-            );
-            b.gt = Some(Genotypes {
-                ploidy,
-                alleles: Dense::I32(alleles),
-                phased,
-            });
-        }
+    if schema.has_gt && gt && ns > 0 {
+        b.gt = genotypes(hdr, rec, ns);
     }
     b
+}
+
+/// The record's calls as a store holds them; `None` when GT is absent or not stored
+/// as integers (htslib would exit on it: the extractor refuses such a record).
+fn genotypes(hdr: *mut htslib::bcf_hdr_t, rec: &bcf::Record, ns: usize) -> Option<Genotypes> {
+    let tag = CString::new("GT").expect("static");
+    // SAFETY: the record and header are live; `p` holds `n` values of `type_` per
+    // sample, checked non-null first.
+    let (ty, n, p) = unsafe {
+        let fmt = htslib::bcf_get_fmt(hdr, rec.inner, tag.as_ptr());
+        if fmt.is_null() || (*fmt).p.is_null() || (*fmt).n <= 0 {
+            return None;
+        }
+        ((*fmt).type_ as u32, (*fmt).n as usize, (*fmt).p)
+    };
+    let mut phased = Vec::new();
+    if ty == htslib::BCF_BT_INT8 {
+        let mut alleles = Vec::new();
+        // SAFETY: int8 values, n per sample.
+        let raw = unsafe { std::slice::from_raw_parts(p as *const i8, n * ns) };
+        if n == 2 {
+            crate::genotype::decode_bcf_diploid8(raw, &mut alleles, &mut phased);
+        } else {
+            let allele = |v: i8| crate::genotype::BCF8_ALLELE[v as u8 as usize];
+            let bit = |v: i8| v & 1 == 1;
+            crate::genotype::decode_bcf_calls(raw, n, allele, bit, &mut alleles, &mut phased);
+        }
+        return Some(Genotypes {
+            ploidy: n,
+            alleles: Dense::I8(alleles),
+            phased,
+        });
+    }
+    // SAFETY: as above, for the integer types raw_ints reads.
+    let raw = unsafe { raw_ints(ty, p, n * ns) }?;
+    let raw: Vec<i32> = raw
+        .into_iter()
+        .map(|v| match v {
+            -1 => crate::column::BCF_INT32_MISSING,
+            -2 => crate::column::BCF_INT32_VECTOR_END,
+            v => v,
+        })
+        .collect();
+    let mut alleles = Vec::new();
+    crate::genotype::decode_bcf_calls(
+        &raw,
+        n,
+        crate::genotype::bcf32_allele,
+        |x| x & 1 == 1,
+        &mut alleles,
+        &mut phased,
+    );
+    Some(Genotypes {
+        ploidy: n,
+        alleles: Dense::I32(alleles),
+        phased,
+    })
+}
+
+/// `count` BCF values of `ty` at `p` as a store holds them: integers with −1 missing
+/// and −2 vector end, floats as their bits; `None` for a type the field's declared
+/// type does not allow.
+///
+/// # Safety
+/// `p` must hold `count` values of `ty`.
+unsafe fn raw_numbers(ty: u32, p: *const u8, count: usize, float: bool) -> Option<Dense> {
+    if float {
+        if ty != htslib::BCF_BT_FLOAT || p.is_null() {
+            return None;
+        }
+        // SAFETY: the caller's promise; read unaligned (BCF packs values).
+        let bits = (0..count)
+            .map(|i| unsafe { (p as *const u32).add(i).read_unaligned() })
+            .collect();
+        return Some(Dense::F32(bits));
+    }
+    // SAFETY: the caller's promise.
+    unsafe { raw_ints(ty, p, count) }.map(Dense::I32)
+}
+
+/// `count` BCF integers of `ty` at `p`, −1 missing and −2 vector end; `None` for a
+/// non-integer type.
+///
+/// # Safety
+/// `p` must hold `count` values of `ty`.
+unsafe fn raw_ints(ty: u32, p: *const u8, count: usize) -> Option<Vec<i32>> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY (each read): the caller's promise; read unaligned (BCF packs values).
+    Some(match ty {
+        htslib::BCF_BT_INT8 => (0..count)
+            .map(|i| match unsafe { *(p as *const i8).add(i) } {
+                -128 => -1,
+                -127 => -2,
+                v => v as i32,
+            })
+            .collect(),
+        htslib::BCF_BT_INT16 => (0..count)
+            .map(
+                |i| match unsafe { (p as *const i16).add(i).read_unaligned() } {
+                    i16::MIN => -1,
+                    v if v == i16::MIN + 1 => -2,
+                    v => v as i32,
+                },
+            )
+            .collect(),
+        htslib::BCF_BT_INT32 => (0..count)
+            .map(|i| canonical(unsafe { (p as *const i32).add(i).read_unaligned() }))
+            .collect(),
+        _ => return None,
+    })
 }
 
 /// htslib's integer sentinels as a store holds them.
