@@ -59,7 +59,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         filter: a.filter.resolve(),
     };
     match svar2_view::query(&store, &reader, &o, &mut out) {
-        Err(e) if e.to_string().contains("Broken pipe") => Ok(()),
+        Err(e) if e.is_broken_pipe() => Ok(()),
         Err(e) => Err(e.into()),
         Ok(_) => match out.flush() {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

@@ -42,7 +42,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     );
     match r {
         // A reader that went away (`| head`) ends the output quietly.
-        Err(svar2_reader::Error::Usage(m)) if m.contains("Broken pipe") => Ok(()),
+        Err(e) if e.is_broken_pipe() => Ok(()),
         r => Ok(r?),
     }
 }

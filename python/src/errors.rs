@@ -35,6 +35,7 @@ pub fn reader(e: svar2_reader::Error) -> PyErr {
         E::OutOfRange(m) => PyIndexError::new_err(m),
         E::Cancelled => PyKeyboardInterrupt::new_err("the read was cancelled"),
         E::Usage(m) => Error::new_err(m),
+        e @ E::Io { .. } => Error::new_err(e.to_string()),
     }
 }
 

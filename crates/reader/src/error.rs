@@ -13,6 +13,20 @@ pub enum Error {
     /// The caller asked the read to stop (Ctrl-C in Python) before it finished.
     #[error("the read was cancelled")]
     Cancelled,
+    /// Writing the output failed (`what`: where to).
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// A write to a reader that went away (`| head`): the caller ends quietly.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -142,7 +142,10 @@ pub fn write(
         None
     };
     let pos = store.array("variant_position")?;
-    let io = |e: std::io::Error| Error::Usage(format!("standard output: {e}"));
+    let io = |source: std::io::Error| Error::Io {
+        what: "standard output".into(),
+        source,
+    };
     if format == "npy" {
         let descr = match a.dtype {
             Dtype::Bool => "|b1",

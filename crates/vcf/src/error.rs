@@ -24,6 +24,21 @@ pub enum Error {
     /// Inputs that cannot be read together, or a request the reader cannot serve.
     #[error("{0}")]
     Usage(String),
+    /// Writing VCF or BCF out failed (`name`: the file, or standard output); a
+    /// reader that went away (`| head`) is [`std::io::ErrorKind::BrokenPipe`].
+    #[error("{name}: {source}")]
+    Write {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// A write to a reader that went away (`| head`): callers end quietly.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Write { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
 }
 
 /// How a user opts in to converting what a cut-short input holds.

@@ -658,13 +658,51 @@ pub struct Sink {
 // SAFETY: the htslib handles are owned by the sink and used by one thread at a time.
 unsafe impl Send for Sink {}
 
-fn io_err(name: &str, e: impl std::fmt::Display) -> Error {
-    Error::Usage(format!("{name}: {e}"))
+fn io_err(name: &str, source: std::io::Error) -> Error {
+    Error::Write {
+        name: name.to_string(),
+        source,
+    }
 }
 
-/// A write that failed because the reader went away (`| head`): callers end quietly.
-pub fn is_broken_pipe(e: &Error) -> bool {
-    matches!(e, Error::Usage(m) if m.contains("Broken pipe"))
+/// Writes out what `fp` still buffers, so a failure there is reported with its
+/// reason (a reader gone: broken pipe) before the file is closed.
+fn flush_hts(name: &str, fp: *mut htslib::htsFile) -> Result<()> {
+    // SAFETY: fp is an open BGZF-backed file; its BGZF and hFILE are live until closed.
+    let r = unsafe {
+        let b = htslib::hts_get_bgzfp(fp);
+        if b.is_null() {
+            return Ok(());
+        }
+        if htslib::bgzf_flush(b) != 0 {
+            -1
+        } else {
+            htslib::hflush((*b).fp)
+        }
+    };
+    match r {
+        0 => Ok(()),
+        _ => Err(hts_write_err(name, fp)),
+    }
+}
+
+/// A failed htslib write to `fp`, with the system's reason: the errno its file layer
+/// kept (EPIPE when the reader went away; `errno` itself is overwritten by then).
+fn hts_write_err(name: &str, fp: *mut htslib::htsFile) -> Error {
+    // SAFETY: fp is an open BGZF-backed file (VCF.gz or BCF); its hFILE is live.
+    let errno = unsafe {
+        let b = htslib::hts_get_bgzfp(fp);
+        if b.is_null() || (*b).fp.is_null() {
+            0
+        } else {
+            (*(*b).fp).has_errno
+        }
+    };
+    let source = match errno {
+        e if e > 0 => std::io::Error::from_raw_os_error(e),
+        _ => std::io::Error::other("htslib could not write"),
+    };
+    io_err(name, source)
 }
 
 impl Sink {
@@ -763,13 +801,15 @@ impl Sink {
                 for l in text.split(|&c| c == b'\n').filter(|l| !l.is_empty()) {
                     line.set(l);
                     // SAFETY: hdr and rec are owned; line is NUL-terminated.
-                    let r = unsafe { htslib::vcf_parse(line.raw(), *hdr, *rec) };
-                    // SAFETY: as above; fp open.
-                    if r != 0 || unsafe { htslib::bcf_write(*fp, *hdr, *rec) } != 0 {
+                    if unsafe { htslib::vcf_parse(line.raw(), *hdr, *rec) } != 0 {
                         return Err(Error::Usage(format!(
                             "{name}: htslib could not write the record {}",
                             String::from_utf8_lossy(&l[..l.len().min(80)])
                         )));
+                    }
+                    // SAFETY: as above; fp open.
+                    if unsafe { htslib::bcf_write(*fp, *hdr, *rec) } != 0 {
+                        return Err(hts_write_err(&name, *fp));
                     }
                 }
                 Ok(())
@@ -785,13 +825,17 @@ impl Sink {
         match out {
             Out::Text(mut w) => w.flush().map_err(|e| io_err(&name, e))?,
             Out::Bgzf(fp) => {
+                let flushed = flush_hts(&name, fp);
                 // SAFETY: owned, closed once.
-                if unsafe { htslib::hts_close(fp) } != 0 {
+                let closed = unsafe { htslib::hts_close(fp) };
+                flushed?;
+                if closed != 0 {
                     return Err(Error::Usage(format!("{name}: could not finish writing")));
                 }
             }
             Out::Bcf { fp, hdr, rec, line } => {
                 drop(line);
+                let flushed = flush_hts(&name, fp);
                 // SAFETY: owned, released once.
                 let r = unsafe {
                     htslib::bcf_destroy(rec);
@@ -799,6 +843,7 @@ impl Sink {
                     htslib::bcf_hdr_destroy(hdr);
                     r
                 };
+                flushed?;
                 if r != 0 {
                     return Err(Error::Usage(format!("{name}: could not finish writing")));
                 }
@@ -853,7 +898,7 @@ fn bgzf_write(out: &mut Out, data: &[u8], name: &str) -> Result<()> {
         htslib::bgzf_write(bgzf, data.as_ptr() as *const _, data.len())
     };
     if n < 0 || n as usize != data.len() {
-        return Err(Error::Usage(format!("{name}: could not write")));
+        return Err(hts_write_err(name, *fp));
     }
     Ok(())
 }

@@ -11,6 +11,13 @@ pub enum Error {
     Vcf(#[from] svar2_vcf::Error),
     #[error("{0}")]
     Usage(String),
+    /// Writing the output failed (`what`: where to).
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -18,6 +25,11 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// A write to a reader that went away (`| head`): the caller ends quietly.
     pub fn is_broken_pipe(&self) -> bool {
-        matches!(self, Error::Vcf(e) if svar2_vcf::write::is_broken_pipe(e))
+        match self {
+            Error::Vcf(e) => e.is_broken_pipe(),
+            Error::Reader(e) => e.is_broken_pipe(),
+            Error::Io { source, .. } => source.kind() == std::io::ErrorKind::BrokenPipe,
+            _ => false,
+        }
     }
 }

@@ -493,7 +493,10 @@ pub fn query(
         )?),
         None => None,
     };
-    let io = |e: std::io::Error| Error::Usage(format!("standard output: {e}"));
+    let io = |source: std::io::Error| Error::Io {
+        what: "standard output".into(),
+        source,
+    };
     let rows = rows_to_print(store, &o.regions, o.targets.as_ref())?;
     // The printed blocks also carry what the expression reads: it is tested on them.
     let needs = filter
