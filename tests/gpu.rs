@@ -198,7 +198,7 @@ fn two_chunks() -> (Vec<u8>, Vec<u8>) {
     let enc = svar2_store::codecs::verified("x", "x", &stored)
         .unwrap()
         .to_vec();
-    let frame = svar2_store::blosc::Frame::parse("x", &enc, 40_000).unwrap();
+    let frame = svar2_blosc::Frame::parse("x", &enc, 40_000).unwrap();
     let stream = frame.blocks[0].streams[0];
     assert!(!stream.raw, "the values compress");
     let mut bad = enc.clone();
@@ -235,7 +235,7 @@ fn a_malformed_stream_is_refused_naming_its_chunk() {
     );
     // The stream's frame header: the content size (after the 4-byte magic, a
     // descriptor byte and, for a single-segment frame, the size) changed.
-    let frame = svar2_store::blosc::Frame::parse("x", &enc, 40_000).unwrap();
+    let frame = svar2_blosc::Frame::parse("x", &enc, 40_000).unwrap();
     let s = frame.blocks[0].streams[0];
     let mut other = enc.clone();
     other[s.offset + 5] ^= 0x01;

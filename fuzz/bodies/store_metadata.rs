@@ -164,7 +164,7 @@ fn read_all(root: &Path) {
             let _ = a.read_strings();
         }
     }
-    let mut dec = svar2_store::blosc::Decoder::new().unwrap();
+    let mut dec = svar2_blosc::Decoder::new().unwrap();
     for a in &g.arrays {
         let chunk = a.chunk_shape();
         let counts: Vec<u64> = a

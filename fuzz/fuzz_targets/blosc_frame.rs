@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use svar2_store::blosc::{Decoder, Frame};
+use svar2_blosc::{Decoder, Frame};
 use svar2_store::codec::{InnerCodec, Raw};
 use svar2_store::Dtype;
 
@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
     }
     if ours.is_ok() {
         // c-blosc (through zarrs) must agree on every frame svar2 accepts.
-        let codec = InnerCodec::new(Dtype::I8, frame.shuffle == svar2_store::blosc::Shuffle::Bit, 1)
+        let codec = InnerCodec::new(Dtype::I8, frame.shuffle == svar2_blosc::Shuffle::Bit, 1)
             .expect("codec");
         if let Ok(Raw::Fixed(theirs)) = codec.decode(bytes, &[n as u64]) {
             if frame.typesize == 1 {

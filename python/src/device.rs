@@ -127,8 +127,8 @@ pub fn read_torch<'py>(
                 let mut device = gpu
                     .lock()
                     .map_err(|_| Error::new_err("the GPU's lock was poisoned"))?;
-                device.decode(&plan).map_err(errors::store)?;
-                device.take_patches().map_err(errors::store)
+                device.decode(&plan).map_err(errors::gpu)?;
+                device.take_patches().map_err(errors::gpu)
             })??;
             let data = batch.ptr() as *mut u8;
             let cap = dlpack::capsule(py, Box::new(batch), data, Place::Cuda(n), shape, a.dtype)?;

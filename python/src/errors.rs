@@ -35,8 +35,13 @@ pub fn reader(e: svar2_reader::Error) -> PyErr {
         E::OutOfRange(m) => PyIndexError::new_err(m),
         E::Cancelled => PyKeyboardInterrupt::new_err("the read was cancelled"),
         E::Usage(m) => Error::new_err(m),
-        e @ E::Io { .. } => Error::new_err(e.to_string()),
+        e @ (E::Io { .. } | E::Gpu(_)) => Error::new_err(e.to_string()),
     }
+}
+
+/// The GPU path's errors: a damaged chunk as the store's, the GPU's own as `svar2.Error`.
+pub fn gpu(e: svar2_gpu::error::Error) -> PyErr {
+    reader(e.into())
 }
 
 /// The view crate's errors: a bad expression (`Usage`) is a `ValueError`.

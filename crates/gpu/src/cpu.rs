@@ -3,7 +3,7 @@
 //! byte), so that agreeing with c-blosc here proves the plan and the kernel's rules.
 
 use crate::plan::{BatchPlan, Buf, UnshuffleTask};
-use svar2_store::{Error, Result};
+use crate::error::{Error, Result};
 
 /// One output byte of an unshuffle, as a kernel thread computes it.
 pub fn unshuffled_byte(stage: &[u8], t: &UnshuffleTask, p: usize) -> u8 {

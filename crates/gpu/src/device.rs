@@ -10,10 +10,10 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
 use std::sync::Arc;
-use svar2_store::{Error, Result};
+use crate::error::{Error, Result};
 
 fn gpu_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
-    move |e| Error::Codec(format!("GPU: {what}: {e}"))
+    move |e| Error::Gpu(format!("{what}: {e}"))
 }
 
 /// A GPU ready to decode batches.
@@ -152,9 +152,7 @@ impl Device {
             .iter()
             .any(|&n| n > i32::MAX as usize)
         {
-            return Err(Error::Codec(
-                "GPU: batch too large: use smaller batches".into(),
-            ));
+            return Err(Error::Gpu("batch too large: use smaller batches".into()));
         }
         ensure(&st, &mut self.input, plan.input.len().max(1))?;
         ensure(&st, &mut self.stage, plan.stage_bytes.max(1))?;
@@ -225,7 +223,7 @@ impl Device {
                     total,
                     st.cu_stream() as usize,
                 )
-                .map_err(Error::Codec)?;
+                .map_err(Error::Gpu)?;
             ensure(&st, &mut self.temp, temp.max(1))?;
             // SAFETY: the five arrays of `n` entries are at `at(0..5n)` of `meta`
             // (uploaded above, in stream order), every pointer in them lies in
@@ -247,8 +245,8 @@ impl Device {
                 )
             };
             if status != 0 {
-                return Err(Error::Codec(format!(
-                    "GPU: nvCOMP could not start the batch (status {status})"
+                return Err(Error::Gpu(format!(
+                    "nvCOMP could not start the batch (status {status})"
                 )));
             }
         }

@@ -3,7 +3,9 @@
 //! unshuffle pass with one worker per output byte — planned once on the host.
 //!
 //! - [`plan`]: the batch plan, built from frames parsed and checked by
-//!   [`svar2_store::blosc`] (nothing on the device ever trusts a size from a file);
+//!   [`svar2_blosc`] (nothing on the device ever trusts a size from a file), the one
+//!   svar2 crate this one depends on;
+//! - [`error`]: a chunk that does not decode, apart from the GPU failing;
 //! - [`cpu`]: the plan executed on the CPU with the kernels' own index arithmetic —
 //!   what the tests run everywhere, and what proves the plan bit-identical to c-blosc;
 //! - [`probe`]: whether this machine can decode on a GPU, and if not exactly what is
@@ -15,6 +17,7 @@
 
 pub mod cpu;
 pub mod device;
+pub mod error;
 pub mod kernels;
 pub mod nvcomp;
 pub mod plan;

@@ -10,8 +10,8 @@
 //! when that is aligned, otherwise a slot of `stage` followed by a copy.
 
 use std::ops::Range;
-use svar2_store::blosc::{Frame, Shuffle};
-use svar2_store::{Error, Result};
+use svar2_blosc::{Frame, Shuffle};
+use crate::error::{Error, Result};
 
 /// nvCOMP zstd's alignment for input, output and temp buffers.
 pub const ALIGN: usize = 8;

@@ -13,6 +13,9 @@ pub enum Error {
     /// The caller asked the read to stop (Ctrl-C in Python) before it finished.
     #[error("the read was cancelled")]
     Cancelled,
+    /// The GPU failed (driver, nvCOMP, a kernel), or its plan was inconsistent.
+    #[error(transparent)]
+    Gpu(svar2_gpu::error::Error),
     /// Writing the output failed (`what`: where to).
     #[error("{what}: {source}")]
     Io {
@@ -20,6 +23,19 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// A chunk the GPU path finds damaged is the store's damage (named, as on the CPU);
+/// anything else is the GPU's.
+impl From<svar2_gpu::error::Error> for Error {
+    fn from(e: svar2_gpu::error::Error) -> Error {
+        match e {
+            svar2_gpu::error::Error::Corrupt { key, msg } => {
+                Error::Store(svar2_store::Error::Corrupt { key, msg })
+            }
+            e => Error::Gpu(e),
+        }
+    }
 }
 
 impl Error {

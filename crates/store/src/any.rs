@@ -44,7 +44,7 @@ pub struct AnyArray {
     /// Set for a sharded array whose inner chunks can be read one by one.
     inner: Option<InnerReads>,
     /// The chunks (inner chunks) are blosc-zstd frames of little-endian elements:
-    /// [`blosc::Decoder`](crate::blosc::Decoder) decodes them without c-blosc.
+    /// [`blosc::Decoder`](svar2_blosc::Decoder) decodes them without c-blosc.
     blosc_frames: bool,
     /// Each stored chunk ends with its crc32c (the chain's last codec), checked before
     /// anything decodes it.
@@ -951,7 +951,7 @@ impl AnyArray {
     }
 
     /// Whether the chunks are blosc-zstd frames of little-endian elements (what
-    /// [`blosc`](crate::blosc) and the GPU batch plan decode).
+    /// [`blosc`](svar2_blosc) and the GPU batch plan decode).
     pub fn blosc_frames(&self) -> bool {
         self.blosc_frames
     }
@@ -1001,7 +1001,7 @@ impl AnyArray {
         &self,
         idx: &[u64],
         stored: Option<&[u8]>,
-        dec: &mut crate::blosc::Decoder,
+        dec: &mut svar2_blosc::Decoder,
         out: &mut Vec<u8>,
         wanted: Option<&[(usize, usize)]>,
     ) -> Result<()> {
@@ -1011,17 +1011,17 @@ impl AnyArray {
             // The chunk key is formatted only for an error (this is the reader's hot
             // path: one call per 4 KiB chunk). The frame is checked before `out` is
             // sized: its header must agree with the chunk shape.
-            return crate::blosc::Frame::parse("", bytes, n)
+            return svar2_blosc::Frame::parse("", bytes, n)
                 .and_then(|f| {
                     out.resize(n, 0);
                     dec.decode_ranges("", bytes, &f, out, wanted)
                 })
                 .map_err(|e| match e {
-                    Error::Corrupt { msg, .. } => Error::Corrupt {
+                    svar2_blosc::Error::Corrupt { msg, .. } => Error::Corrupt {
                         key: self.key(idx),
                         msg,
                     },
-                    e => e,
+                    e => e.into(),
                 });
         }
         match self.decode(idx, stored)? {

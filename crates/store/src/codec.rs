@@ -1,9 +1,9 @@
 //! Inner-chunk encoding and decoding: numeric chunks are encoded by svar2's own
-//! blosc encoder (c-blosc's exact bytes, faster; see [`crate::blosc`]), strings and
+//! blosc encoder (c-blosc's exact bytes, faster; see [`svar2_blosc`]), strings and
 //! every decode go through zarrs' codec implementations, so the bytes svar2 writes
 //! are exactly what any zarrs-based (and zarr-python) reader decodes.
 
-use crate::blosc::{Encoder, Shuffle};
+use svar2_blosc::{Encoder, Shuffle};
 use crate::codecs::{inner_codecs, BLOSC_BLOCKSIZE, CHECKSUM_BYTES};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
@@ -285,7 +285,7 @@ mod tests {
                     let len = n * size;
                     let contents = [
                         vec![0; len],
-                        crate::blosc::testing::noise(len, n as u64 + size as u64),
+                        svar2_blosc::testing::noise(len, n as u64 + size as u64),
                         (0..len).map(|i| (i / 3 % 7) as u8).collect(),
                         // Incompressible: every byte from a wide generator.
                         (0..len as u64)
@@ -318,7 +318,7 @@ mod tests {
                                 .unwrap();
                             assert!(got[3..] == want[..want.len() - CHECKSUM_BYTES], "{what}");
                             checked += 1;
-                            let f = crate::blosc::Frame::parse("k", &got[3..], raw.len()).unwrap();
+                            let f = svar2_blosc::Frame::parse("k", &got[3..], raw.len()).unwrap();
                             stored_as_is += usize::from(f.memcpyed);
                             raw_streams += f
                                 .blocks
@@ -344,7 +344,7 @@ mod tests {
     /// 2^31 - 1 are refused by both, memcpyed frames included.
     #[test]
     fn frame_parser_and_c_blosc_agree_on_block_sizes() {
-        let mut dec = crate::blosc::Decoder::new().unwrap();
+        let mut dec = svar2_blosc::Decoder::new().unwrap();
         for (n, contents) in [(20usize, 0u8), (5000, 0), (5000, 1)] {
             let codec = InnerCodec::new(Dtype::I32, false, 1).unwrap();
             let raw: Vec<u8> = (0..n * 4)
@@ -372,7 +372,7 @@ mod tests {
                 let mut f = frame.to_vec();
                 f[8..12].copy_from_slice(&bs.to_le_bytes());
                 let mut out = vec![0u8; n * 4];
-                let ours = crate::blosc::Frame::parse("k", &f, n * 4)
+                let ours = svar2_blosc::Frame::parse("k", &f, n * 4)
                     .and_then(|fr| dec.decode("k", &f, &fr, &mut out))
                     .is_ok();
                 f.extend_from_slice(&crc32c::crc32c(&f).to_le_bytes());

@@ -46,6 +46,16 @@ pub enum Error {
     Codec(String),
 }
 
+/// A frame that does not decode keeps its message: `key: corrupt shard: …`.
+impl From<svar2_blosc::Error> for Error {
+    fn from(e: svar2_blosc::Error) -> Error {
+        match e {
+            svar2_blosc::Error::Corrupt { key, msg } => Error::Corrupt { key, msg },
+            svar2_blosc::Error::Codec(msg) => Error::Codec(msg),
+        }
+    }
+}
+
 /// What to do about the I/O failures users meet on clusters.
 pub fn io_hint(e: &std::io::Error) -> &'static str {
     use std::io::ErrorKind::*;

@@ -25,13 +25,13 @@
 //! - [`any`]: any Zarr v2 or v3 VCF Zarr store, read chunk by chunk through zarrs;
 //! - [`vlen`]: string chunks checked and decoded, bounded, before zarrs sees them;
 //! - [`block`]: boxes of an array (chunks, tiles, patches) and copies between them;
-//! - [`written`]: which shards a writer wrote (a missing one is damage, not fill);
-//! - [`blosc`]: blosc frames encoded (convert), parsed and decoded (reader, GPU path)
-//!   without c-blosc.
+//! - [`written`]: which shards a writer wrote (a missing one is damage, not fill).
+//!
+//! Blosc frames (encoded here, decoded by the reader and the GPU path) are the
+//! `svar2-blosc` crate's.
 
 pub mod any;
 pub mod block;
-pub mod blosc;
 pub mod bucket;
 pub mod codec;
 pub mod codecs;

@@ -8,7 +8,7 @@
 
 use super::frame::{Shuffle, BIT_SHUFFLE, BYTE_SHUFFLE, DONT_SPLIT, HEADER, MEMCPYED, ZSTD};
 use super::shuffle::{bitshuffle, byteshuffle};
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// c-blosc's format version and zstd's format version in its frames.
 const VERSION: u8 = 2;

@@ -1,7 +1,7 @@
 //! The blosc 1 frame of a numeric inner chunk: its header and block table, parsed
 //! and checked against the chunk's known size before anything is allocated.
 
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 pub(super) const HEADER: usize = 16;
 pub(super) const MEMCPYED: u8 = 0x02;

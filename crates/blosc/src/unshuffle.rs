@@ -387,7 +387,7 @@ pub(super) fn unshuffle_range(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blosc::testing::noise;
+    use crate::testing::noise;
 
     /// The note's formula, bit by bit: the reference the fast path is held to.
     fn bitunshuffle_reference(src: &[u8], t: usize) -> Vec<u8> {

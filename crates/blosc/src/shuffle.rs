@@ -205,7 +205,7 @@ mod simd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blosc::testing::noise;
+    use crate::testing::noise;
 
     /// The module note's formulas, bit by bit.
     fn bitshuffle_reference(src: &[u8], t: usize) -> Vec<u8> {

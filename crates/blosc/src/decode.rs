@@ -3,7 +3,7 @@
 
 use super::frame::{Block, Frame, Shuffle, HEADER};
 use super::unshuffle::{bitunshuffle, byteunshuffle, unshuffle_range, whole_unshuffle_is_fast};
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// Decodes frames on one thread, reusing its zstd context and scratch.
 pub struct Decoder {
@@ -132,9 +132,20 @@ fn dst_of<'a>(out: &'a mut [u8], block: &Block) -> &'a mut [u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blosc::testing::noise;
-    use crate::blosc::Encoder;
-    use crate::Dtype;
+    use crate::testing::noise;
+    use crate::Encoder;
+
+    /// Element sizes of every fixed-size type svar2 stores, and how their bytes look:
+    /// 0 any, 1 a bool (0/1), 2 a UTF-32 letter.
+    const TYPES: [(&str, usize, u8); 7] = [
+        ("i8", 1, 0),
+        ("bool", 1, 1),
+        ("i16", 2, 0),
+        ("i32", 4, 0),
+        ("f32", 4, 0),
+        ("char", 4, 2),
+        ("i64", 8, 0),
+    ];
 
     /// The frame svar2 writes for `raw` (elements of `size` bytes), clevel 1.
     fn frame_of(raw: &[u8], size: usize, bitshuffle: bool) -> Vec<u8> {
@@ -158,15 +169,14 @@ mod tests {
     #[test]
     fn decodes_every_frame_svar2_writes() {
         let mut dec = Decoder::new().unwrap();
-        for dtype in Dtype::ALL {
-            let Some(size) = dtype.size() else { continue };
+        for (dtype, size, kind) in TYPES {
             for bitshuffle in [false, true] {
                 for n in [1usize, 7, 100, 1001, 4096, 70_001] {
                     let mut raw = noise(n * size, n as u64 + size as u64);
-                    if dtype == Dtype::Bool {
+                    if kind == 1 {
                         raw.iter_mut().for_each(|b| *b &= 1);
                     }
-                    if dtype == Dtype::Char {
+                    if kind == 2 {
                         raw = (0..n as u32)
                             .flat_map(|i| (65 + i % 26).to_le_bytes())
                             .collect();
@@ -185,19 +195,11 @@ mod tests {
     #[test]
     fn wanted_ranges_decode_as_the_whole_chunk_does() {
         let mut dec = Decoder::new().unwrap();
-        for dtype in [
-            Dtype::I8,
-            Dtype::Bool,
-            Dtype::I16,
-            Dtype::I32,
-            Dtype::F32,
-            Dtype::I64,
-        ] {
-            let size = dtype.size().unwrap();
+        for (dtype, size, kind) in TYPES.into_iter().filter(|t| t.2 != 2) {
             for bitshuffle in [false, true] {
                 for n in [100usize, 1001, 4096, 70_001] {
                     let mut raw = noise(n * size, n as u64 * 3 + size as u64);
-                    if dtype == Dtype::Bool {
+                    if kind == 1 {
                         raw.iter_mut().for_each(|b| *b &= 1);
                     }
                     let enc = frame_of(&raw, size, bitshuffle);
@@ -226,8 +228,6 @@ mod tests {
     fn damaged_frames_are_errors_naming_the_chunk() {
         let raw = noise(4000, 3);
         let enc = frame_of(&raw, 4, false);
-        let mut stored = enc.clone();
-        stored.extend_from_slice(&crc32c::crc32c(&enc).to_le_bytes());
         let mut dec = Decoder::new().unwrap();
         let mut out = vec![0; 4000];
         let try_it = |b: &[u8], n: usize, dec: &mut Decoder, out: &mut Vec<u8>| {
@@ -245,16 +245,8 @@ mod tests {
         let mut table = enc.clone();
         table[16..20].copy_from_slice(&(1i32 << 30).to_le_bytes());
         assert!(try_it(&table, 4000, &mut dec, &mut out).is_err());
-        // A flipped bit in a zstd stream may well decode (to wrong values): the frame
-        // cannot tell, the chunk's crc32c does, naming the chunk.
-        let mut body = stored.clone();
-        body[24] ^= 0x55;
-        let e = crate::codecs::verified("call_DP/c/0/0", "s/call_DP/c/0/0", &body).unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("call_DP/c/0/0: corrupt shard: checksum mismatch"),
-            "{e}"
-        );
+        // (A flipped bit in a zstd stream may well decode, to wrong values: the frame
+        // cannot tell; the chunk's crc32c does — the store's `codecs` tests that.)
         // Arbitrary bytes never panic.
         for seed in 0..2000u64 {
             let mut b = enc.clone();
