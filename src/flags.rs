@@ -157,6 +157,7 @@ impl SubsetArgs {
     pub fn request(&self) -> svar2_vcf::subset::SubsetRequest {
         svar2_vcf::subset::SubsetRequest {
             samples: self.samples.clone(),
+            sample_list: None,
             samples_file: self.samples_file.clone(),
             force_samples: self.force_samples,
             regions: self.regions.clone(),

@@ -7,8 +7,8 @@
 
 mod common;
 use common::*;
-use svar2_gpu::plan::{BatchPlan, ChunkInput};
 use svar2_blosc::{Decoder, Frame};
+use svar2_gpu::plan::{BatchPlan, ChunkInput};
 
 struct Made {
     name: String,

@@ -229,3 +229,84 @@ fn a_subset_is_the_same_whatever_the_thread_count() {
     }
     assert!(digests.windows(2).all(|w| w[0] == w[1]), "{digests:?}");
 }
+
+/// Found by a hostile pass: records without GT under a GT test (a panic in the reader
+/// once finished the store short, exit 101), AC/AN declared as another type, empty
+/// sample names, malformed regions, and contigs the header lacks.
+#[test]
+fn odd_inputs_under_a_subset_convert_as_bcftools_or_are_refused() {
+    if !tools(
+        "odd_inputs_under_a_subset_convert_as_bcftools_or_are_refused",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let head = "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n\
+                ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+                ##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"d\">\n";
+    // A record without GT among records with it.
+    let nogt = d.join("nogt.vcf");
+    std::fs::write(
+        &nogt,
+        format!(
+            "{head}#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\n\
+             1\t5\t.\tA\tG\t.\t.\t.\tGT:DP\t0/1:3\t0/0:4\n\
+             1\t10\t.\tA\tG\t.\t.\t.\tDP\t3\t5\n\
+             1\t12\t.\tA\tC\t.\t.\t.\tGT\t1/1\t0/1\n"
+        ),
+    )
+    .unwrap();
+    for e in [
+        r#"GT="het""#,
+        r#"GT!="het""#,
+        r#"COUNT(GT="alt")=0"#,
+        "N_MISSING=0",
+    ] {
+        assert_same(&nogt, &["-i", e], d);
+        assert_same(&nogt, &["-s", "B", "-e", e], d);
+    }
+    // AC declared as a String: -s would write integers into it; refused unless -I.
+    let ac = d.join("ac.vcf");
+    std::fs::write(
+        &ac,
+        format!(
+            "{head}##INFO=<ID=AC,Number=A,Type=String,Description=\"c\">\n\
+             #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\n\
+             1\t5\t.\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n"
+        ),
+    )
+    .unwrap();
+    let out = d.join("out.zarr");
+    let err = convert_fails(&ac, &out, &["-s", "A"]);
+    assert!(err.contains("Type=String") && err.contains("-I"), "{err}");
+    assert_same(&ac, &["-s", "A", "-I"], d);
+    // Empty names, malformed regions, regions of no header contig: one line, exit 1.
+    for flags in [
+        &["-s", ""][..],
+        &["-s", "A,"],
+        &["-s", "^"],
+        &["-r", "1:abc"],
+        &["-r", "1:"],
+        &["-t", "1:-5"],
+        &["-r", "chrNope"],
+    ] {
+        let err = convert_fails(&nogt, &out, flags);
+        assert_eq!(err.trim().lines().count(), 1, "{flags:?}: {err}");
+    }
+    // A contig the header does not declare: named, not taken for a BCF's mismatch.
+    let undeclared = d.join("undeclared.vcf");
+    std::fs::write(
+        &undeclared,
+        format!(
+            "{head}#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\n\
+             1\t5\t.\tA\tG\t.\t.\t.\tGT\t0/1\t0/0\n\
+             2\t5\t.\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n"
+        ),
+    )
+    .unwrap();
+    let err = convert_fails(&undeclared, &out, &["-s", "A"]);
+    assert!(err.contains("contig 2 is not declared"), "{err}");
+    assert!(!out.exists());
+}

@@ -43,7 +43,9 @@ fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
 /// a VCF Zarr store at `output`, exactly as `svar2 convert` does with the same flags.
 /// Returns a dict: records, seconds, store_bytes, files, rewritten_shards.
 /// `samples`, `regions`, `targets`, `include`/`exclude` subset as `bcftools view`'s
-/// -s, -r, -t, -i/-e (a list of samples, or bcftools' comma string with `^`).
+/// -s, -r, -t, -i/-e (`samples`: a list of names, or bcftools' comma string with `^`);
+/// `samples_file`, `regions_file`, `targets_file`, `force_samples` and `no_update`
+/// are -S, -R, -T, --force-samples and -I.
 /// `max_mem` budgets the conversion's own memory ("auto": 0.8 x the cgroup limit);
 /// the Python process's comes on top.
 #[pyfunction]
@@ -51,7 +53,8 @@ fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     patch = None, max_amplification = 1.5, variants_chunk = None, samples_chunk = None,
     variants_shard = None, samples_shard = None, zstd_level = 1, force = false,
     progress = false, allow_truncated = false, samples = None, regions = None, targets = None,
-    include = None, exclude = None))]
+    include = None, exclude = None, samples_file = None, regions_file = None,
+    targets_file = None, force_samples = false, no_update = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn convert<'py>(
     py: Python<'py>,
@@ -75,24 +78,45 @@ pub fn convert<'py>(
     targets: Option<String>,
     include: Option<String>,
     exclude: Option<String>,
+    samples_file: Option<PathBuf>,
+    regions_file: Option<PathBuf>,
+    targets_file: Option<PathBuf>,
+    force_samples: bool,
+    no_update: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let inputs = inputs_of(inputs)?;
-    let samples = match samples {
-        None => None,
+    // A string is bcftools' -s list; a list holds names as they are (commas too).
+    let (samples, sample_list) = match samples {
+        None => (None, None),
         Some(s) => match s.extract::<String>() {
-            Ok(list) => Some(list),
-            Err(_) => Some(
-                s.extract::<Vec<String>>()
-                    .map_err(|_| errors::value("samples: a list of names or a comma string"))?
-                    .join(","),
-            ),
+            Ok(list) => (Some(list), None),
+            Err(_) => {
+                let names = s
+                    .extract::<Vec<String>>()
+                    .map_err(|_| errors::value("samples: a list of names or a comma string"))?;
+                if names.is_empty() {
+                    return Err(errors::value(
+                        "samples=[] keeps no sample: give names (or \"^\" + names to drop)",
+                    ));
+                }
+                (None, Some(names))
+            }
         },
     };
     if include.is_some() && exclude.is_some() {
         return Err(errors::value("give include or exclude, not both"));
     }
+    if samples_file.is_some() && (samples.is_some() || sample_list.is_some()) {
+        return Err(errors::value("give samples or samples_file, not both"));
+    }
     let subset = svar2_vcf::subset::SubsetRequest {
         samples,
+        sample_list,
+        samples_file,
+        regions_file,
+        targets_file,
+        force_samples,
+        no_update,
         regions,
         targets,
         expression: include.map(|e| (e, true)).or(exclude.map(|e| (e, false))),

@@ -144,9 +144,17 @@ def convert(
     targets: Optional[str] = None,
     include: Optional[str] = None,
     exclude: Optional[str] = None,
+    samples_file: Optional[PathLike] = None,
+    regions_file: Optional[PathLike] = None,
+    targets_file: Optional[PathLike] = None,
+    force_samples: bool = False,
+    no_update: bool = False,
 ) -> dict[str, Any]:
-    """VCF/BCF -> VCF Zarr, as ``svar2 convert``; ``samples``/``regions``/``targets``/
-    ``include``/``exclude`` subset as bcftools view's -s/-r/-t/-i/-e."""
+    """VCF/BCF -> VCF Zarr, as ``svar2 convert``; ``samples`` (a list of names, or
+    bcftools' comma string with ``^``), ``regions``, ``targets``, ``include``/``exclude``,
+    ``samples_file``, ``regions_file``, ``targets_file``, ``force_samples`` and
+    ``no_update`` subset as bcftools view's -s, -r, -t, -i/-e, -S, -R, -T,
+    --force-samples and -I."""
 
 def rechunk(
     input: PathLike,

@@ -110,3 +110,17 @@ def test_convert_subset_errors_are_value_errors(format_vcf, work):
         svar2.convert(format_vcf, work / "x.zarr", include="QUAL>1", exclude="QUAL<1")
     with pytest.raises(svar2.Error, match="nosuch"):
         svar2.convert(format_vcf, work / "x.zarr", samples=["nosuch"])
+
+
+def test_convert_subset_from_files_and_lists(format_vcf, work):
+    """samples_file/force_samples/no_update as -S/--force-samples/-I; a list of
+    names as given (an empty list is refused, not a sites-only store)."""
+    need_bcftools()
+    names = work / "names.txt"
+    names.write_text("s4\ns2\n")
+    a, b = work / "from-file.zarr", work / "from-list.zarr"
+    svar2.convert(format_vcf, a, force=True, samples_file=names, no_update=True)
+    svar2.convert(format_vcf, b, force=True, samples=["s4", "nosuch", "s2"], force_samples=True, no_update=True)
+    assert svar2.digest(a) == svar2.digest(b)
+    with pytest.raises(ValueError, match="keeps no sample"):
+        svar2.convert(format_vcf, work / "none.zarr", samples=[])

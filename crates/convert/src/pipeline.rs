@@ -81,24 +81,30 @@ pub(crate) fn run<T: Send>(
                 cc,
                 w,
             } => {
+                let died = tx.clone();
                 let read = move || {
-                    crate::schedule::read_in_pieces(
-                        paths,
-                        schema,
-                        &set.record,
-                        pieces,
-                        &runs,
-                        (cc, w),
-                        variants_chunk,
-                        &tx,
-                    )
+                    guarded(&died, || {
+                        crate::schedule::read_in_pieces(
+                            paths,
+                            schema,
+                            &set.record,
+                            pieces,
+                            &runs,
+                            (cc, w),
+                            variants_chunk,
+                            &tx,
+                        )
+                    })
                 };
                 drop(recycle_rx); // pieces are read into fresh batches
                 spawn("pieces").spawn_scoped(scope, read).map_err(failed)?;
             }
             Source::Stream { files, single } => {
+                let died = tx.clone();
                 let read = move || {
-                    read_stream(files, single, schema, set, variants_chunk, &tx, &recycle_rx)
+                    guarded(&died, || {
+                        read_stream(files, single, schema, set, variants_chunk, &tx, &recycle_rx)
+                    })
                 };
                 spawn("reader").spawn_scoped(scope, read).map_err(failed)?;
             }
@@ -120,6 +126,25 @@ pub(crate) fn run<T: Send>(
     });
     progress.finish_and_clear();
     result
+}
+
+/// Runs a reader thread's work, turning a panic into an error the writer receives: a
+/// reader that died must never look like the end of the input (the store would be
+/// finished with the records read so far, complete-looking and short).
+fn guarded<R>(
+    died: &crossbeam_channel::Sender<svar2_vcf::Result<Batch>>,
+    read: impl FnOnce() -> R,
+) {
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)) {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let _ = died.send(Err(svar2_vcf::Error::Usage(format!(
+            "internal error: the reader stopped ({why}); nothing was kept — please report it"
+        ))));
+    }
 }
 
 /// One streaming reader: fills inner-chunk rows of records (batches the encoder hands

@@ -1349,7 +1349,10 @@ impl Record<'_> {
 
     /// Sample `j`'s alleles, up to the first fill (a lower ploidy).
     fn call(&self, j: usize) -> (Vec<i64>, bool) {
-        let g = self.b.gt.as_ref().expect("genotypes were read");
+        // A record without GT (a conversion's, read from the file) has no calls.
+        let Some(g) = self.b.gt.as_ref() else {
+            return (Vec::new(), false);
+        };
         let at = (self.r * self.b.n_samples + j) * g.ploidy;
         let alleles = (at..at + g.ploidy)
             .map(|i| g.alleles.int(i).unwrap_or(-2))
@@ -1365,7 +1368,9 @@ impl Record<'_> {
 
     /// The record's calls, `ploidy` alleles per sample, typed as stored.
     fn calls(&self) -> Calls<'_> {
-        let g = self.b.gt.as_ref().expect("genotypes were read");
+        let Some(g) = self.b.gt.as_ref() else {
+            return Calls::I8(&[]);
+        };
         let n = self.b.n_samples * g.ploidy;
         let at = self.r * n;
         match &g.alleles {
@@ -1379,7 +1384,9 @@ impl Record<'_> {
 
     /// Sample `j`'s GT class of `kind` (see [`Term::GtClass`]).
     fn gt_class(&self, kind: u8, j: usize) -> &'static [u8] {
-        let p = self.b.gt.as_ref().map_or(1, |g| g.ploidy);
+        let Some(p) = self.b.gt.as_ref().map(|g| g.ploidy) else {
+            return b".";
+        };
         match self.calls() {
             Calls::I8(v) => classify(&v[j * p..(j + 1) * p], kind),
             Calls::I16(v) => classify(&v[j * p..(j + 1) * p], kind),
@@ -1420,6 +1427,12 @@ impl Record<'_> {
                 any |= hit;
             }
             any
+        }
+        if self.b.gt.is_none() {
+            // No calls: every sample's class is missing.
+            r.pass.iter_mut().for_each(|x| *x = op == Op::Ne);
+            r.site = op == Op::Ne && ns > 0;
+            return r;
         }
         r.site = match self.calls() {
             Calls::I8(v) => each(v, p, kind, class, op, &mut r.pass),
@@ -1527,8 +1540,12 @@ impl Record<'_> {
                 )
             }
             Term::Missing(fraction) => {
-                if b.gt.is_none() || b.n_samples == 0 {
+                if b.n_samples == 0 {
                     return Val::num(vec![0.0]);
+                }
+                if b.gt.is_none() {
+                    // No GT in the record (or the header): bcftools has no value.
+                    return Val::default();
                 }
                 let n = (0..b.n_samples)
                     .filter(|&j| self.call(j).0.contains(&-1))

@@ -2,8 +2,8 @@
 //! by byte with exactly the index arithmetic of the GPU kernel (one worker per output
 //! byte), so that agreeing with c-blosc here proves the plan and the kernel's rules.
 
-use crate::plan::{BatchPlan, Buf, UnshuffleTask};
 use crate::error::{Error, Result};
+use crate::plan::{BatchPlan, Buf, UnshuffleTask};
 
 /// One output byte of an unshuffle, as a kernel thread computes it.
 pub fn unshuffled_byte(stage: &[u8], t: &UnshuffleTask, p: usize) -> u8 {

@@ -3,6 +3,7 @@
 //! one stream; the patches stay in device memory. Buffers grow to the largest batch
 //! seen and are reused.
 
+use crate::error::{Error, Result};
 use crate::kernels::{self, COPY_FIELDS, RECT_FIELDS, UNSHUFFLE_FIELDS};
 use crate::nvcomp::Nvcomp;
 use crate::plan::{BatchPlan, Buf};
@@ -10,7 +11,6 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
 use std::sync::Arc;
-use crate::error::{Error, Result};
 
 fn gpu_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
     move |e| Error::Gpu(format!("{what}: {e}"))

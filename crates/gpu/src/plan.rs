@@ -9,9 +9,9 @@
 //! aligned offset of `input` and decompresses to an aligned place: its final place
 //! when that is aligned, otherwise a slot of `stage` followed by a copy.
 
+use crate::error::{Error, Result};
 use std::ops::Range;
 use svar2_blosc::{Frame, Shuffle};
-use crate::error::{Error, Result};
 
 /// nvCOMP zstd's alignment for input, output and temp buffers.
 pub const ALIGN: usize = 8;

@@ -7,9 +7,9 @@ use crossbeam_channel::{bounded, unbounded};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use svar2_blosc::Decoder;
 use svar2_store::any::AnyArray;
 use svar2_store::block::{copy_run, for_each_run};
-use svar2_blosc::Decoder;
 use svar2_store::stored::Stored;
 
 /// What the reader has done so far (all batches): bytes read from storage, bytes

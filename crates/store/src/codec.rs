@@ -3,12 +3,12 @@
 //! every decode go through zarrs' codec implementations, so the bytes svar2 writes
 //! are exactly what any zarrs-based (and zarr-python) reader decodes.
 
-use svar2_blosc::{Encoder, Shuffle};
 use crate::codecs::{inner_codecs, BLOSC_BLOCKSIZE, CHECKSUM_BYTES};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use std::cell::RefCell;
 use std::num::NonZeroU64;
+use svar2_blosc::{Encoder, Shuffle};
 use zarrs::array::{
     ArrayBytes, ArrayBytesOffsets, ArrayToBytesCodecTraits, CodecChain, CodecOptions, DataType,
     FillValue,

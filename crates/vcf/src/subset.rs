@@ -21,6 +21,8 @@ use std::sync::Arc;
 pub struct SubsetRequest {
     /// `-s`: names, comma-separated; a leading `^` keeps every other sample.
     pub samples: Option<String>,
+    /// The names as a list (Python's `samples=[…]`: a name may hold a comma).
+    pub sample_list: Option<Vec<String>>,
     /// `-S`: a file of names, one per line; `^FILE` excludes them.
     pub samples_file: Option<PathBuf>,
     /// `--force-samples`: a name the header lacks is skipped with a warning.
@@ -50,7 +52,7 @@ impl SubsetRequest {
 
     /// Whether samples are chosen.
     pub fn chooses_samples(&self) -> bool {
-        self.samples.is_some() || self.samples_file.is_some()
+        self.samples.is_some() || self.samples_file.is_some() || self.sample_list.is_some()
     }
 }
 
@@ -99,16 +101,16 @@ unsafe impl Send for Subset {}
 
 /// Reads `-s`/`-S` into (names, exclude).
 fn sample_names(req: &SubsetRequest) -> Result<Option<(Vec<String>, bool)>> {
+    if let Some(names) = &req.sample_list {
+        return Ok(Some((names.clone(), false)));
+    }
     if let Some(list) = &req.samples {
         let (exclude, list) = match list.strip_prefix('^') {
             Some(l) => (true, l),
             None => (false, list.as_str()),
         };
-        let names = list
-            .split(',')
-            .filter(|s| !s.is_empty())
-            .map(String::from)
-            .collect();
+        // An empty name (`-s ""`, `-s A,`) is a name the header lacks, as in bcftools.
+        let names = list.split(',').map(String::from).collect();
         return Ok(Some((names, exclude)));
     }
     let Some(file) = &req.samples_file else {
@@ -220,6 +222,32 @@ impl Subset {
             None => None,
         };
         let update_ac = chosen.is_some() && !req.no_update;
+        if update_ac {
+            for f in input
+                .fields
+                .iter()
+                .filter(|f| f.category == Category::Info && (f.name == "AC" || f.name == "AN"))
+            {
+                if f.ty != VcfType::Integer {
+                    return Err(Error::Usage(format!(
+                        "{}: the header declares INFO/{} as Type={:?}, and -s recounts it as \
+                         integers (bcftools would write them into it as they are): pass -I to \
+                         keep AC/AN as the input has them, or fix the header",
+                        path.display(),
+                        f.name,
+                        f.ty
+                    )));
+                }
+            }
+        }
+        for (flag, list) in [
+            ("-r/-R", regions.as_deref()),
+            ("-t/-T", targets.as_ref().map(|t| t.regions.as_slice())),
+        ] {
+            if let Some(list) = list {
+                check_contigs(path, input, flag, list)?;
+            }
+        }
         // SAFETY: `header` is live; the duplicate is owned by `full` from here on.
         let full = unsafe { HeaderView::from_ptr(htslib::bcf_hdr_dup(header.as_ptr())) };
         if update_ac {
@@ -336,6 +364,20 @@ impl Subset {
         let name = contig_name(src.header(), rid).unwrap_or(b"");
         let name = std::str::from_utf8(name).unwrap_or("");
         let pos = src.pos() + 1;
+        // A contig htslib met in the text without a ##contig line: its id is past the
+        // output header's (a copy made before reading).
+        if rid >= self.out.contig_count() {
+            return Err(Error::Record {
+                path: self.path.clone(),
+                record: record_no + 1,
+                locus: format!("{name}:{pos}"),
+                msg: format!(
+                    "contig {name} is not declared in the header (##contig): subsetting reads \
+                     records through htslib, which needs every contig declared — add the line \
+                     (bcftools reheader), or convert without -s/-r/-t/-i/-e"
+                ),
+            });
+        }
         if let Some(rs) = &self.regions {
             let end = pos + src.rlen().max(1) - 1;
             if !rs
@@ -544,6 +586,48 @@ fn narrowed<T: Copy>(samples: &[&[T]], n: usize, missing: T, end: T) -> Option<V
         flat.resize(flat.len().next_multiple_of(w), end);
     }
     Some(flat)
+}
+
+/// Refuses regions that cannot be the user's intent: a malformed one (`1:abc`, `1:`,
+/// read as a contig name with a colon that the header lacks), or a list none of whose
+/// contigs the header has (nothing could match); other unknown contigs are warned
+/// about (a genome-wide regions file given for one chromosome's file is common).
+fn check_contigs(path: &Path, schema: &Schema, flag: &str, regions: &[Region]) -> Result<()> {
+    let known = |c: &str| schema.contigs.iter().any(|k| k.name == c);
+    let unknown: Vec<&str> = regions
+        .iter()
+        .map(|r| r.contig.as_str())
+        .filter(|c| !known(c))
+        .collect();
+    if let Some(bad) = unknown.iter().find(|c| c.contains(':')) {
+        return Err(Error::Usage(format!(
+            "{}: {flag} region {bad:?} is not CHR, CHR:POS, CHR:BEG-END or CHR:BEG- of a \
+             contig the header declares",
+            path.display()
+        )));
+    }
+    if !regions.is_empty() && unknown.len() == regions.len() {
+        let some: Vec<&str> = schema
+            .contigs
+            .iter()
+            .take(8)
+            .map(|c| c.name.as_str())
+            .collect();
+        return Err(Error::Usage(format!(
+            "{}: no contig {flag} names is in the header ({}; the header's: {})",
+            path.display(),
+            unknown.join(", "),
+            some.join(", ")
+        )));
+    }
+    if !unknown.is_empty() {
+        tracing::warn!(
+            "{}: {flag} names contigs the header lacks: {}",
+            path.display(),
+            unknown.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// Refuses `-r` regions whose contigs are named out of the header's order: bcftools
