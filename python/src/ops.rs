@@ -120,7 +120,6 @@ pub fn convert<'py>(
         regions,
         targets,
         expression: include.map(|e| (e, true)).or(exclude.map(|e| (e, false))),
-        ..Default::default()
     };
     let opts = svar2_convert::Options {
         request: svar2_convert::planning::PlanRequest {
