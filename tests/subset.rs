@@ -310,3 +310,84 @@ fn odd_inputs_under_a_subset_convert_as_bcftools_or_are_refused() {
     assert!(err.contains("contig 2 is not declared"), "{err}");
     assert!(!out.exists());
 }
+
+/// TYPE on every allele shape htslib 1.16 classifies (SNP, MNP, insertions and
+/// deletions, complex, symbolic, `<NON_REF>`/`<*>`/`<X>`, breakends both ways, `*`,
+/// lower case, REF-only, mixed multiallelics): through convert (digest-equal) and
+/// view (the records bcftools keeps).
+#[test]
+fn variant_types_equal_bcftools() {
+    if !tools("variant_types_equal_bcftools", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let mut vcf = String::from(
+        "##fileformat=VCFv4.2\n##contig=<ID=1,length=100000>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\n",
+    );
+    let shapes = [
+        "A C",
+        "A .",
+        "AC GT",
+        "ACG ATG",
+        "A AT",
+        "AT A",
+        "ACGT AGGA",
+        "ACGT ATCGT",
+        "A <DEL>",
+        "A <NON_REF>",
+        "A <*>",
+        "A <X>",
+        "A X",
+        "A ]1:5]A",
+        "A A[1:7[",
+        "A *",
+        "a C",
+        "ACG acg",
+        "AC A,G",
+        "ACGT AC,ACTT",
+        "A C,<NON_REF>",
+        "ATG ACGTG",
+        "ATTG AG",
+        "AG ATTTG",
+    ];
+    for (i, s) in shapes.iter().enumerate() {
+        let (r, a) = s.split_once(' ').unwrap();
+        vcf.push_str(&format!(
+            "1\t{}\t.\t{r}\t{a}\t.\t.\t.\tGT\t0/1\n",
+            10 * (i + 1)
+        ));
+    }
+    let input = d.join("types.vcf");
+    std::fs::write(&input, vcf).unwrap();
+    let store = d.join("types.zarr");
+    convert(&input, &store, &[]);
+    for e in [
+        r#"TYPE="snp""#,
+        r#"TYPE="indel""#,
+        r#"TYPE="mnp""#,
+        r#"TYPE="other""#,
+        r#"TYPE="bnd""#,
+        r#"TYPE="overlap""#,
+        r#"TYPE="ref""#,
+        r#"TYPE~"snp""#,
+        r#"TYPE~"indel""#,
+        r#"TYPE~"other""#,
+        r#"TYPE!~"ref""#,
+        r#"TYPE!="snp""#,
+    ] {
+        assert_same(&input, &["-i", e], d);
+        let want = sh_ok(&format!(
+            "bcftools view -H -i '{e}' {} | cut -f2",
+            input.display()
+        ));
+        let got = sh_ok(&format!(
+            "{} view -H -i '{e}' {} | cut -f2",
+            env!("CARGO_BIN_EXE_svar2"),
+            store.display()
+        ));
+        assert_eq!(got, want, "view -i {e}");
+    }
+}

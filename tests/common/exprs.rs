@@ -5,6 +5,9 @@
 /// prefix, as bcftools requires).
 pub const CALL_SET: &[&str] = &[
     "QUAL>300",
+    r#"TYPE="snp""#,
+    r#"TYPE~"indel" && N_ALT>1"#,
+    r#"TYPE!="snp" && TYPE!="indel""#,
     "QUAL<=50 || QUAL>=900",
     "INFO/DP>1000",
     "INFO/DP/INFO/AN>15",
@@ -196,4 +199,16 @@ pub const ALL_FIELDS: &[&str] = &[
     r#"FMT/GT="het""#,
     r#"FORMAT/GT="alt""#,
     "-QUAL<-40",
+    // TYPE: = and != compare the set of every ALT's type, ~ and !~ test one.
+    r#"TYPE="snp""#,
+    r#"TYPE!="snp""#,
+    r#"TYPE~"indel""#,
+    r#"TYPE!~"snp""#,
+    r#"TYPE="indel""#,
+    r#"TYPE="other""#,
+    r#"TYPE~"other""#,
+    r#"TYPE="ref""#,
+    r#"TYPE="mnp" || TYPE="bnd""#,
+    r#"TYPE~"overlap""#,
+    r#"TYPE="SNPs" && QUAL>10"#,
 ];

@@ -152,6 +152,9 @@ pub(crate) enum Expr {
     CmpStr(Op, Box<Expr>, Box<Expr>, Option<Regex>),
     /// FILTER against the listed FILTER indexes (empty: `.`).
     Filter(Op, Vec<usize>),
+    /// TYPE against a type's bit (see [`variant_types`]): `=`/`!=` compare the whole
+    /// set, `~`/`!~` test the bit, as bcftools does.
+    Type(Op, u32),
     Logic(Op, Box<Expr>, Box<Expr>),
     Func(Func, bool, Box<Expr>),
     /// N_PASS (false) or F_PASS (true).
@@ -236,7 +239,13 @@ impl Compiler<'_> {
                 "FILTER" => {
                     return Err(self.err(at, "FILTER is compared with =, !=, ~ or !~ and a string"))
                 }
-                "TYPE" => return Err(self.err(at, "TYPE is not supported yet")),
+                "TYPE" => {
+                    return Err(self.err(
+                        at,
+                        "TYPE is compared with a type: TYPE=\"snp\" (or indel, mnp, other, \
+                         bnd, overlap, ref), with =, !=, ~ or !~",
+                    ))
+                }
                 _ => None,
             };
             if let Some(t) = fixed {
@@ -453,6 +462,12 @@ impl Compiler<'_> {
         // FILTER and GT classes are special forms with a constant string on one side.
         for (a, b) in [(l, r), (r, l)] {
             if let (Node::Name(n, sub, nat), Node::Str(s, _)) = (a, b) {
+                if n.eq_ignore_ascii_case("TYPE") && op.compares() {
+                    if sub.is_some() {
+                        return Err(self.err(*nat, "TYPE takes no subscript"));
+                    }
+                    return self.variant_type(op, s, at);
+                }
                 if n.eq_ignore_ascii_case("FILTER") && op.compares() {
                     if sub.is_some() {
                         return Err(self.err(*nat, "FILTER takes no subscript"));
@@ -567,6 +582,32 @@ impl Compiler<'_> {
             })
     }
 
+    /// `TYPE="snp"`…: the type's bit as bcftools numbers it (htslib's bit shifted
+    /// one left; `ref`, no variant type, is 1).
+    fn variant_type(&mut self, op: Op, value: &str, at: usize) -> Result<(Expr, Kind), Error> {
+        if !matches!(op, Op::Eq | Op::Ne | Op::Like | Op::NotLike) {
+            return Err(self.err(at, "TYPE is compared with =, !=, ~ or !~"));
+        }
+        let bit = match value.to_ascii_lowercase().as_str() {
+            "snp" | "snps" => VCF_SNP << 1,
+            "indel" | "indels" => VCF_INDEL << 1,
+            "mnp" | "mnps" => VCF_MNP << 1,
+            "other" => VCF_OTHER << 1,
+            "bnd" => VCF_BND << 1,
+            "overlap" => VCF_OVERLAP << 1,
+            "ref" => 1,
+            _ => {
+                return Err(self.err(
+                    at,
+                    format!(
+                        "the type {value:?} is not one of snp, indel, mnp, other, bnd, overlap, ref"
+                    ),
+                ))
+            }
+        };
+        Ok((Expr::Type(op, bit), Kind::Bool))
+    }
+
     fn filter(&mut self, op: Op, value: &str, at: usize) -> Result<(Expr, Kind), Error> {
         if !matches!(op, Op::Eq | Op::Ne | Op::Like | Op::NotLike) {
             return Err(self.err(at, "FILTER is compared with =, !=, ~ or !~"));
@@ -597,7 +638,7 @@ impl Compiler<'_> {
 fn per_sample_expr(e: &Expr) -> bool {
     match e {
         Expr::Term(t) => t.per_sample(),
-        Expr::Num(_) | Expr::Missing | Expr::Str(_) | Expr::Filter(..) => false,
+        Expr::Num(_) | Expr::Missing | Expr::Str(_) | Expr::Filter(..) | Expr::Type(..) => false,
         Expr::Neg(x) | Expr::Func(_, _, x) | Expr::Pass(_, x) => per_sample_expr(x),
         Expr::Arith(_, a, b)
         | Expr::CmpNum(_, a, b)
@@ -1796,6 +1837,21 @@ impl Record<'_> {
                 site: self.filter(*op, ids),
                 ..Val::default()
             },
+            Expr::Type(op, bit) => {
+                let alts = self.alts();
+                let reference = self.b.alleles.get(self.r * self.b.allele_width);
+                let types = variant_types(reference, &alts);
+                let value = if types == 0 { 1 } else { types << 1 };
+                Val {
+                    site: match op {
+                        Op::Eq => value == *bit,
+                        Op::Ne => value != *bit,
+                        Op::Like => value & bit != 0,
+                        _ => value & bit == 0,
+                    },
+                    ..Val::default()
+                }
+            }
             Expr::Logic(op, a, b) => logic(*op, &self.eval(a)?, &self.eval(b)?),
             Expr::Func(f, per_sample, a) => func(*f, *per_sample, &self.eval(a)?),
             Expr::Pass(fraction, a) => {
@@ -1816,5 +1872,87 @@ impl Record<'_> {
                 }])
             }
         })
+    }
+}
+
+/// htslib's variant type bits (`VCF_SNP`…), as `bcf_get_variant_types` reports them.
+const VCF_SNP: u32 = 1;
+const VCF_MNP: u32 = 2;
+const VCF_INDEL: u32 = 4;
+const VCF_OTHER: u32 = 8;
+const VCF_BND: u32 = 16;
+const VCF_OVERLAP: u32 = 32;
+
+/// The record's variant types, one bit per kind any ALT is (0: none, a REF-only
+/// site), by htslib 1.16's `bcf_set_variant_type`, rule for rule.
+fn variant_types(reference: &[u8], alts: &[&[u8]]) -> u32 {
+    alts.iter()
+        .fold(0, |t, alt| t | variant_type(reference, alt))
+}
+
+/// One ALT's type against REF (htslib's `bcf_set_variant_type`).
+fn variant_type(r: &[u8], a: &[u8]) -> u32 {
+    let eq = |x: u8, y: u8| x.eq_ignore_ascii_case(&y);
+    if a == b"*" {
+        return VCF_OVERLAP;
+    }
+    if r.len() == 1 && a.len() == 1 {
+        if a[0] == b'.' || r[0] == a[0] || a[0] == b'X' {
+            return 0;
+        }
+        return VCF_SNP;
+    }
+    if a.first() == Some(&b'<') {
+        if a.get(1..3) == Some(b"X>") || a.get(1..3) == Some(b"*>") || &a[1..] == b"NON_REF>" {
+            return 0;
+        }
+        return VCF_OTHER;
+    }
+    if matches!(a.first(), Some(b']' | b'[')) {
+        return VCF_BND;
+    }
+    // The common prefix (htslib compares up to the shorter one's end).
+    let mut i = 0;
+    while i < r.len() && i < a.len() && eq(r[i], a[i]) {
+        i += 1;
+    }
+    match (i < r.len(), i < a.len()) {
+        (false, true) => {
+            return match a[i] {
+                b']' | b'[' => VCF_BND,
+                _ => VCF_INDEL,
+            }
+        }
+        (true, false) => return VCF_INDEL,
+        (false, false) => return 0,
+        (true, true) => {}
+    }
+    // The common suffix, not into the prefix.
+    let (mut re, mut ae) = (r.len() - 1, a.len() - 1);
+    while re > i && ae > i && eq(r[re], a[ae]) {
+        re -= 1;
+        ae -= 1;
+    }
+    if ae == i {
+        if re == i {
+            return VCF_SNP;
+        }
+        return if eq(r[re], a[ae]) {
+            VCF_INDEL
+        } else {
+            VCF_OTHER
+        };
+    }
+    if re == i {
+        return if eq(r[re], a[ae]) {
+            VCF_INDEL
+        } else {
+            VCF_OTHER
+        };
+    }
+    if re - i == ae - i {
+        VCF_MNP
+    } else {
+        VCF_OTHER
     }
 }

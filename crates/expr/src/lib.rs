@@ -9,10 +9,11 @@
 //!
 //! Supported: numbers, strings, `.`; `CHROM POS ID REF ALT QUAL FILTER`, `INFO/TAG`,
 //! `FORMAT/TAG` (numeric) and bare tags, subscripts (`AF[0]`, `AD[*:1]`, `DP[0,2-4]`),
-//! `GT` classes and text; `N_ALT N_SAMPLES ILEN AC AN AF MAC MAF N_MISSING F_MISSING`;
+//! `GT` classes and text; `TYPE` (htslib's variant types: `=` the set, `~` one of
+//! them); `N_ALT N_SAMPLES ILEN AC AN AF MAC MAF N_MISSING F_MISSING`;
 //! `+ - * / %`, comparisons, `~ !~`, `& | && ||`; `MIN MAX AVG MEAN MEDIAN SUM STDEV
 //! COUNT ABS`, their per-sample `sMIN`… forms, `N_PASS() F_PASS()`. Anything else —
-//! `TYPE`, `@file`, `binom()`, FORMAT string fields… — is refused by name, never
+//! `@file`, `binom()`, FORMAT string fields… — is refused by name, never
 //! guessed.
 
 pub mod bre;
