@@ -311,26 +311,13 @@ pub struct Selection {
 impl SelectionArgs {
     /// Reads the files and names the flags give, checked against `store`.
     pub fn resolve(&self, store: &svar2_reader::Store) -> svar2_view::Result<Selection> {
-        use svar2_view::select::{parse_regions, read_regions_file, sample_columns, Targets};
-        let regions = match (&self.regions, &self.regions_file) {
-            (Some(l), _) => parse_regions(l)?,
-            (None, Some(f)) => read_regions_file(f)?,
-            (None, None) => Vec::new(),
-        };
-        let targets = match (&self.targets, &self.targets_file) {
-            (Some(t), _) => Some(Targets::parse(t)?),
-            (None, Some(f)) => {
-                let (exclude, path) = match f.to_str().and_then(|s| s.strip_prefix('^')) {
-                    Some(p) => (true, PathBuf::from(p)),
-                    None => (false, f.clone()),
-                };
-                Some(Targets {
-                    regions: read_regions_file(&path)?,
-                    exclude,
-                })
-            }
-            (None, None) => None,
-        };
+        use svar2_view::select::{sample_columns, Targets};
+        let regions = svar2_vcf::region::regions_from_flags(
+            self.regions.as_deref(),
+            self.regions_file.as_deref(),
+        )?
+        .unwrap_or_default();
+        let targets = Targets::from_flags(self.targets.as_deref(), self.targets_file.as_deref())?;
         let samples = sample_columns(store, self.samples.as_deref(), self.samples_file.as_deref())?;
         Ok(Selection {
             regions,

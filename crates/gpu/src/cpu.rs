@@ -93,25 +93,9 @@ pub fn scatter(plan: &BatchPlan, out: &[u8], patches: &mut [u8]) {
 mod tests {
     use super::*;
     use crate::plan::{BatchPlan, ChunkInput, ALIGN};
+    use svar2_blosc::testing::noise;
     use svar2_store::codec::{InnerCodec, Raw};
     use svar2_store::Dtype;
-
-    /// Deterministic bytes, mostly small values (as genotypes and counts are).
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                if x.is_multiple_of(5) {
-                    (x >> 8) as u8
-                } else {
-                    (x % 3) as u8
-                }
-            })
-            .collect()
-    }
 
     /// The blosc frame of an encoded chunk (its crc32c checked and removed, as the
     /// reader does before it plans a batch).

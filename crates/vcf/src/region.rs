@@ -3,6 +3,7 @@
 //! for `view`, `query` and subsetting at conversion.
 
 use crate::error::{Error, Result};
+use std::path::Path;
 
 /// A region: contig and 1-based inclusive positions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +92,15 @@ pub fn read_regions_file(path: &std::path::Path) -> Result<Vec<Region>> {
     Ok(out)
 }
 
+/// `-r LIST` or `-R FILE`, whichever is given (`None`: neither).
+pub fn regions_from_flags(list: Option<&str>, file: Option<&Path>) -> Result<Option<Vec<Region>>> {
+    match (list, file) {
+        (Some(l), _) => parse_regions(l).map(Some),
+        (None, Some(f)) => read_regions_file(f).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
 /// Targets: records whose POS lies in one of them (or, `exclude`, in none).
 #[derive(Debug, Clone)]
 pub struct Targets {
@@ -109,6 +119,22 @@ impl Targets {
             regions: parse_regions(list)?,
             exclude,
         })
+    }
+
+    /// `-t LIST` or `-T FILE` (`^FILE` excludes), whichever is given.
+    pub fn from_flags(list: Option<&str>, file: Option<&Path>) -> Result<Option<Targets>> {
+        if let Some(t) = list {
+            return Targets::parse(t).map(Some);
+        }
+        let Some(f) = file else { return Ok(None) };
+        let (exclude, path) = match f.to_str().and_then(|s| s.strip_prefix('^')) {
+            Some(p) => (true, std::path::PathBuf::from(p)),
+            None => (false, f.to_path_buf()),
+        };
+        Ok(Some(Targets {
+            regions: read_regions_file(&path)?,
+            exclude,
+        }))
     }
 
     /// Whether a record on `contig` at `pos` is kept.

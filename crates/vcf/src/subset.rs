@@ -7,7 +7,7 @@
 
 use crate::block::{Block, Dense, FieldValues, Genotypes, Strs};
 use crate::error::{Error, Result};
-use crate::region::{parse_regions, read_regions_file, Region, Targets};
+use crate::region::{regions_from_flags, Region, Targets};
 use crate::schema::{contig_name, Category, Schema, VcfType};
 use rust_htslib::bcf;
 use rust_htslib::bcf::header::HeaderView;
@@ -189,28 +189,11 @@ impl Subset {
         req: &SubsetRequest,
         test: Option<SiteTestMaker>,
     ) -> Result<Subset> {
-        let regions = match (&req.regions, &req.regions_file) {
-            (Some(l), _) => Some(parse_regions(l)?),
-            (None, Some(f)) => Some(read_regions_file(f)?),
-            (None, None) => None,
-        };
+        let regions = regions_from_flags(req.regions.as_deref(), req.regions_file.as_deref())?;
         if let Some(rs) = &regions {
             check_region_order(path, input, rs)?;
         }
-        let targets = match (&req.targets, &req.targets_file) {
-            (Some(t), _) => Some(Targets::parse(t)?),
-            (None, Some(f)) => {
-                let (exclude, p) = match f.to_str().and_then(|s| s.strip_prefix('^')) {
-                    Some(p) => (true, PathBuf::from(p)),
-                    None => (false, f.clone()),
-                };
-                Some(Targets {
-                    regions: read_regions_file(&p)?,
-                    exclude,
-                })
-            }
-            (None, None) => None,
-        };
+        let targets = Targets::from_flags(req.targets.as_deref(), req.targets_file.as_deref())?;
         let chosen = match sample_names(req)? {
             Some((names, exclude)) => Some(choose_samples(
                 path,
