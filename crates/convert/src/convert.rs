@@ -237,7 +237,9 @@ fn plan_reading(
     // An input cut short (converted as far as it goes, --allow-truncated) is read by
     // one stream: its index describes the whole file.
     if files.iter().any(VcfReader::is_subset) {
-        if parallel {
+        if let Some(r) = options.request.readers.filter(|&r| r > 1) {
+            tracing::warn!("--readers {r}: a subset is read by one streaming reader");
+        } else if parallel {
             tracing::info!("subsetting: read by one streaming reader (encoding stays parallel)");
         }
         return Ok(Reading::Stream {

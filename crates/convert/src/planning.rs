@@ -126,14 +126,11 @@ pub const EXECUTOR_MAX_CC: usize = 64;
 /// limit, `auto` its share), so a header of more samples than the budget holds is
 /// refused before htslib parses it. The plan's own budget replaces it once made.
 pub fn set_read_limits(request: &PlanRequest) {
-    let limit = Host::system().memory_limit().map(|m| m.bytes);
-    let budget = match (request.max_mem, limit) {
-        (MaxMem::Bytes(b), Some(l)) => b.min(l),
-        (MaxMem::Bytes(b), None) => b,
-        (MaxMem::Auto, Some(l)) => (l as f64 * svar2_planner::size::AUTO_FRACTION) as u64,
-        (MaxMem::Auto, None) => return,
-    };
-    svar2_vcf::limits::set_budget(budget);
+    let limit = Host::system().memory_limit();
+    // `auto` without a known limit leaves reading unbounded here; the plan refuses it.
+    if let Ok((budget, _)) = svar2_planner::host::budget_of(request.max_mem, limit.as_ref()) {
+        svar2_vcf::limits::set_budget(budget);
+    }
 }
 
 /// Plans a conversion of `input` from its header and index.

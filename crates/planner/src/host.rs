@@ -308,16 +308,27 @@ pub fn resolve_budget(
     max_mem: MaxMem,
     limit: Option<&MemoryLimit>,
 ) -> Result<(u64, String), String> {
-    match (max_mem, limit) {
-        (MaxMem::Bytes(b), Some(m)) if b > m.bytes => {
-            let capped = (m.bytes as f64 * AUTO_FRACTION) as u64;
+    let resolved = budget_of(max_mem, limit)?;
+    if let (MaxMem::Bytes(b), Some(m)) = (max_mem, limit) {
+        if b > m.bytes {
             tracing::warn!(
                 "--max-mem {} is above the memory limit of {} ({}); planning for {}",
                 human(b),
                 human(m.bytes),
                 m.source,
-                human(capped)
+                human(resolved.0)
             );
+        }
+    }
+    Ok(resolved)
+}
+
+/// [`resolve_budget`] without its warning: the one rule, for a caller that only bounds
+/// what reading may take before the plan is made (and warns through the plan).
+pub fn budget_of(max_mem: MaxMem, limit: Option<&MemoryLimit>) -> Result<(u64, String), String> {
+    match (max_mem, limit) {
+        (MaxMem::Bytes(b), Some(m)) if b > m.bytes => {
+            let capped = (m.bytes as f64 * AUTO_FRACTION) as u64;
             Ok((
                 capped,
                 format!(
