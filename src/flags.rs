@@ -107,37 +107,41 @@ pub struct PlanningArgs {
 
 /// `bcftools view`'s subsetting, applied while converting: the store is the one
 /// converting `bcftools view --no-version` with the same flags would give.
+/// The help heading of [`SubsetArgs`] (set per flag: a struct's heading would carry
+/// over to the flags declared after it).
+const SUBSETTING: &str = "Subsetting (bcftools view's flags)";
+
 #[derive(Args)]
-#[command(next_help_heading = "Subsetting (bcftools view's flags)")]
 pub struct SubsetArgs {
     /// Keep only these samples, comma-separated, in that order (a leading ^ keeps all
     /// the others, in file order). INFO/AC and AN are recounted over the samples kept
     /// (and declared if the header lacks them), as bcftools view does, unless -I.
-    #[arg(short = 's', long)]
+    #[arg(help_heading = SUBSETTING, short = 's', long)]
     samples: Option<String>,
     /// A file of sample names, one per line; ^FILE keeps all the others.
-    #[arg(short = 'S', long = "samples-file", conflicts_with = "samples")]
+    #[arg(help_heading = SUBSETTING, short = 'S', long = "samples-file", conflicts_with = "samples")]
     samples_file: Option<PathBuf>,
     /// With -s/-S: skip names the header lacks (with a warning) instead of failing.
-    #[arg(long)]
+    #[arg(long, help_heading = SUBSETTING)]
     force_samples: bool,
     /// Keep records overlapping these regions (CHR, CHR:POS, CHR:BEG-END, CHR:BEG-;
     /// comma-separated; 1-based, inclusive), in the header's contig order.
-    #[arg(short = 'r', long)]
+    #[arg(help_heading = SUBSETTING, short = 'r', long)]
     regions: Option<String>,
     /// A regions file (CHR BEG END, tab-separated, 1-based inclusive; .bed: 0-based).
-    #[arg(short = 'R', long = "regions-file", conflicts_with = "regions")]
+    #[arg(help_heading = SUBSETTING, short = 'R', long = "regions-file", conflicts_with = "regions")]
     regions_file: Option<PathBuf>,
     /// Keep records whose POS lies in these targets; a leading ^ drops them instead.
-    #[arg(short = 't', long)]
+    #[arg(help_heading = SUBSETTING, short = 't', long)]
     targets: Option<String>,
     /// A targets file, as for -R; ^FILE drops them.
-    #[arg(short = 'T', long = "targets-file", conflicts_with = "targets")]
+    #[arg(help_heading = SUBSETTING, short = 'T', long = "targets-file", conflicts_with = "targets")]
     targets_file: Option<PathBuf>,
     /// Keep only records for which the expression is true (bcftools' -i language,
     /// tested on every sample, before -s drops any): e.g. 'QUAL>30 && INFO/DP>10',
     /// 'MAF>0.01', 'COUNT(GT="alt")>2'.
     #[arg(
+        help_heading = SUBSETTING,
         short = 'i',
         long = "include",
         conflicts_with = "exclude",
@@ -145,10 +149,10 @@ pub struct SubsetArgs {
     )]
     include: Option<String>,
     /// Drop the records for which the expression is true.
-    #[arg(short = 'e', long = "exclude", allow_hyphen_values = true)]
+    #[arg(help_heading = SUBSETTING, short = 'e', long = "exclude", allow_hyphen_values = true)]
     exclude: Option<String>,
     /// With -s/-S: leave INFO/AC and AN as the input has them.
-    #[arg(short = 'I', long = "no-update")]
+    #[arg(help_heading = SUBSETTING, short = 'I', long = "no-update")]
     no_update: bool,
 }
 
