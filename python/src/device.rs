@@ -4,7 +4,7 @@
 //! `svar2_gpu`) — both handed over through DLPack, without a copy.
 
 use crate::dlpack::{self, Place};
-use crate::errors::{self, Error};
+use crate::errors::{self, Error, GpuError};
 use crate::wait;
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
@@ -77,7 +77,7 @@ fn usable_gpu_check(ordinal: Option<usize>) -> PyResult<()> {
     CHECKED
         .get_or_init(|| svar2_gpu::probe::check().map(|_| ()))
         .clone()
-        .map_err(|e| Error::new_err(format!("device=\"{asked}\": {e}")))
+        .map_err(|e| GpuError::new_err(format!("device=\"{asked}\": {e}")))
 }
 
 fn torch_current_device(py: Python<'_>) -> PyResult<usize> {
@@ -103,7 +103,7 @@ fn gpu(ordinal: usize) -> PyResult<Arc<Mutex<Device>>> {
     gpus.entry(ordinal)
         .or_insert_with(|| Device::open_on(ordinal).map(|d| Arc::new(Mutex::new(d))))
         .clone()
-        .map_err(|e| Error::new_err(format!("device=\"cuda:{ordinal}\": {e}")))
+        .map_err(|e| GpuError::new_err(format!("device=\"cuda:{ordinal}\": {e}")))
 }
 
 /// Reads `patches` of `a` as a torch tensor on `place` (shape `shape`): on the CPU

@@ -1,7 +1,10 @@
 //! Rust errors as Python exceptions, each carrying the CLI's one-line message:
 //! a missing path is `FileNotFoundError`, a patch outside the array `IndexError`, a
-//! malformed request `ValueError`, everything else (a damaged chunk, not a store, an
-//! input that does not convert) `svar2.Error`.
+//! malformed request `ValueError`, everything else `svar2.Error` — or, where the cause
+//! is one a program may handle apart, a subclass of it: `svar2.CorruptStoreError` (a
+//! damaged chunk or shard: restore the store), `svar2.InputError` (a VCF/BCF that does
+//! not convert: fix or re-download it), `svar2.GpuError` (no usable GPU, or the GPU
+//! failed: decode on the CPU).
 
 use pyo3::exceptions::{PyFileNotFoundError, PyIndexError, PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
@@ -14,6 +17,30 @@ pyo3::create_exception!(
      VCF Zarr store, an input that does not convert. The message is the CLI's."
 );
 
+pyo3::create_exception!(
+    svar2,
+    CorruptStoreError,
+    Error,
+    "A store that does not read back: a chunk or shard index damaged (its checksum or \
+     frame does not match), named by its key. `svar2 verify` lists every such chunk."
+);
+
+pyo3::create_exception!(
+    svar2,
+    InputError,
+    Error,
+    "A VCF/BCF input that does not convert: it cannot be opened, its header or a record \
+     is malformed (named by file, record number and contig:pos), or it was cut short."
+);
+
+pyo3::create_exception!(
+    svar2,
+    GpuError,
+    Error,
+    "No usable GPU (the CUDA driver, nvCOMP or NVRTC is missing: named), or the GPU \
+     failed during a decode."
+);
+
 /// Whether an I/O error is a missing path.
 fn not_found(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::NotFound
@@ -23,6 +50,9 @@ pub fn store(e: svar2_store::Error) -> PyErr {
     match &e {
         svar2_store::Error::Io { source, .. } if not_found(source) => {
             PyFileNotFoundError::new_err(e.to_string())
+        }
+        svar2_store::Error::Corrupt { .. } | svar2_store::Error::Chunk { .. } => {
+            CorruptStoreError::new_err(e.to_string())
         }
         _ => Error::new_err(e.to_string()),
     }
@@ -35,7 +65,8 @@ pub fn reader(e: svar2_reader::Error) -> PyErr {
         E::OutOfRange(m) => PyIndexError::new_err(m),
         E::Cancelled => PyKeyboardInterrupt::new_err("the read was cancelled"),
         E::Usage(m) => Error::new_err(m),
-        e @ (E::Io { .. } | E::Gpu(_)) => Error::new_err(e.to_string()),
+        e @ E::Gpu(_) => GpuError::new_err(e.to_string()),
+        e @ E::Io { .. } => Error::new_err(e.to_string()),
     }
 }
 
@@ -55,8 +86,12 @@ pub fn view(e: svar2_view::Error) -> PyErr {
 }
 
 pub fn convert(e: svar2_convert::Error) -> PyErr {
+    use svar2_vcf::Error as V;
     match e {
         svar2_convert::Error::Store(e) => store(e),
+        svar2_convert::Error::Vcf(
+            e @ (V::Open { .. } | V::Header { .. } | V::Record { .. } | V::Truncated { .. }),
+        ) => InputError::new_err(e.to_string()),
         e => Error::new_err(e.to_string()),
     }
 }

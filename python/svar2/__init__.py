@@ -22,7 +22,10 @@ imports torch).
 from ._svar2 import (
     ArrayInfo,
     Batches,
+    CorruptStoreError,
     Error,
+    GpuError,
+    InputError,
     Store,
     __version__,
     convert,
@@ -36,7 +39,10 @@ from ._svar2 import (
 __all__ = [
     "ArrayInfo",
     "Batches",
+    "CorruptStoreError",
     "Error",
+    "GpuError",
+    "InputError",
     "Store",
     "__version__",
     "convert",

@@ -15,6 +15,16 @@ class Error(Exception):
     """Any failure svar2 reports (a damaged chunk, not a store, an input that does not
     convert); the message is the CLI's one line."""
 
+class CorruptStoreError(Error):
+    """A damaged chunk or shard index, named by its key (``svar2 verify`` lists all)."""
+
+class InputError(Error):
+    """A VCF/BCF input that does not convert: unreadable, a malformed header or record
+    (file, record number, contig:pos), or cut short."""
+
+class GpuError(Error):
+    """No usable GPU (the missing CUDA driver, nvCOMP or NVRTC named), or the GPU failed."""
+
 class ArrayInfo:
     """One array of a store, as ``Store.arrays`` lists it."""
 

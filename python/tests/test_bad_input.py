@@ -110,14 +110,15 @@ def test_a_damaged_shard_names_its_chunk(tmp_path, svar2_store):
     # The first inner chunk's blosc header: the frame no longer parses.
     damage(shard)
     store = svar2.open(store_dir)
-    with pytest.raises(svar2.Error, match=r"call_genotype/c/0/0/0 \(inner chunk \[0, 0, 0\]\)"):
+    # A damaged store is its own class (a program may restore it), still an svar2.Error.
+    with pytest.raises(svar2.CorruptStoreError, match=r"call_genotype/c/0/0/0 \(inner chunk \[0, 0, 0\]\)"):
         store.read("call_genotype", [[0, 100, 0, 5]])
     # The rest still reads.
     store.read("call_genotype", [[600, 100, 20, 5]])
     # A shard cut short: its index no longer checks.
     with open(shard, "r+b") as f:
         f.truncate(os.path.getsize(shard) - 7)
-    with pytest.raises(svar2.Error, match="call_genotype/c/0/0/0"):
+    with pytest.raises(svar2.CorruptStoreError, match="call_genotype/c/0/0/0"):
         svar2.open(store_dir).read("call_genotype", [[0, 100, 0, 5]])
 
 
@@ -141,3 +142,22 @@ def test_store_deleted_under_a_reader(tmp_path, svar2_store):
     assert (store.read("call_genotype", [[0, 100, 0, 5]]) == first).all()
     with pytest.raises(svar2.Error, match="deleted or moved"):
         store.read("call_genotype", [[2000, 100, 30, 5]])
+
+
+def test_error_classes(tmp_path):
+    """svar2.Error's subclasses tell what a program may handle apart: an input that
+    does not convert (InputError: file, record, contig:pos), a damaged store
+    (CorruptStoreError, above), no usable GPU (GpuError, test_device.py)."""
+    assert issubclass(svar2.InputError, svar2.Error)
+    assert issubclass(svar2.CorruptStoreError, svar2.Error)
+    assert issubclass(svar2.GpuError, svar2.Error)
+    bad = tmp_path / "bad.vcf"
+    bad.write_text(
+        "##fileformat=VCFv4.2\n##contig=<ID=1>\n"
+        "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+        "1\t10\t.\tA\tG\t.\t.\t.\n"
+        "1\tnot-a-position\t.\tA\tG\t.\t.\t.\n"
+    )
+    with pytest.raises(svar2.InputError, match="bad.vcf: record 2"):
+        svar2.convert(bad, tmp_path / "out.zarr")
+    assert not (tmp_path / "out.zarr" / "zarr.json").exists()

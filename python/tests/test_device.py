@@ -117,7 +117,7 @@ def test_cuda_reads_equal_the_cpu_or_name_what_is_missing(torch_mod, svar2_store
     p = np.array([[0, 170, 0, 5], [170, 170, 5, 5]], np.int64)
     if not torch.cuda.is_available():
         for dev in ("cuda", "cuda:0", "cuda:3"):
-            with pytest.raises(svar2.Error) as e:
+            with pytest.raises(svar2.GpuError) as e:
                 store.read("call_genotype", p, device=dev)
             msg = str(e.value)
             assert msg.startswith(f'device="{dev}"'), msg
