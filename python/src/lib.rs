@@ -42,7 +42,10 @@ fn usable_cores() -> usize {
 fn _svar2(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("Error", m.py().get_type::<errors::Error>())?;
-    m.add("CorruptStoreError", m.py().get_type::<errors::CorruptStoreError>())?;
+    m.add(
+        "CorruptStoreError",
+        m.py().get_type::<errors::CorruptStoreError>(),
+    )?;
     m.add("InputError", m.py().get_type::<errors::InputError>())?;
     m.add("GpuError", m.py().get_type::<errors::GpuError>())?;
     m.add_class::<store::Store>()?;
