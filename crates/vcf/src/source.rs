@@ -328,11 +328,11 @@ impl VcfReader {
                         None => ex
                             .extract(&self.path, record_no, rec, batch)
                             .map(|_| Step::Record),
-                        Some(s) => match s.apply(rec, record_no)? {
+                        Some(s) => match s.apply(rec)? {
                             None => Ok(Step::Skipped),
-                            Some(out) => ex
-                                .extract(&self.path, record_no, out, batch)
-                                .map(|_| Step::Record),
+                            Some((n, out)) => {
+                                ex.extract(&self.path, n, out, batch).map(|_| Step::Record)
+                            }
                         },
                     },
                     // The cut fell inside the last record: dropped, as the user asked
@@ -410,13 +410,13 @@ impl VcfReader {
                         Err(e) => (e, true),
                         Ok((rec, fix)) => {
                             let kept = match subset {
-                                None => Some(rec),
-                                Some(s) => s.apply(rec, record_no)?,
+                                None => Some((record_no, rec)),
+                                Some(s) => s.apply(rec)?,
                             };
-                            let Some(rec) = kept else {
+                            let Some((n, rec)) = kept else {
                                 return Ok(Step::Skipped);
                             };
-                            ex.extract(path, record_no, rec, batch)?;
+                            ex.extract(path, n, rec, batch)?;
                             ex.apply_line_fix(&fix, batch);
                             return Ok(Step::Record);
                         }

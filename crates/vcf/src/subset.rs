@@ -93,6 +93,8 @@ pub struct Subset {
     rec: bcf::Record,
     ac: Vec<i32>,
     path: PathBuf,
+    /// Input records seen so far.
+    read: u64,
 }
 
 // SAFETY: the headers and record are owned by this value alone and used by one thread
@@ -332,6 +334,7 @@ impl Subset {
             rec,
             ac: Vec::new(),
             path: path.into(),
+            read: 0,
         })
     }
 
@@ -340,9 +343,13 @@ impl Subset {
         &self.out
     }
 
-    /// Whether `src` (read under the input's header) is kept; if so, the record to
-    /// extract, in the output's samples, with AC/AN recounted.
-    pub fn apply(&mut self, src: &bcf::Record, record_no: u64) -> Result<Option<&bcf::Record>> {
+    /// Whether `src` (read under the input's header) is kept; if so, its 0-based
+    /// number among the input's records (for messages) and the record to extract, in
+    /// the output's samples, with AC/AN recounted.
+    pub fn apply(&mut self, src: &bcf::Record) -> Result<Option<(u64, &bcf::Record)>> {
+        // Messages count the input's records (the kept ones are fewer).
+        let record_no = self.read;
+        self.read += 1;
         let rid = src.rid().unwrap_or(0);
         let name = contig_name(src.header(), rid).unwrap_or(b"");
         let name = std::str::from_utf8(name).unwrap_or("");
@@ -391,7 +398,7 @@ impl Subset {
         // value); bcf_copy deep-copies src into dst.
         unsafe { htslib::bcf_copy(dst, src.inner) };
         let Some(imap) = &mut self.imap else {
-            return Ok(Some(&self.rec));
+            return Ok(Some((record_no, &self.rec)));
         };
         // SAFETY: `dst` is a live record of the input's dictionary, which `full` extends
         // (AC/AN appended); `imap` holds one input index per output sample.
@@ -445,7 +452,7 @@ impl Subset {
             }
         }
         self.trim_widths();
-        Ok(Some(&self.rec))
+        Ok(Some((record_no, &self.rec)))
     }
 
     /// Narrows each numeric FORMAT field (and GT) of the subset record to the most
