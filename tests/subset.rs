@@ -313,7 +313,8 @@ fn odd_inputs_under_a_subset_convert_as_bcftools_or_are_refused() {
 
 /// TYPE on every allele shape htslib 1.16 classifies (SNP, MNP, insertions and
 /// deletions, complex, symbolic, `<NON_REF>`/`<*>`/`<X>`, breakends both ways, `*`,
-/// lower case, REF-only, mixed multiallelics): through convert (digest-equal) and
+/// lower case, REF-only, mixed multiallelics, "." among the alleles): through convert
+/// (digest-equal) and
 /// view (the records bcftools keeps).
 #[test]
 fn variant_types_equal_bcftools() {
@@ -352,6 +353,15 @@ fn variant_types_equal_bcftools() {
         "ATG ACGTG",
         "ATTG AG",
         "AG ATTTG",
+        // "." among the alleles: kept as the store keeps it.
+        "A .,C",
+        ". A",
+        "A C,.",
+        ". .",
+        ". AT",
+        "AT .,A",
+        ". *",
+        "A .,.",
     ];
     for (i, s) in shapes.iter().enumerate() {
         let (r, a) = s.split_once(' ').unwrap();
@@ -377,6 +387,11 @@ fn variant_types_equal_bcftools() {
         r#"TYPE~"other""#,
         r#"TYPE!~"ref""#,
         r#"TYPE!="snp""#,
+        "N_ALT=2",
+        "N_ALT=0",
+        r#"REF=".""#,
+        r#"ALT="C""#,
+        "ILEN=1",
     ] {
         assert_same(&input, &["-i", e], d);
         let want = sh_ok(&format!(

@@ -661,8 +661,9 @@ pub fn record_block(schema: &Schema, rec: &bcf::Record, fields: &[usize], gt: bo
     let ns = rec.sample_count() as usize;
     let mut alleles = Strs::default();
     let all = rec.alleles();
+    // As the store holds them: a "." among the ALTs (`A .,C`) or as REF stays ".".
     for a in &all {
-        alleles.push(if *a == b"." { b"" } else { a });
+        alleles.push(a);
     }
     let mut id = Strs::default();
     id.push(&rec.id());
