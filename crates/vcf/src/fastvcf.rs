@@ -50,6 +50,8 @@ pub struct TextReader {
     /// from the file at `inflate_from` once the first line is asked for.
     ahead: Option<InflatedLines>,
     inflate_from: Option<PathBuf>,
+    /// The file is cut short and converted as far as it goes (see `inflate_ahead_cut`).
+    cut: bool,
     /// Whether the current line is in `ks` (else it is `ahead`'s).
     line_in_ks: bool,
     /// For bgzipped standard input: `Some(ends with \n)` when the line in `ks` is
@@ -135,6 +137,7 @@ impl TextReader {
                 },
                 ahead: None,
                 inflate_from: None,
+                cut: false,
                 line_in_ks: true,
                 ks_end: None,
             }))
@@ -168,6 +171,18 @@ impl TextReader {
     /// plain gzip and standard input stay with htslib, as does a file that cannot be
     /// opened again (said in the log).
     pub fn inflate_ahead(&mut self, path: &Path) {
+        self.start_inflate_ahead(path, false)
+    }
+
+    /// [`TextReader::inflate_ahead`] for a file known cut short whose records are
+    /// converted as far as they go (`--allow-truncated`): a last, partial BGZF block
+    /// ends the stream instead of failing it.
+    pub fn inflate_ahead_cut(&mut self, path: &Path) {
+        self.start_inflate_ahead(path, true)
+    }
+
+    fn start_inflate_ahead(&mut self, path: &Path, cut: bool) {
+        self.cut |= cut;
         if self.fp.is_bgzf() && !crate::inputs::is_stdin(path) {
             self.inflate_from = Some(path.to_path_buf());
         }
@@ -182,7 +197,7 @@ impl TextReader {
         let Some(voffset) = self.fp.tell() else {
             return;
         };
-        match InflatedLines::start(&path, voffset) {
+        match InflatedLines::start(&path, voffset, self.cut) {
             Ok(lines) => self.ahead = Some(lines),
             Err(e) => tracing::debug!("{}: inflating on the reading thread ({e})", path.display()),
         }

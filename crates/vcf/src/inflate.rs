@@ -44,10 +44,14 @@ pub struct InflatedLines {
 impl InflatedLines {
     /// Starts inflating `path` from the BGZF virtual offset `voffset` (as `bgzf_tell`
     /// gives it: block address << 16 | offset in the inflated block).
-    pub fn start(path: &Path, voffset: u64) -> std::io::Result<InflatedLines> {
+    /// With `cut` (the file lacks its end-of-file block and the user asked to convert
+    /// what it holds), a file ending inside a block ends the stream there: the block's
+    /// records are dropped, as htslib (and so bcftools) cannot inflate them either.
+    pub fn start(path: &Path, voffset: u64, cut: bool) -> std::io::Result<InflatedLines> {
         let mut file = File::open(path)?;
         std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(voffset >> 16))?;
         let skip = (voffset & 0xffff) as usize;
+        let cut = cut.then(|| path.to_path_buf());
         let (send, batches) = bounded(BUFFERS - 2);
         let (spent, recycled) = bounded(BUFFERS);
         std::thread::Builder::new()
@@ -58,6 +62,7 @@ impl InflatedLines {
                     voffset >> 16,
                     skip,
                 );
+                blocks.cut = cut;
                 loop {
                     let mut buf: Vec<u8> = recycled
                         .try_recv()
@@ -184,6 +189,9 @@ struct Blocks<R> {
     skip: usize,
     /// The file offset of the next block (for messages).
     at: u64,
+    /// The file, when it is known cut short and its records are converted as far as
+    /// they go: a last, partial block then ends it (with a warning naming it).
+    cut: Option<std::path::PathBuf>,
 }
 
 impl<R: Read> Blocks<R> {
@@ -194,7 +202,25 @@ impl<R: Read> Blocks<R> {
             inflater: Decompressor::new(),
             skip,
             at,
+            cut: None,
         }
+    }
+
+    /// The file ends inside the block at `at`: the end of a file cut short (and
+    /// `Ok(false)`), else an error.
+    fn ends_inside(&self, what: &str, at: u64) -> Result<bool, String> {
+        if let Some(path) = &self.cut {
+            tracing::warn!(
+                "{}: cut inside the BGZF block {what}at byte {at}: the records in that \
+                 block are dropped (it cannot be inflated)",
+                path.display()
+            );
+            return Ok(false);
+        }
+        Err(format!(
+            "the compressed data is truncated or corrupt: the file ends inside the BGZF \
+             block {what}at byte {at}"
+        ))
     }
 
     /// Appends whole inflated blocks to `out` until it holds [`BATCH_BYTES`];
@@ -218,9 +244,7 @@ impl<R: Read> Blocks<R> {
         }
         let at = self.at;
         if got < head.len() {
-            return Err(damaged(format!(
-                "the file ends inside the BGZF block header at byte {at}"
-            )));
+            return self.ends_inside("header ", at);
         }
         // gzip magic, deflate, FEXTRA, XLEN 6 with the `BC` subfield: the header htslib
         // checks for (libdeflate reads the rest of the gzip header).
@@ -243,9 +267,7 @@ impl<R: Read> Blocks<R> {
         let got =
             read_full(&mut self.input, &mut self.block[head.len()..]).map_err(|e| e.to_string())?;
         if got < size - head.len() {
-            return Err(damaged(format!(
-                "the file ends inside the BGZF block at byte {at}"
-            )));
+            return self.ends_inside("", at);
         }
         self.at += size as u64;
         let tail = &self.block[size - 4..];

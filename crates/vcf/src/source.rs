@@ -167,8 +167,9 @@ impl VcfReader {
         self.allow_truncated = true;
         self.cut = cut;
         if let (Inner::Text(t, _), true) = (&mut self.inner, cut) {
-            // Read ahead by svar2's own inflate, which knows where the last line ends.
-            t.inflate_ahead(&self.path);
+            // Read ahead by svar2's own inflate, which knows where the last line ends
+            // (and ends the stream at a last block the cut fell inside).
+            t.inflate_ahead_cut(&self.path);
         }
     }
 
