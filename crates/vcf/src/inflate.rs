@@ -350,7 +350,7 @@ mod tests {
             .split(|&b| b == b'\n')
             .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
             .collect();
-        let mut lines = InflatedLines::start(&path, 0).unwrap();
+        let mut lines = InflatedLines::start(&path, 0, false).unwrap();
         let mut got = Vec::new();
         while lines.advance().unwrap() {
             got.push(lines.line().to_vec());
@@ -387,7 +387,7 @@ mod tests {
         let good = std::fs::read(&path).unwrap();
         let read_all = |bytes: &[u8]| {
             std::fs::write(&path, bytes).unwrap();
-            let mut lines = InflatedLines::start(&path, 0).unwrap();
+            let mut lines = InflatedLines::start(&path, 0, false).unwrap();
             loop {
                 match lines.advance() {
                     Ok(true) => {}
