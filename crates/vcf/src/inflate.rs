@@ -366,7 +366,7 @@ mod tests {
 
         // From the start of line 30,000, found with htslib's own reader.
         let (voffset, skipped) = htslib_offset_after(&path, 30_000);
-        let mut lines = InflatedLines::start(&path, voffset).unwrap();
+        let mut lines = InflatedLines::start(&path, voffset, false).unwrap();
         let mut n = skipped;
         while lines.advance().unwrap() {
             assert_eq!(lines.line(), want[n]);
