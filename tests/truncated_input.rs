@@ -144,17 +144,24 @@ fn a_bgzipped_file_cut_at_a_block_boundary_is_an_error_unless_allowed() {
     assert_eq!(records(&o), kept);
 }
 
-#[test]
-fn a_cut_inside_a_record_drops_that_record_when_allowed() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// 3,000 records bgzipped in full 64 KiB blocks (`d/whole.vcf.gz`): the text, the
+/// file's bytes and where each block starts (at least three).
+fn in_full_blocks(d: &Path) -> (Vec<u8>, Vec<u8>, Vec<usize>) {
     let text = vcf_text(3000);
-    // Full 64 KiB blocks: the cut falls inside a line.
     let whole = d.join("whole.vcf.gz");
     bgzip(&whole, &text, 0);
     let bytes = std::fs::read(&whole).unwrap();
     let starts = bgzf_block_starts(&bytes);
     assert!(starts.len() > 2, "{starts:?}");
+    (text, bytes, starts)
+}
+
+#[test]
+fn a_cut_inside_a_record_drops_that_record_when_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Full 64 KiB blocks: the cut falls inside a line.
+    let (text, bytes, starts) = in_full_blocks(d);
     let at = starts[starts.len() - 2];
     let inflated = inflated_len(&bytes[..at]);
     assert_ne!(text[inflated - 1], b'\n');
@@ -398,12 +405,7 @@ fn a_number_dot_field_too_wide_for_the_budget_names_its_record() {
 fn a_cut_inside_a_block_converts_its_whole_blocks_when_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let text = vcf_text(3000);
-    let whole = d.join("whole.vcf.gz");
-    bgzip(&whole, &text, 0);
-    let bytes = std::fs::read(&whole).unwrap();
-    let starts = bgzf_block_starts(&bytes);
-    assert!(starts.len() > 2, "{starts:?}");
+    let (text, bytes, starts) = in_full_blocks(d);
     // Halfway into the second-to-last block.
     let (last_whole, at) = (
         starts[starts.len() - 3],
