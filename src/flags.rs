@@ -208,13 +208,13 @@ pub fn local_path(s: &str) -> Result<PathBuf, String> {
 /// schemes refused by name).
 pub fn store_path(s: &str) -> Result<PathBuf, String> {
     let p = PathBuf::from(s);
-    svar2_store::storage::refuse_url(&p).map_err(|e| e.to_string())?;
+    svar2_storage::refuse_url(&p).map_err(|e| e.to_string())?;
     Ok(p)
 }
 
 /// Refuses every URL, `s3://` too: only stores live in buckets.
 fn refuse_any_url(p: &Path) -> Result<(), String> {
-    if svar2_store::bucket::is_bucket_url(p) {
+    if svar2_storage::bucket::is_bucket_url(p) {
         return Err(format!(
             "{}: s3:// URLs are for stores (convert's and rechunk's output, read, inspect, \
              view); VCF/BCF inputs, plans and lists are local files — copy it to a local \
@@ -222,7 +222,7 @@ fn refuse_any_url(p: &Path) -> Result<(), String> {
             p.display()
         ));
     }
-    svar2_store::storage::refuse_url(p).map_err(|e| e.to_string())
+    svar2_storage::refuse_url(p).map_err(|e| e.to_string())
 }
 
 /// Whether a path is named like an input (`-`, .vcf, .vcf.gz, .bcf, .gz, .bgz).

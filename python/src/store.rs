@@ -42,8 +42,8 @@ fn open_here(path: &Path, threads: Option<usize>, io_threads: usize) -> PyResult
 }
 
 fn open_unguarded(path: &Path, threads: Option<usize>, io_threads: usize) -> PyResult<Opened> {
-    svar2_store::storage::refuse_url(path).map_err(errors::store)?;
-    if !svar2_store::bucket::is_bucket_url(path) && !path.exists() {
+    svar2_storage::refuse_url(path).map_err(|e| errors::store(e.into()))?;
+    if !svar2_storage::bucket::is_bucket_url(path) && !path.exists() {
         return Err(pyo3::exceptions::PyFileNotFoundError::new_err(format!(
             "{}: no such file or directory",
             path.display()

@@ -24,3 +24,10 @@ impl Error {
         Error::Store(svar2_store::Error::io(path, source))
     }
 }
+
+/// A storage failure is the store's, with the same message.
+impl From<svar2_storage::Error> for Error {
+    fn from(e: svar2_storage::Error) -> Error {
+        Error::Store(e.into())
+    }
+}

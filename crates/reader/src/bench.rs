@@ -73,7 +73,7 @@ pub fn run(
     let mut buf = vec![0u8; reader.batch_bytes(a, first)?];
     buf.fill(1); // (written, so its pages are there: a fresh `vec!` is not)
     let mut latencies = Vec::with_capacity(patches.len().div_ceil(batch.max(1)));
-    let fetched0 = svar2_store::bucket::fetch_stats();
+    let fetched0 = svar2_storage::bucket::fetch_stats();
     let t0 = Instant::now();
     for b in patches.chunks(batch.max(1)) {
         let t = Instant::now();
@@ -81,7 +81,7 @@ pub fn run(
         reader.read_batch(a, b, &mut buf)?;
         latencies.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    let fetched1 = svar2_store::bucket::fetch_stats();
+    let fetched1 = svar2_storage::bucket::fetch_stats();
     let seconds = t0.elapsed().as_secs_f64().max(1e-9);
     let decoded = (c.bytes_decoded.load(Ordering::Relaxed) - d0) as f64;
     let useful = (c.bytes_useful.load(Ordering::Relaxed) - u0) as f64;

@@ -46,3 +46,10 @@ impl Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// A storage failure is the store's, with the same message.
+impl From<svar2_storage::Error> for Error {
+    fn from(e: svar2_storage::Error) -> Error {
+        Error::Store(e.into())
+    }
+}

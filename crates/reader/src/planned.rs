@@ -8,9 +8,9 @@ use crate::read::{chunk_users, for_each_use, Jobs, Reader};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use svar2_gpu::plan::{BatchPlan, Rect};
+use svar2_storage::stored::Stored;
 use svar2_store::any::AnyArray;
 use svar2_store::codec::Raw;
-use svar2_store::stored::Stored;
 
 /// Runs (source offset, destination offset, length in bytes) merged into rectangles:
 /// consecutive runs of one length at constant strides become one.

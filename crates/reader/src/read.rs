@@ -8,9 +8,9 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use svar2_blosc::Decoder;
+use svar2_storage::stored::Stored;
 use svar2_store::any::AnyArray;
 use svar2_store::block::{copy_run, for_each_run};
-use svar2_store::stored::Stored;
 
 /// What the reader has done so far (all batches): bytes read from storage, bytes
 /// decoded, bytes the patches needed (decoded ÷ useful: below 1 when a batch's

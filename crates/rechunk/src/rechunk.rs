@@ -326,7 +326,7 @@ fn fetch(
     let threads = pool.current_num_threads().max(1);
     // Read-ahead is bounded: at most two encoded chunks per decoder wait.
     let (read_tx, read_rx) =
-        bounded::<(Vec<u64>, Result<Option<svar2_store::stored::Stored>>)>(2 * threads);
+        bounded::<(Vec<u64>, Result<Option<svar2_storage::stored::Stored>>)>(2 * threads);
     let (permit_tx, permit_rx) = bounded::<()>(2 * threads);
     for _ in 0..2 * threads {
         let _ = permit_tx.send(());

@@ -9,8 +9,7 @@ use crate::codec::Raw;
 use crate::error::{Error, Result};
 use crate::layout::{read_group_in, ArrayLayout};
 use crate::shard;
-use crate::storage::{Storage, ZarrsStorage};
-use crate::stored::Stored;
+use crate::zarrs_storage::ZarrsStorage;
 use crate::Dtype;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -19,6 +18,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
+use svar2_storage::stored::Stored;
+use svar2_storage::Storage;
 use zarrs::array::{Array, ArrayBytes, ArrayToBytesCodecTraits, CodecChain, CodecOptions};
 use zarrs::metadata::v3::MetadataV3;
 use zarrs::storage::ReadableStorageTraits;
@@ -542,7 +543,7 @@ impl AnyGroup {
 
     /// [`open`](Self::open), for reads of the given kind.
     pub fn open_with(root: &Path, access: Access) -> Result<AnyGroup> {
-        let storage = crate::storage::open(root)?;
+        let storage = svar2_storage::open(root)?;
         let root = &storage.name("");
         let not_vcf = |msg: String| Error::NotStore {
             path: root.clone(),
@@ -811,7 +812,7 @@ impl AnyArray {
 
     /// `len` bytes at `off` of the bucket object `key` (one ranged GET).
     fn ranged(&self, r: &InnerReads, key: &str, off: usize, len: usize) -> Result<Vec<u8>> {
-        r.storage.get_range(key, off as u64, len as u64)
+        Ok(r.storage.get_range(key, off as u64, len as u64)?)
     }
 
     /// `out.len()` bytes at `off` of the shard file holding inner chunk `idx`.
@@ -909,7 +910,7 @@ impl AnyArray {
             key: key.to_string(),
             msg: format!("cannot read ({e})"),
         };
-        Ok(match crate::storage::open_regular(path) {
+        Ok(match svar2_storage::open_regular(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 self.check_not_lost(idx, sidx)?;
                 None

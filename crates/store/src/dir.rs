@@ -1,23 +1,33 @@
 //! The store directory: the lock held while writing (what may be replaced is
-//! [`replace`](crate::replace)'s rule), the in-progress marker, the completion marker (root `zarr.json`, written
-//! last), and the digest that proves two stores are the same.
+//! [`replace`](crate::replace)'s rule), the in-progress marker, the completion marker
+//! (root `zarr.json`, written last), the copy to a bucket or zip destination, and the
+//! digest that proves two stores are the same.
 
-use crate::bucket::Bucket;
 use crate::error::{Error, Result};
-use crate::storage::Storage;
 use std::fs;
 use std::path::{Path, PathBuf};
+use svar2_storage::bucket::Bucket;
+use svar2_storage::{Storage, ZipStore};
 
 pub use crate::replace::IN_PROGRESS;
-use crate::replace::{classify, output_path, refuse, Existing};
+use crate::replace::{classify, classify_zip, output_path, refuse, Existing};
+
+/// Where a finished store goes when it is not the directory written.
+enum Destination {
+    /// An S3 bucket's prefix.
+    Bucket(Bucket),
+    /// A `.zip` file, written whole beside its path and moved into place.
+    Zip(PathBuf),
+}
 
 /// A store being written.
 pub struct StoreDir {
-    /// The directory written: the store itself, or for a bucket store its local
-    /// staging copy (see [`StoreDir::create`]).
+    /// The directory written: the store itself, or for a bucket or zip store its
+    /// local staging copy (see [`StoreDir::create`]).
     pub root: PathBuf,
-    /// Where a bucket store goes: written under `root`, uploaded by `finish`.
-    bucket: Option<Bucket>,
+    /// Where a bucket or zip store goes: written under `root`, copied there by
+    /// `finish`.
+    dest: Option<Destination>,
     /// An exclusive lock on the directory itself, held while writing: a second
     /// conversion into the same output refuses instead of interleaving files. (The
     /// directory is emptied, never replaced, so the lock stays on the one inode.)
@@ -33,8 +43,9 @@ pub struct StoreDir {
 
 impl Drop for StoreDir {
     fn drop(&mut self) {
-        // (A bucket store's staging copy goes either way: finished, it was uploaded.)
-        if !self.finished.load(std::sync::atomic::Ordering::Relaxed) || self.bucket.is_some() {
+        // (A bucket or zip store's staging copy goes either way: finished, it was
+        // copied to its destination.)
+        if !self.finished.load(std::sync::atomic::Ordering::Relaxed) || self.dest.is_some() {
             let _ = fs::remove_dir_all(&self.root);
         }
     }
@@ -55,6 +66,15 @@ fn classify_bucket(bucket: &Bucket) -> Result<Existing> {
         listed.iter().map(|(k, _)| k.as_str()),
         &small,
     ))
+}
+
+/// The directory a `.zip` store is written to before it is packed: beside it, on the
+/// same file system (a store's size free where the user chose to write it, not in
+/// `TMPDIR`), named after it so a re-run after a kill replaces its own leftovers.
+pub fn zip_staging_dir(zip: &Path) -> PathBuf {
+    let mut name = zip.file_name().unwrap_or_default().to_os_string();
+    name.push(".svar2-staging");
+    zip.with_file_name(name)
 }
 
 /// The local copy a bucket store is written to before it is uploaded: under the
@@ -119,12 +139,15 @@ pub fn join_bucket(url: &Path, job: &str) -> Result<Bucket> {
 /// Checks, changing nothing, that a conversion may write `root` (so a conversion
 /// that cannot start fails before its plan's probe runs).
 pub fn check_output(root: &Path, force: bool) -> Result<()> {
-    crate::storage::refuse_url(root)?;
-    if crate::bucket::is_bucket_url(root) {
+    svar2_storage::refuse_url(root)?;
+    if svar2_storage::bucket::is_bucket_url(root) {
         let bucket = Bucket::open(root)?;
         return refuse(root, &classify_bucket(&bucket)?, force);
     }
     let root = &output_path(root)?;
+    if svar2_storage::is_zip_path(root) {
+        return refuse(root, &classify_zip(root)?, force);
+    }
     if fs::symlink_metadata(root).is_err() {
         return Ok(());
     }
@@ -160,12 +183,23 @@ impl StoreDir {
     /// and uploaded by [`finish`](Self::finish), root `zarr.json` last; meanwhile the
     /// bucket holds the in-progress marker, so a killed run leaves nothing
     /// complete-looking and the next run starts it again.
+    ///
+    /// A `.zip` output is written to a staging directory beside it
+    /// (`<out>.svar2-staging`) and packed by `finish` into a file that replaces the
+    /// output only when whole: a killed run leaves any earlier store at that path
+    /// as it was.
     pub fn create(root: &Path, force: bool) -> Result<StoreDir> {
-        crate::storage::refuse_url(root)?;
-        if crate::bucket::is_bucket_url(root) {
+        svar2_storage::refuse_url(root)?;
+        if svar2_storage::bucket::is_bucket_url(root) {
             return Self::create_in_bucket(root, force);
         }
         let root = &output_path(root)?;
+        if svar2_storage::is_zip_path(root) {
+            refuse(root, &classify_zip(root)?, force)?;
+            let mut store = Self::create(&zip_staging_dir(root), false)?;
+            store.dest = Some(Destination::Zip(root.clone()));
+            return Ok(store);
+        }
         if fs::symlink_metadata(root).is_ok() {
             // Under the lock: a conversion writing here holds it (it is refused as
             // such), and its marker may be half-written, which unlocked would read as
@@ -189,7 +223,7 @@ impl StoreDir {
         empty_dir(root)?;
         let store = StoreDir {
             root: root.into(),
-            bucket: None,
+            dest: None,
             _lock: Some(lock),
             finished: std::sync::atomic::AtomicBool::new(false),
             elsewhere: Default::default(),
@@ -217,8 +251,8 @@ impl StoreDir {
     /// A bucket output is joined with [`join_bucket`] instead: each process writes a
     /// local directory joined here and uploads what it made.
     pub fn join(root: &Path, job: &str) -> Result<StoreDir> {
-        crate::storage::refuse_url(root)?;
-        if crate::bucket::is_bucket_url(root) {
+        svar2_storage::refuse_url(root)?;
+        if svar2_storage::bucket::is_bucket_url(root) {
             return Err(Error::Bucket {
                 url: root.display().to_string(),
                 msg: "internal: a bucket output is joined with join_bucket".into(),
@@ -260,7 +294,7 @@ impl StoreDir {
         drop(lock);
         Ok(StoreDir {
             root: root.into(),
-            bucket: None,
+            dest: None,
             _lock: None,
             // Never removed on drop: the other partitions' work is in it.
             finished: std::sync::atomic::AtomicBool::new(true),
@@ -279,7 +313,7 @@ impl StoreDir {
     /// record of the shards written ([`written`](crate::written), as
     /// `attributes.svar2.shards`), so a shard lost later reads as damage.
     pub fn finish(&self, root_meta: &serde_json::Value) -> Result<()> {
-        let local = crate::storage::LocalDir {
+        let local = svar2_storage::LocalDir {
             root: self.root.clone(),
         };
         let record = crate::written::record(&local, &self.elsewhere.lock().expect("elsewhere"))?;
@@ -296,8 +330,15 @@ impl StoreDir {
             }
         }
         let root_meta = &root_meta;
-        if let Some(bucket) = &self.bucket {
-            return self.upload(bucket, root_meta);
+        match &self.dest {
+            Some(Destination::Bucket(bucket)) => {
+                self.publish(bucket, root_meta)?;
+                return Ok(bucket.delete(IN_PROGRESS)?);
+            }
+            Some(Destination::Zip(path)) => {
+                return self.publish(&ZipStore::create(path)?, root_meta);
+            }
+            None => {}
         }
         let tmp = self.root.join(".zarr.json.tmp");
         self.write(&tmp, &json_bytes(root_meta))?;
@@ -338,14 +379,14 @@ impl StoreDir {
             url.display(),
             staging.display()
         );
-        store.bucket = Some(bucket);
+        store.dest = Some(Destination::Bucket(bucket));
         Ok(store)
     }
 
-    /// Uploads the staged store, root `zarr.json` last (after every other object is
-    /// in the bucket), then removes the bucket's in-progress marker.
-    fn upload(&self, bucket: &Bucket, root_meta: &serde_json::Value) -> Result<()> {
-        let local = crate::storage::LocalDir {
+    /// Copies the staged store to `dest`, root `zarr.json` last (after every other
+    /// object is there), and commits it.
+    fn publish(&self, dest: &dyn Storage, root_meta: &serde_json::Value) -> Result<()> {
+        let local = svar2_storage::LocalDir {
             root: self.root.clone(),
         };
         let objects: Vec<(String, u64)> = local
@@ -357,15 +398,16 @@ impl StoreDir {
         tracing::info!(
             objects = objects.len(),
             bytes,
-            "uploading to {}",
-            bucket.url("")
+            "copying to {}",
+            dest.name("").display()
         );
         let keys: Vec<String> = objects.into_iter().map(|(k, _)| k).collect();
-        bucket.put_files(&self.root, &keys)?;
-        bucket.put("zarr.json", json_bytes(root_meta))?;
+        dest.put_files(&self.root, &keys)?;
+        dest.put("zarr.json", json_bytes(root_meta))?;
+        dest.commit()?;
         self.finished
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        bucket.delete(IN_PROGRESS)
+        Ok(())
     }
 
     /// Path of a shard: `<array>/c/<i>/<j>...`.
@@ -408,10 +450,15 @@ fn json_bytes(value: &serde_json::Value) -> Vec<u8> {
 
 /// Total bytes and file count under a directory.
 pub fn disk_usage(root: &Path) -> (u64, u64) {
-    if crate::bucket::is_bucket_url(root) {
+    if svar2_storage::bucket::is_bucket_url(root) {
         let listed = Bucket::open(root).and_then(|b| b.list(""));
         let objects = listed.unwrap_or_default();
         return (objects.iter().map(|(_, n)| n).sum(), objects.len() as u64);
+    }
+    if svar2_storage::zip::is_zip_file(root) {
+        let listed = ZipStore::open(root).and_then(|z| z.list(""));
+        let entries = listed.map(|l| l.len() as u64).unwrap_or_default();
+        return (fs::metadata(root).map(|m| m.len()).unwrap_or(0), entries);
     }
     let mut bytes = 0;
     let mut files = 0;
@@ -434,7 +481,7 @@ pub fn disk_usage(root: &Path) -> (u64, u64) {
 /// blake3 over every file's relative path and bytes, in sorted path order. Equal
 /// digests mean byte-identical stores.
 pub fn digest(root: &Path) -> Result<String> {
-    if crate::bucket::is_bucket_url(root) {
+    if svar2_storage::bucket::is_bucket_url(root) {
         return digest_bucket(root);
     }
     if !root.exists() {
@@ -443,10 +490,20 @@ pub fn digest(root: &Path) -> Result<String> {
             msg: "no such file or directory".into(),
         });
     }
+    if svar2_storage::zip::is_zip_file(root) {
+        let zip = ZipStore::open(root)?;
+        if zip.size("zarr.json")?.is_none() {
+            return Err(Error::NotStore {
+                path: root.into(),
+                msg: "not a Zarr v3 store (no root zarr.json in the zip)".into(),
+            });
+        }
+        return digest_objects(&zip);
+    }
     if !root.is_dir() {
         return Err(Error::NotStore {
             path: root.into(),
-            msg: "a file, not a store directory".into(),
+            msg: "a file, not a store directory or .zip".into(),
         });
     }
     if !root.join("zarr.json").is_file() {
@@ -462,7 +519,7 @@ pub fn digest(root: &Path) -> Result<String> {
             msg: msg.into(),
         });
     }
-    digest_objects(&crate::storage::LocalDir {
+    digest_objects(&svar2_storage::LocalDir {
         root: root.to_path_buf(),
     })
 }

@@ -33,17 +33,34 @@ pub enum Error {
     /// A URL of a scheme svar2 does not read or write (only `s3://` is supported):
     /// refused by name, never written as a local folder called `gs:`.
     #[error(
-        "{url}: {scheme}:// URLs are not supported; svar2 reads and writes local paths and \
-         s3:// buckets (AWS or S3-compatible: set AWS_ENDPOINT_URL) — or mount the storage \
-         and give that path"
+        "{url}: {scheme}:// URLs are not supported; svar2 reads and writes local paths, \
+         .zip files and s3:// buckets (AWS or S3-compatible: set AWS_ENDPOINT_URL) — or \
+         mount the storage and give that path"
     )]
     Url { url: String, scheme: String },
     /// Object storage that refused or failed a request: `url` names the object, `msg`
     /// the server's answer or the connection failure (never a credential).
     #[error("{url}: {msg}")]
     Bucket { url: String, msg: String },
+    /// A zip store that cannot be read (damaged, encrypted, another compression) or
+    /// written that way.
+    #[error("{path}: {msg}")]
+    Zip { path: PathBuf, msg: String },
     #[error("internal codec error: {0}")]
     Codec(String),
+}
+
+/// Storage errors keep their messages: the same variant here.
+impl From<svar2_storage::Error> for Error {
+    fn from(e: svar2_storage::Error) -> Error {
+        match e {
+            svar2_storage::Error::Io { path, source } => Error::Io { path, source },
+            svar2_storage::Error::Url { url, scheme } => Error::Url { url, scheme },
+            svar2_storage::Error::Bucket { url, msg } => Error::Bucket { url, msg },
+            svar2_storage::Error::Zip { path, msg } => Error::Zip { path, msg },
+            svar2_storage::Error::Corrupt { key, msg } => Error::Corrupt { key, msg },
+        }
+    }
 }
 
 /// A frame that does not decode keeps its message: `key: corrupt shard: …`.
@@ -56,18 +73,7 @@ impl From<svar2_blosc::Error> for Error {
     }
 }
 
-/// What to do about the I/O failures users meet on clusters.
-pub fn io_hint(e: &std::io::Error) -> &'static str {
-    use std::io::ErrorKind::*;
-    match e.kind() {
-        StorageFull | QuotaExceeded => {
-            " (free some space or write elsewhere; the partial store was removed)"
-        }
-        ReadOnlyFilesystem => " (choose an output on a writable file system)",
-        PermissionDenied => " (choose an output you may write to)",
-        _ => "",
-    }
-}
+pub use svar2_storage::error::io_hint;
 
 /// Result alias used across the crate.
 pub type Result<T> = std::result::Result<T, Error>;

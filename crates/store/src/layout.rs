@@ -4,9 +4,9 @@
 //! decode the chunks. `svar2 inspect` prints it; no array data is read.
 
 use crate::error::{Error, Result};
-use crate::storage::Storage;
 use serde_json::Value;
 use std::path::Path;
+use svar2_storage::Storage;
 
 /// One array's layout.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -387,7 +387,7 @@ fn checked(storage: &dyn Storage, key: &str, l: ArrayLayout) -> Result<ArrayLayo
 /// directory or an `s3://` URL), sorted by name. Anything else is an error saying
 /// what the path is.
 pub fn read_group(root: &Path) -> Result<Vec<ArrayLayout>> {
-    read_group_in(&*crate::storage::open(root)?)
+    read_group_in(&*svar2_storage::open(root)?)
 }
 
 /// [`read_group`] of an open storage: one listing of the store, then each array's

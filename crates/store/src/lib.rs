@@ -17,22 +17,20 @@
 //! - [`metadata`]: array metadata, written and read back;
 //! - [`fields`]: which arrays are VCF fields and how they were declared;
 //! - [`layout`]: the layout of any Zarr v2 or v3 group's arrays, from metadata and files;
-//! - [`bucket`]: a store in an S3 bucket (object_store behind a blocking facade);
 //! - [`replace`]: what an output path holds and whether svar2 may replace it;
 //! - [`dir`]: the store directory (lock, in-progress marker, completion, digest);
-//! - [`storage`]: where a store is read from (a directory or a bucket), one trait;
-//! - [`stored`]: a chunk's stored bytes, owned or in a mapped shard file;
 //! - [`any`]: any Zarr v2 or v3 VCF Zarr store, read chunk by chunk through zarrs;
+//! - [`zarrs_storage`]: svar2's storage as zarrs reads it;
 //! - [`vlen`]: string chunks checked and decoded, bounded, before zarrs sees them;
 //! - [`block`]: boxes of an array (chunks, tiles, patches) and copies between them;
 //! - [`written`]: which shards a writer wrote (a missing one is damage, not fill).
 //!
 //! Blosc frames (encoded here, decoded by the reader and the GPU path) are the
-//! `svar2-blosc` crate's.
+//! `svar2-blosc` crate's; where a store's objects live (a directory, a bucket, a zip
+//! file), read and written through one trait, is `svar2-storage`'s.
 
 pub mod any;
 pub mod block;
-pub mod bucket;
 pub mod codec;
 pub mod codecs;
 pub mod dir;
@@ -46,10 +44,9 @@ pub mod metadata;
 pub mod region;
 pub mod replace;
 pub mod shard;
-pub mod storage;
-pub mod stored;
 pub mod vlen;
 pub mod written;
+pub mod zarrs_storage;
 
 pub use dtype::Dtype;
 pub use error::{Error, Result};

@@ -312,6 +312,46 @@ pub(crate) fn classify(root: &Path) -> Result<Existing> {
     Ok(classify_tree(&tree, &|name| read_small(&root.join(name))))
 }
 
+/// What the local path `root`, a `.zip` output, holds: nothing, a zip store (replaced
+/// only with `--force`), or anything else (never replaced).
+pub(crate) fn classify_zip(root: &Path) -> Result<Existing> {
+    let meta = match fs::symlink_metadata(root) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Existing::Empty),
+        Err(e) => return Err(Error::io(root, e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Ok(Existing::Foreign(
+            "is a symbolic link (svar2 does not write through one: give the file it points              to)"
+            .into(),
+        ));
+    }
+    if !meta.is_file() {
+        return Ok(Existing::Foreign(
+            "is a directory or special file; a .zip output is written as one file".into(),
+        ));
+    }
+    let zip = match svar2_storage::ZipStore::open(root) {
+        Ok(z) => z,
+        Err(e) => return Ok(Existing::Foreign(format!("is not a zip store ({e})"))),
+    };
+    use svar2_storage::Storage;
+    let listed = zip.list("")?;
+    let read = |k: &str| {
+        listed
+            .iter()
+            .any(|(key, n)| key == k && *n <= MAX_METADATA)
+            .then(|| zip.get(k).ok().flatten())
+            .flatten()
+    };
+    Ok(
+        match classify_keys(listed.iter().map(|(k, _)| k.as_str()), &read) {
+            Existing::Empty => Existing::Store,
+            other => other,
+        },
+    )
+}
+
 /// What a bucket prefix holds, from its objects' keys (relative to the prefix) and a
 /// way to fetch a root-level object.
 pub(crate) fn classify_keys<'k>(

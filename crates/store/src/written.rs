@@ -14,9 +14,9 @@
 
 use crate::error::{Error, Result};
 use crate::layout::ArrayLayout;
-use crate::storage::Storage;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
+use svar2_storage::Storage;
 
 /// The shard grid of an array: shards (chunks, unsharded) along each axis.
 pub fn grid(layout: &ArrayLayout) -> Vec<u64> {
@@ -203,7 +203,7 @@ impl Written {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::LocalDir;
+    use svar2_storage::LocalDir;
 
     #[test]
     fn absent_runs_are_recorded_and_read_back() {

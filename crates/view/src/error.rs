@@ -33,3 +33,10 @@ impl Error {
         }
     }
 }
+
+/// A storage failure is the store's, with the same message.
+impl From<svar2_storage::Error> for Error {
+    fn from(e: svar2_storage::Error) -> Error {
+        Error::Store(e.into())
+    }
+}

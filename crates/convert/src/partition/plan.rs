@@ -60,6 +60,15 @@ pub fn plan(
     if n == 0 {
         return Err(Error::Usage("--partitions must be 1 or more".into()));
     }
+    if svar2_storage::is_zip_path(output) {
+        return Err(Error::Usage(format!(
+            "{}: a partitioned conversion writes a directory or an s3:// bucket, where \
+             its tasks meet; write a directory, then pack it (`python -m bio2zarr zipzarr \
+             DIR {}`: svar2 digest is the same)",
+            output.display(),
+            output.display()
+        )));
+    }
     if n > MAX_PARTITIONS {
         return Err(Error::Usage(format!(
             "--partitions {n}: more tasks than svar2 plans ({MAX_PARTITIONS}); give at most \
@@ -220,7 +229,7 @@ pub fn plan(
         svar2: env!("CARGO_PKG_VERSION").into(),
         id: String::new(),
         // (A bucket URL as given: it names no local path.)
-        output: if svar2_store::bucket::is_bucket_url(output) {
+        output: if svar2_storage::bucket::is_bucket_url(output) {
             output.to_path_buf()
         } else {
             absolute(output)?

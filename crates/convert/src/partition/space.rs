@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use svar2_store::bucket::Bucket;
+use svar2_storage::bucket::Bucket;
 use svar2_store::dir::StoreDir;
 
 /// A claim not heard from for this long is taken over: its task died on another
@@ -178,7 +178,7 @@ fn latest_claim(bucket: &Bucket, k: usize) -> Result<Option<(String, u64, ClaimR
 
 impl Space {
     pub(super) fn of(output: &Path) -> Result<Space> {
-        if svar2_store::bucket::is_bucket_url(output) {
+        if svar2_storage::bucket::is_bucket_url(output) {
             return Ok(Space::Bucket {
                 url: output.to_path_buf(),
                 bucket: Bucket::open(output)?,
@@ -406,10 +406,10 @@ impl Space {
     ) -> Result<()> {
         if let Space::Bucket { bucket, .. } = self {
             let own = root.join(WORK_DIR).join(k.to_string());
-            let local = svar2_store::storage::LocalDir { root: own };
+            let local = svar2_storage::LocalDir { root: own };
             let mut keys: Vec<String> = files.iter().map(|(f, _)| f.clone()).collect();
             keys.extend(
-                svar2_store::storage::Storage::list(&local, "")?
+                svar2_storage::Storage::list(&local, "")?
                     .into_iter()
                     .map(|(key, _)| format!("{WORK_DIR}/{k}/{key}")),
             );
@@ -474,10 +474,10 @@ impl Space {
         let Space::Bucket { bucket, .. } = self else {
             return Ok(());
         };
-        let local = svar2_store::storage::LocalDir {
+        let local = svar2_storage::LocalDir {
             root: root.to_path_buf(),
         };
-        let keys: Vec<String> = svar2_store::storage::Storage::list(&local, "")?
+        let keys: Vec<String> = svar2_storage::Storage::list(&local, "")?
             .into_iter()
             .map(|(k, _)| k)
             .filter(|k| {

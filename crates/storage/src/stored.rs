@@ -24,7 +24,7 @@ impl Stored {
     }
 
     /// `len` bytes at `at` of `map` (the caller checked they lie inside it).
-    pub(crate) fn mapped(map: Arc<memmap2::Mmap>, at: usize, len: usize) -> Stored {
+    pub fn mapped(map: Arc<memmap2::Mmap>, at: usize, len: usize) -> Stored {
         debug_assert!(at + len <= map.len());
         Stored(Repr::Mapped { map, at, len })
     }
