@@ -101,6 +101,24 @@ def svar2_store(work, format_vcf) -> Path:
 
 
 @pytest.fixture(scope="session")
+def svar2_zip_store(work, format_vcf) -> Path:
+    """The same store written as one .vcz.zip file."""
+    out = work / "svar2.vcz.zip"
+    svar2.convert(format_vcf, out, variants_chunk=170, samples_chunk=5,
+                  variants_shard=510, samples_shard=15)
+    return out
+
+
+def open_zarr_group(path):
+    """zarr-python's group at `path`: a directory, or a .zip through its ZipStore."""
+    import zarr
+
+    if str(path).endswith(".zip"):
+        return zarr.open_group(zarr.storage.ZipStore(path, mode="r"), mode="r")
+    return zarr.open_group(path, mode="r")
+
+
+@pytest.fixture(scope="session")
 def bio2zarr_stores(work, format_vcf):
     """bio2zarr's own stores of the same file: Zarr v2 and v3."""
     need_vcf2zarr()

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 import svar2
-from conftest import need_bcftools, need_module, run
+from conftest import need_bcftools, need_module, open_zarr_group, run
 
-STORE_KINDS = ["svar2", "rechunked_bio2zarr", "bio2zarr_v2", "bio2zarr_v3", "zarr_python"]
+STORE_KINDS = ["svar2", "svar2_zip", "rechunked_bio2zarr", "bio2zarr_v2", "bio2zarr_v3",
+               "zarr_python"]
 
 
 @pytest.fixture(params=STORE_KINDS)
@@ -15,6 +16,8 @@ def store_path(request):
     kind = request.param
     if kind == "svar2":
         return request.getfixturevalue("svar2_store")
+    if kind == "svar2_zip":
+        return request.getfixturevalue("svar2_zip_store")
     if kind == "rechunked_bio2zarr":
         return request.getfixturevalue("rechunked_store")
     if kind == "bio2zarr_v2":
@@ -43,9 +46,7 @@ def random_shapes_and_patches(rng, nv, ns, total=520):
 
 def test_read_equals_zarr_python_on_every_numeric_call_array(store_path):
     need_module("zarr", "zarr")
-    import zarr
-
-    z = zarr.open_group(store_path, mode="r")
+    z = open_zarr_group(store_path)
     store = svar2.open(store_path)
     names = [
         n for n, info in store.arrays.items()
@@ -70,9 +71,7 @@ def test_read_equals_zarr_python_on_every_numeric_call_array(store_path):
 
 def test_arrays_without_samples_and_sample_subsets(store_path):
     need_module("zarr", "zarr")
-    import zarr
-
-    z = zarr.open_group(store_path, mode="r")
+    z = open_zarr_group(store_path)
     store = svar2.open(store_path)
     rng = np.random.default_rng(9)
     pos = np.asarray(z["variant_position"][...])
