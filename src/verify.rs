@@ -19,7 +19,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let store = svar2_store::any::AnyGroup::open(&a.store)?;
+    let store = svar2_zarr::AnyGroup::open(&a.store)?;
     let threads = svar2_planner::host::Host::system().cores().usable;
     let reader = svar2_reader::Reader::new(threads, a.io_threads)?;
     let report = svar2_reader::verify::verify(&store, &reader)?;

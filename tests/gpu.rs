@@ -6,9 +6,9 @@ mod common;
 use common::*;
 use std::path::Path;
 use svar2_gpu::plan::{BatchPlan, ChunkInput};
-use svar2_store::any::AnyGroup;
 use svar2_store::block::blocks;
 use svar2_store::codec::Raw;
+use svar2_zarr::AnyGroup;
 
 /// Every stored chunk of every blosc array of `store`, planned as one batch per array.
 fn plan_equals_zarrs(store: &Path) -> usize {

@@ -321,7 +321,7 @@ fn swapped_or_missing_dimensions_of_vcf_arrays_are_refused() {
 
 /// Rewrites `region_index` with `rows` (its shard of one inner chunk).
 fn write_region_index(store: &Path, rows: &[[i64; 6]]) {
-    let g = svar2_store::any::AnyGroup::open(store).unwrap();
+    let g = svar2_zarr::AnyGroup::open(store).unwrap();
     let ri = g.array("region_index").unwrap();
     let (dtype, raw) = svar2_store::region::encode(rows, ri.dtype);
     assert_eq!(dtype, ri.dtype);
@@ -332,7 +332,7 @@ fn write_region_index(store: &Path, rows: &[[i64; 6]]) {
 }
 
 fn region_rows(store: &Path) -> Vec<[i64; 6]> {
-    let g = svar2_store::any::AnyGroup::open(store).unwrap();
+    let g = svar2_zarr::AnyGroup::open(store).unwrap();
     let ri = g.array("region_index").unwrap();
     ri.read_rows_i64(0, ri.shape()[0])
         .unwrap()

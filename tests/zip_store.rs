@@ -58,13 +58,26 @@ fn a_zip_store_is_the_directory_store_in_one_file() {
     assert!(zip.is_file(), "a zip output is one file");
     assert_eq!(digest(&zip), digest(&plain), "same objects, same bytes");
     for leftover in ["g.vcz.zip.svar2-staging", "g.vcz.zip.svar2-partial"] {
-        assert!(!dir.path().join(leftover).exists(), "{leftover} left behind");
+        assert!(
+            !dir.path().join(leftover).exists(),
+            "{leftover} left behind"
+        );
     }
 
     // svar2's own readers.
     let ok = svar2().arg("verify").arg(&zip).output().unwrap();
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
-    let view = |s: &Path| sh_ok(&format!("{} view {}", env!("CARGO_BIN_EXE_svar2"), s.display()));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let view = |s: &Path| {
+        sh_ok(&format!(
+            "{} view {}",
+            env!("CARGO_BIN_EXE_svar2"),
+            s.display()
+        ))
+    };
     assert_eq!(view(&zip), view(&plain));
     let query = |s: &Path| {
         sh_ok(&format!(
@@ -125,7 +138,10 @@ fn a_zip_store_is_the_directory_store_in_one_file() {
 
 #[test]
 fn bio2zarr_packs_and_unpacks_the_same_store() {
-    if !tools("bio2zarr_packs_and_unpacks_the_same_store", &[Tool::Bio2zarr]) {
+    if !tools(
+        "bio2zarr_packs_and_unpacks_the_same_store",
+        &[Tool::Bio2zarr],
+    ) {
         return;
     }
     let dir = test_dir();
@@ -233,7 +249,11 @@ fn a_killed_conversion_leaves_the_old_zip_whole() {
     convert(&data("all_fields.vcf"), &zip, &[]);
     let before = bytes(&zip);
     let staging: PathBuf = dir.path().join("s.vcz.zip.svar2-staging");
-    for wait in [Duration::ZERO, Duration::from_millis(150), Duration::from_millis(400)] {
+    for wait in [
+        Duration::ZERO,
+        Duration::from_millis(150),
+        Duration::from_millis(400),
+    ] {
         let mut child = svar2()
             .args(["convert", "-q", "--force", "--threads", "1"])
             .arg(&corpus)

@@ -6,10 +6,10 @@
 
 use serde_json::{json, Value};
 use std::path::Path;
-use svar2_store::any::AnyGroup;
 use svar2_store::codec::{InnerCodec, Raw};
 use svar2_store::metadata::ArrayMeta;
 use svar2_store::{key, shard, Dtype};
+use svar2_zarr::AnyGroup;
 
 /// The seed store's arrays: name, dimension names, shape, shard, inner chunk, type.
 type Spec = (

@@ -1,8 +1,8 @@
 //! Store metadata: one array's `zarr.json` of a small valid store replaced by the
 //! input, then the store opened and read — Ok or a clear Err, never a panic, an abort
 //! or a hang; see `../bodies/store_metadata.rs` (also run as a bounded deterministic
-//! loop by `cargo test -p svar2-store --test fuzz_bodies`). Seeds:
-//! `cargo test -p svar2-store --test fuzz_bodies -- --ignored write_seed_corpus`.
+//! loop by `cargo test -p svar2-zarr --test fuzz_bodies`). Seeds:
+//! `cargo test -p svar2-zarr --test fuzz_bodies -- --ignored write_seed_corpus`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

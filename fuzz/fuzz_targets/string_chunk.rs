@@ -1,6 +1,6 @@
 //! String chunks: vlen-utf8 checked and decoded (raw, zstd, the whole chain) — Ok or a
 //! clear Err, never a panic; see `../bodies/string_chunk.rs` (also run as a bounded
-//! deterministic loop by `cargo test -p svar2-store --test fuzz_bodies`).
+//! deterministic loop by `cargo test -p svar2-zarr --test fuzz_bodies`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

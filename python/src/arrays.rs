@@ -12,8 +12,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use std::sync::atomic::AtomicBool;
 use svar2_reader::Patch;
-use svar2_store::any::AnyArray;
 use svar2_store::Dtype;
+use svar2_zarr::AnyArray;
 
 static NUMPY: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 

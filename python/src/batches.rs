@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use svar2_reader::ahead::{Next, ReadAhead};
 use svar2_reader::Patch;
-use svar2_store::any::AnyArray;
+use svar2_zarr::AnyArray;
 
 /// An iterator of batches read ahead (at most `depth` waiting); ends when the list
 /// does. Iterating it releases the GIL while it waits and answers Ctrl-C.

@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
 use svar2_gpu::device::Device;
 use svar2_reader::{Patch, Reader};
-use svar2_store::any::AnyArray;
+use svar2_zarr::AnyArray;
 
 /// What `device=` asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

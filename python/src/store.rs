@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock, RwLock};
 use svar2_reader::Reader;
-use svar2_store::any::AnyArray;
+use svar2_zarr::AnyArray;
 
 /// What an open store holds, for the process that opened it.
 pub(crate) struct Opened {

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use svar2_store::any::AnyArray;
+use svar2_zarr::AnyArray;
 
 /// One batch read: its number in the list and its bytes, laid out as
 /// [`Reader::read_batch`] lays them out.

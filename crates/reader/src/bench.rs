@@ -9,7 +9,7 @@ use crate::read::Reader;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
-use svar2_store::any::AnyArray;
+use svar2_zarr::AnyArray;
 
 /// What a benchmark measured.
 #[derive(Debug, Clone, serde::Serialize)]

@@ -9,7 +9,7 @@ use crate::patch::Patch;
 use crate::read::Reader;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use svar2_store::any::AnyArray;
+use svar2_zarr::AnyArray;
 
 /// The axis named `samples`, if the array has one.
 pub fn samples_axis(a: &AnyArray) -> Option<usize> {

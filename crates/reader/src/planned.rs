@@ -9,8 +9,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use svar2_gpu::plan::{BatchPlan, Rect};
 use svar2_storage::stored::Stored;
-use svar2_store::any::AnyArray;
 use svar2_store::codec::Raw;
+use svar2_zarr::AnyArray;
 
 /// Runs (source offset, destination offset, length in bytes) merged into rectangles:
 /// consecutive runs of one length at constant strides become one.

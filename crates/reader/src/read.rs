@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use svar2_blosc::Decoder;
 use svar2_storage::stored::Stored;
-use svar2_store::any::AnyArray;
 use svar2_store::block::{copy_run, for_each_run};
+use svar2_zarr::AnyArray;
 
 /// What the reader has done so far (all batches): bytes read from storage, bytes
 /// decoded, bytes the patches needed (decoded ÷ useful: below 1 when a batch's
@@ -399,7 +399,7 @@ trait UnitReads {
 }
 
 /// Read on the decode thread itself (chunks in mapped shards).
-struct Inline<'a>(svar2_store::any::ChunkReader<'a>, &'a Jobs);
+struct Inline<'a>(svar2_zarr::ChunkReader<'a>, &'a Jobs);
 
 impl UnitReads for Inline<'_> {
     fn read(&mut self, j: usize) -> svar2_store::Result<Option<&[u8]>> {

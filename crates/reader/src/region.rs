@@ -9,8 +9,8 @@ use crate::store::Store;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use svar2_store::any::AnyArray;
 use svar2_store::Dtype;
+use svar2_zarr::AnyArray;
 
 /// Rows read at once (the region streams through in blocks of this many records).
 const BLOCK_ROWS: u64 = 65_536;

@@ -6,8 +6,8 @@ use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-pub use svar2_store::any::Access;
-use svar2_store::any::{AnyArray, AnyGroup};
+pub use svar2_zarr::Access;
+use svar2_zarr::{AnyArray, AnyGroup};
 
 /// An open store.
 pub struct Store {

@@ -21,7 +21,6 @@ use svar2_planner::host::{check_threads, resolve_budget, Host};
 use svar2_planner::rechunk::{plan_rechunk, ArrayInput, RechunkPlan, Tiling};
 use svar2_planner::size::MaxMem;
 use svar2_planner::Requested;
-use svar2_store::any::{AnyArray, AnyGroup};
 use svar2_store::block::{blocks, copy_run, for_each_run};
 use svar2_store::codec::{InnerCodec, Raw};
 use svar2_store::codecs::{bitshuffle, BLOSC_BLOCKSIZE};
@@ -29,6 +28,7 @@ use svar2_store::dir::StoreDir;
 use svar2_store::grid::Geometry;
 use svar2_store::metadata::ArrayMeta;
 use svar2_store::{region, shard, Dtype};
+use svar2_zarr::{AnyArray, AnyGroup};
 
 /// Genotype bytes per call the geometry rules size chunks by (diploid int8), as
 /// `convert` passes them.

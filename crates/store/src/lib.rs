@@ -19,17 +19,15 @@
 //! - [`layout`]: the layout of any Zarr v2 or v3 group's arrays, from metadata and files;
 //! - [`replace`]: what an output path holds and whether svar2 may replace it;
 //! - [`dir`]: the store directory (lock, in-progress marker, completion, digest);
-//! - [`any`]: any Zarr v2 or v3 VCF Zarr store, read chunk by chunk through zarrs;
-//! - [`zarrs_storage`]: svar2's storage as zarrs reads it;
 //! - [`vlen`]: string chunks checked and decoded, bounded, before zarrs sees them;
 //! - [`block`]: boxes of an array (chunks, tiles, patches) and copies between them;
 //! - [`written`]: which shards a writer wrote (a missing one is damage, not fill).
 //!
 //! Blosc frames (encoded here, decoded by the reader and the GPU path) are the
-//! `svar2-blosc` crate's; where a store's objects live (a directory, a bucket, a zip
-//! file), read and written through one trait, is `svar2-storage`'s.
+//! `svar2-blosc` crate's; reading any Zarr store is `svar2-zarr`'s; where a store's
+//! objects live (a directory, a bucket, a zip file), read and written through one
+//! trait, is `svar2-storage`'s.
 
-pub mod any;
 pub mod block;
 pub mod codec;
 pub mod codecs;
@@ -46,7 +44,6 @@ pub mod replace;
 pub mod shard;
 pub mod vlen;
 pub mod written;
-pub mod zarrs_storage;
 
 pub use dtype::Dtype;
 pub use error::{Error, Result};

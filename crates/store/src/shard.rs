@@ -44,9 +44,10 @@ pub fn index(spans: &[Option<(u64, u64)>]) -> Vec<u8> {
 }
 
 /// Bytes of the index (with its checksum) closing a shard of `n` inner chunks: the
-/// tail a range reader fetches first.
+/// tail a range reader fetches first. (Saturating: a count from crafted metadata asks
+/// for more bytes than any shard has, and [`check_index`] refuses it.)
 pub fn index_len(n: usize) -> usize {
-    n * 16 + 4
+    n.saturating_mul(16).saturating_add(4)
 }
 
 /// Parses a shard's index from its tail bytes alone (`tail` = the last

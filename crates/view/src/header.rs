@@ -6,8 +6,8 @@
 use crate::error::{Error, Result};
 use serde_json::Value;
 use svar2_reader::Store;
-use svar2_store::any::AnyArray;
 use svar2_vcf::schema::{Category, Contig, FieldDef, Filter, Schema, VcfNumber, VcfType};
+use svar2_zarr::AnyArray;
 
 fn number_of(a: &AnyArray) -> VcfNumber {
     let inferred =

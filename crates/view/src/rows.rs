@@ -7,10 +7,10 @@ use crate::error::{Error, Result};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use svar2_reader::{Reader, Store};
-use svar2_store::any::AnyArray;
 use svar2_store::Dtype;
 use svar2_vcf::block::{Block, Dense, FieldValues, Genotypes, Strs};
 use svar2_vcf::schema::{Category, Schema};
+use svar2_zarr::AnyArray;
 
 /// The arrays a block is read from, resolved once.
 pub struct Sources {

@@ -4,13 +4,14 @@
 //! sharded array one inner chunk, located through its shard's index read once from
 //! the tail) and [`AnyArray::decode`] (CPU only). Rechunk and the reader both read
 //! through it.
+//!
+//! Its own crate (`svar2-zarr`): the store contract (`svar2-store`) says what svar2
+//! writes; this reads what anyone wrote, through zarrs where svar2's fast paths do not
+//! apply, and the storage (`svar2-storage`) says where the objects are.
 
-use crate::codec::Raw;
-use crate::error::{Error, Result};
-use crate::layout::{read_group_in, ArrayLayout};
-use crate::shard;
+pub mod zarrs_storage;
+
 use crate::zarrs_storage::ZarrsStorage;
-use crate::Dtype;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::num::NonZeroU64;
@@ -20,6 +21,11 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use svar2_storage::stored::Stored;
 use svar2_storage::Storage;
+use svar2_store::codec::Raw;
+use svar2_store::error::{Error, Result};
+use svar2_store::layout::{read_group_in, ArrayLayout};
+use svar2_store::shard;
+use svar2_store::Dtype;
 use zarrs::array::{Array, ArrayBytes, ArrayToBytesCodecTraits, CodecChain, CodecOptions};
 use zarrs::metadata::v3::MetadataV3;
 use zarrs::storage::ReadableStorageTraits;
@@ -51,7 +57,7 @@ pub struct AnyArray {
     /// anything decodes it.
     checksum: bool,
     /// The chunks are vlen-utf8 + zstd strings (svar2's string chain):
-    /// [`vlen`](crate::vlen) decodes them, checked and bounded, not zarrs.
+    /// [`vlen`](svar2_store::vlen) decodes them, checked and bounded, not zarrs.
     vlen_zstd: bool,
     /// Where the store's objects are (a directory or a bucket).
     storage: Arc<dyn Storage>,
@@ -61,11 +67,11 @@ pub struct AnyArray {
     meta_key: String,
     /// The shards svar2 wrote (from the root's record): a missing one of these is
     /// damage; `None` (another writer, an older svar2) reads a missing one as fill.
-    written: Option<crate::written::Written>,
+    written: Option<svar2_store::written::Written>,
 }
 
 /// Whether a codec chain (v3 JSON, inner chunks) is vlen-utf8 then zstd (then
-/// perhaps crc32c): svar2's string chain, which [`crate::vlen`] decodes.
+/// perhaps crc32c): svar2's string chain, which [`svar2_store::vlen`] decodes.
 fn is_vlen_zstd(chain: &[Value]) -> bool {
     let names: Vec<&str> = chain
         .iter()
@@ -578,7 +584,7 @@ impl AnyGroup {
         } else {
             object(json("zarr.json")?.and_then(|v| v.get("attributes").cloned()))
         };
-        let mut written = crate::written::Written::of_store(root, &attributes)?;
+        let mut written = svar2_store::written::Written::of_store(root, &attributes)?;
         // Arrays the record names whose metadata is no longer what svar2 wrote.
         let mut rewritten = 0;
         let mut arrays = Vec::with_capacity(layouts.len());
@@ -638,6 +644,25 @@ impl AnyGroup {
                 (3, Some(m)) => inner_reads(&storage, &layout, m, access),
                 _ => None,
             };
+            // Shards of another kind are decoded whole (through zarrs): a whole shard
+            // is then the chunk, bounded as one.
+            if let (None, Some(shard)) = (&inner, &layout.shard) {
+                let whole = svar2_store::layout::ArrayLayout {
+                    chunk: shard.clone(),
+                    shard: None,
+                    ..layout.clone()
+                };
+                if let Err(msg) = svar2_store::layout::check_geometry(&whole) {
+                    return Err(Error::NotStore {
+                        path: storage.name(&meta_key),
+                        msg: format!(
+                            "{msg}: its shards are decoded whole, and are too large (the \
+                             array's metadata is damaged, or another writer's layout svar2 \
+                             cannot read: rechunk it with zarr-python)"
+                        ),
+                    });
+                }
+            }
             let blosc_frames = meta
                 .as_ref()
                 .is_some_and(|m| blosc_frames(m, zarr_format, inner.is_some()))
@@ -870,7 +895,13 @@ impl AnyArray {
     ) -> Result<Arc<Option<OpenShard>>> {
         let key = self.array.chunk_key(sidx).to_string();
         let key = key.trim_start_matches('/').to_string();
-        let n = r.per_shard.iter().product::<u64>() as usize;
+        // (Saturating: crafted metadata's count is refused by the index check.)
+        let n = r
+            .per_shard
+            .iter()
+            .try_fold(1u64, |a, &b| a.checked_mul(b))
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(usize::MAX);
         let want = shard::index_len(n) as u64;
         let open = match r.storage.local_root() {
             Some(root) => self.open_shard_file(r, idx, sidx, &key, &root.join(&key), n)?,
@@ -983,7 +1014,7 @@ impl AnyArray {
         if !self.checksum {
             return Ok(stored);
         }
-        crate::codecs::verified_or(stored, || {
+        svar2_store::codecs::verified_or(stored, || {
             (self.key(idx), self.chunk_file(idx).display().to_string())
         })
     }
@@ -1066,9 +1097,9 @@ impl AnyArray {
             let data = self.checked(idx, b)?;
             if self.vlen_zstd {
                 let dims: Vec<u64> = shape.iter().map(|x| x.get()).collect();
-                let n = crate::block::elements(&dims)
+                let n = svar2_store::block::elements(&dims)
                     .ok_or_else(|| err(format!("chunk shape {dims:?} overflows")))?;
-                let (bytes, offsets) = crate::vlen::decode_zstd(&self.key(idx), data, n)?;
+                let (bytes, offsets) = svar2_store::vlen::decode_zstd(&self.key(idx), data, n)?;
                 return Ok(Raw::Strings { bytes, offsets });
             }
         }
@@ -1153,7 +1184,7 @@ impl AnyArray {
     /// Values in `rows`, checked: at `each` bytes a value they fit [`MAX_ROWS_BYTES`]
     /// (a shape from metadata never sizes an allocation unchecked).
     fn rows_len(&self, rows: &RowsBox, each: usize) -> Result<usize> {
-        let n = crate::block::elements(&rows.shape());
+        let n = svar2_store::block::elements(&rows.shape());
         match n.and_then(|n| n.checked_mul(each)) {
             Some(b) if b as u64 <= MAX_ROWS_BYTES => Ok(n.unwrap_or(0)),
             _ => Err(Error::NotStore {
@@ -1198,7 +1229,7 @@ impl AnyArray {
             return Ok(());
         }
         let chunk = self.chunk_shape();
-        for idx in crate::block::blocks(lo, hi, &chunk) {
+        for idx in svar2_store::block::blocks(lo, hi, &chunk) {
             let raw = self.decode(&idx, self.read(&idx)?.as_deref())?;
             let origin: Vec<u64> = idx.iter().zip(&chunk).map(|(i, c)| i * c).collect();
             let clo: Vec<u64> = lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
@@ -1206,11 +1237,19 @@ impl AnyArray {
                 .map(|d| hi[d].min(origin[d] + chunk[d]))
                 .collect();
             let mut failed = None;
-            crate::block::for_each_run(&clo, &chi, &origin, &chunk, lo, &box_shape, |s, d, n| {
-                if failed.is_none() {
-                    failed = copy(&idx, &raw, s, d, n).err();
-                }
-            });
+            svar2_store::block::for_each_run(
+                &clo,
+                &chi,
+                &origin,
+                &chunk,
+                lo,
+                &box_shape,
+                |s, d, n| {
+                    if failed.is_none() {
+                        failed = copy(&idx, &raw, s, d, n).err();
+                    }
+                },
+            );
             if let Some(e) = failed {
                 return Err(e);
             }

@@ -141,7 +141,7 @@ fn store_metadata_never_panics() {
     let root = dir.path().join("s");
     store_metadata::write_seed(&root);
     // The seed store opens and reads.
-    let g = svar2_store::any::AnyGroup::open(&root).unwrap();
+    let g = svar2_zarr::AnyGroup::open(&root).unwrap();
     assert_eq!(
         g.array("sample_id").unwrap().read_strings().unwrap().len(),
         3
