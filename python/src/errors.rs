@@ -30,7 +30,8 @@ pyo3::create_exception!(
     InputError,
     Error,
     "A VCF/BCF input that does not convert: it cannot be opened, its header or a record \
-     is malformed (named by file, record number and contig:pos), or it was cut short."
+     is malformed (named by file, record number and contig:pos), it was cut short, or \
+     inputs cannot be read together (different samples, headers that disagree)."
 );
 
 pyo3::create_exception!(
@@ -75,23 +76,37 @@ pub fn gpu(e: svar2_gpu::error::Error) -> PyErr {
     reader(e.into())
 }
 
-/// The view crate's errors: a bad expression (`Usage`) is a `ValueError`.
+/// The view crate's errors: a bad expression (`Usage`) or region is a `ValueError`.
 pub fn view(e: svar2_view::Error) -> PyErr {
     match e {
         svar2_view::Error::Reader(e) => reader(e),
         svar2_view::Error::Store(e) => store(e),
         svar2_view::Error::Usage(m) => PyValueError::new_err(m),
+        svar2_view::Error::Vcf(e) => vcf(e),
+        e => Error::new_err(e.to_string()),
+    }
+}
+
+/// The VCF side's errors: a bad request (a region, a sample, an expression) is a
+/// `ValueError`, as `store.select` says it; inputs that do not convert are
+/// `InputError`.
+fn vcf(e: svar2_vcf::Error) -> PyErr {
+    use svar2_vcf::Error as V;
+    match e {
+        V::Request(m) => PyValueError::new_err(m),
+        e @ (V::Open { .. }
+        | V::Header { .. }
+        | V::Record { .. }
+        | V::Truncated { .. }
+        | V::Inputs(_)) => InputError::new_err(e.to_string()),
         e => Error::new_err(e.to_string()),
     }
 }
 
 pub fn convert(e: svar2_convert::Error) -> PyErr {
-    use svar2_vcf::Error as V;
     match e {
         svar2_convert::Error::Store(e) => store(e),
-        svar2_convert::Error::Vcf(
-            e @ (V::Open { .. } | V::Header { .. } | V::Record { .. } | V::Truncated { .. }),
-        ) => InputError::new_err(e.to_string()),
+        svar2_convert::Error::Vcf(e) => vcf(e),
         e => Error::new_err(e.to_string()),
     }
 }

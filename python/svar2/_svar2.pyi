@@ -20,7 +20,8 @@ class CorruptStoreError(Error):
 
 class InputError(Error):
     """A VCF/BCF input that does not convert: unreadable, a malformed header or record
-    (file, record number, contig:pos), or cut short."""
+    (file, record number, contig:pos), cut short, or inputs that cannot be read
+    together (different samples, headers that disagree)."""
 
 class GpuError(Error):
     """No usable GPU (the missing CUDA driver, nvCOMP or NVRTC named), or the GPU failed."""

@@ -108,8 +108,22 @@ def test_convert_subset_equals_bcftools_view(kwargs, flags, format_vcf, work):
 def test_convert_subset_errors_are_value_errors(format_vcf, work):
     with pytest.raises(ValueError, match="include or exclude"):
         svar2.convert(format_vcf, work / "x.zarr", include="QUAL>1", exclude="QUAL<1")
-    with pytest.raises(svar2.Error, match="nosuch"):
+    # A request the input cannot serve is a ValueError, as store.select says it; an
+    # input that does not convert is svar2.InputError.
+    with pytest.raises(ValueError, match="nosuch"):
         svar2.convert(format_vcf, work / "x.zarr", samples=["nosuch"])
+    with pytest.raises(ValueError, match="column"):
+        svar2.convert(format_vcf, work / "x.zarr", include="QUAL>")
+    with pytest.raises(ValueError, match="region"):
+        svar2.convert(format_vcf, work / "x.zarr", regions="1:abc")
+    other = work / "other-samples.vcf"
+    other.write_text(
+        "##fileformat=VCFv4.2\n##contig=<ID=1>\n##FORMAT=<ID=GT,Number=1,Type=String,"
+        "Description=\"g\">\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tzz\n"
+        "1\t1\t.\tA\tC\t.\t.\t.\tGT\t0/1\n"
+    )
+    with pytest.raises(svar2.InputError, match="different samples"):
+        svar2.convert([format_vcf, other], work / "x.zarr")
 
 
 def test_convert_subset_from_files_and_lists(format_vcf, work):

@@ -141,7 +141,7 @@ fn guarded<R>(
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        let _ = died.send(Err(svar2_vcf::Error::Usage(format!(
+        let _ = died.send(Err(svar2_vcf::Error::Internal(format!(
             "internal error: the reader stopped ({why}); nothing was kept — please report it"
         ))));
     }

@@ -73,7 +73,7 @@ pub fn open_input(path: &Path, threads: usize, request: &PlanRequest) -> Result<
             false => svar2_expr::Logic::Exclude,
         };
         let f = svar2_expr::Filter::new(text, schema, logic)
-            .map_err(|e| svar2_vcf::Error::Usage(e.to_string()))?;
+            .map_err(|e| svar2_vcf::Error::Request(e.to_string()))?;
         Ok(Box::new(ExpressionTest(f)))
     };
     let s = svar2_vcf::subset::Subset::new(

@@ -163,7 +163,7 @@ pub fn read_in_pieces(
             });
             if let Err(e) = reader {
                 stop.store(true, Ordering::Relaxed);
-                let _ = out.send(Err(Error::Usage(format!("cannot start a thread: {e}"))));
+                let _ = out.send(Err(Error::Internal(format!("cannot start a thread: {e}"))));
                 return;
             }
         }
@@ -193,7 +193,7 @@ pub fn read_in_pieces(
             });
             if let Err(e) = sequencer {
                 stop.store(true, Ordering::Relaxed);
-                let _ = out.send(Err(Error::Usage(format!("cannot start a thread: {e}"))));
+                let _ = out.send(Err(Error::Internal(format!("cannot start a thread: {e}"))));
                 return;
             }
         }

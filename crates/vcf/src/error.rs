@@ -21,9 +21,19 @@ pub enum Error {
     /// `records`: how many were read before its end (`None`: found up front).
     #[error("{}", truncated_message(.path, *.records))]
     Truncated { path: PathBuf, records: Option<u64> },
-    /// Inputs that cannot be read together, or a request the reader cannot serve.
+    /// A request that is malformed or names what is not there: a region that is not
+    /// `CHR:BEG-END`, a sample or contig the header lacks, a query format that does not
+    /// parse. (Python: `ValueError`.)
     #[error("{0}")]
-    Usage(String),
+    Request(String),
+    /// Inputs that cannot be read together or converted as asked (different samples,
+    /// headers that disagree, a contig split across files, a header htslib refuses).
+    /// (Python: `svar2.InputError`.)
+    #[error("{0}")]
+    Inputs(String),
+    /// svar2 itself failed: a thread that could not start, a reader that stopped.
+    #[error("{0}")]
+    Internal(String),
     /// Writing VCF or BCF out failed (`name`: the file, or standard output); a
     /// reader that went away (`| head`) is [`std::io::ErrorKind::BrokenPipe`].
     #[error("{name}: {source}")]

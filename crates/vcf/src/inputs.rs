@@ -37,7 +37,7 @@ pub fn merge(inputs: &[Input]) -> Result<Schema> {
                 .position(|(a, b)| a != b)
                 .unwrap_or(merged.samples.len().min(s.samples.len()));
             let name = |v: &[String]| v.get(at).map_or("(none)".to_string(), |x| x.clone());
-            return Err(Error::Usage(format!(
+            return Err(Error::Inputs(format!(
                 "{} and {} have different samples: sample {} is {} in one and {} in the \
                  other ({} and {} samples); convert files of one call set (same samples, \
                  same order: `bcftools view -s` to subset or reorder)",
@@ -61,7 +61,7 @@ pub fn merge(inputs: &[Input]) -> Result<Schema> {
                         Category::Info => "INFO",
                         Category::Format => "FORMAT",
                     };
-                    return Err(Error::Usage(format!(
+                    return Err(Error::Inputs(format!(
                         "{kind}/{} is declared Type={:?},Number={:?} in {} but \
                          Type={:?},Number={:?} in {}: make the headers agree (`bcftools \
                          reheader`)",

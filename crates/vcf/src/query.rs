@@ -68,7 +68,7 @@ fn unescape(text: &str) -> Vec<u8> {
 impl Query {
     /// Parses `format` against `schema`'s fields; an unknown tag is an error naming it.
     pub fn parse(format: &str, schema: &Schema) -> Result<Query> {
-        let bad = |m: String| Error::Usage(format!("-f '{format}': {m}"));
+        let bad = |m: String| Error::Request(format!("-f '{format}': {m}"));
         let field = |name: &str, cat: Category| {
             schema
                 .fields

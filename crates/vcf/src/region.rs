@@ -16,7 +16,7 @@ pub struct Region {
 /// `CHR`, `CHR:POS`, `CHR:BEG-END`, `CHR:BEG-` (commas in numbers allowed).
 pub fn parse_region(text: &str) -> Result<Region> {
     let bad = || {
-        Error::Usage(format!(
+        Error::Request(format!(
             "region {text:?}: expected CHR, CHR:POS, CHR:BEG-END or CHR:BEG-"
         ))
     };
@@ -60,7 +60,7 @@ pub fn parse_regions(list: &str) -> Result<Vec<Region>> {
 /// file is BED (0-based, half-open). `#` lines are skipped.
 pub fn read_regions_file(path: &std::path::Path) -> Result<Vec<Region>> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+        .map_err(|e| Error::Request(format!("{}: {e}", path.display())))?;
     let bed =
         path.extension().is_some_and(|e| e == "bed") || path.to_string_lossy().ends_with(".bed.gz");
     let mut out = Vec::new();
@@ -70,7 +70,7 @@ pub fn read_regions_file(path: &std::path::Path) -> Result<Vec<Region>> {
         }
         let f: Vec<&str> = line.split('\t').collect();
         let bad = || {
-            Error::Usage(format!(
+            Error::Request(format!(
                 "{} line {}: expected CHR, BEG[, END] separated by tabs",
                 path.display(),
                 i + 1

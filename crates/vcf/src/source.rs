@@ -515,7 +515,7 @@ impl Stream {
                 None => self.contig_file[contig] = Some(self.at),
                 Some(f) if f == self.at => {}
                 Some(f) => {
-                    return Err(Error::Usage(format!(
+                    return Err(Error::Inputs(format!(
                         "contig {name} has records in {} and in {}: give each contig's \
                          records in one file (`bcftools concat -a` joins them)",
                         self.files[f].0.path.display(),

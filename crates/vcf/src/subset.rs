@@ -123,7 +123,7 @@ fn sample_names(req: &SubsetRequest) -> Result<Option<(Vec<String>, bool)>> {
         None => (false, file.clone()),
     };
     let text = std::fs::read_to_string(&path)
-        .map_err(|e| Error::Usage(format!("-S {}: {e}", path.display())))?;
+        .map_err(|e| Error::Request(format!("-S {}: {e}", path.display())))?;
     let names = text
         .lines()
         .map(str::trim)
@@ -156,14 +156,14 @@ fn choose_samples(
                 );
                 continue;
             }
-            return Err(Error::Usage(format!(
+            return Err(Error::Request(format!(
                 "{}: sample {n:?} ({what} by -s/-S) is not in the header (--force-samples \
                  skips names it lacks)",
                 path.display()
             )));
         }
         if !exclude && !seen.insert(n.as_str()) {
-            return Err(Error::Usage(format!(
+            return Err(Error::Request(format!(
                 "{}: sample {n:?} is named twice in -s/-S",
                 path.display()
             )));
@@ -214,7 +214,7 @@ impl Subset {
                 .filter(|f| f.category == Category::Info && (f.name == "AC" || f.name == "AN"))
             {
                 if f.ty != VcfType::Integer {
-                    return Err(Error::Usage(format!(
+                    return Err(Error::Inputs(format!(
                         "{}: the header declares INFO/{} as Type={:?}, and -s recounts it as \
                          integers (bcftools would write them into it as they are): pass -I to \
                          keep AC/AN as the input has them, or fix the header",
@@ -243,13 +243,13 @@ impl Subset {
                 let c = CString::new(line).expect("no NUL");
                 // SAFETY: `full` is a live header this value owns; htslib copies the line.
                 if unsafe { htslib::bcf_hdr_append(full.as_ptr(), c.as_ptr()) } < 0 {
-                    return Err(Error::Usage(format!("{}: cannot declare INFO/AC and AN", path.display())));
+                    return Err(Error::Inputs(format!("{}: cannot declare INFO/AC and AN", path.display())));
                 }
             }
         }
         // SAFETY: as above.
         if unsafe { htslib::bcf_hdr_sync(full.as_ptr()) } < 0 {
-            return Err(Error::Usage(format!(
+            return Err(Error::Inputs(format!(
                 "{}: cannot update the header",
                 path.display()
             )));
@@ -262,7 +262,7 @@ impl Subset {
         let test = match (&req.expression, test) {
             (Some(_), Some(make)) => Some(make(&tested)?),
             (Some(_), None) => {
-                return Err(Error::Usage(
+                return Err(Error::Request(
                     "-i/-e: no expression compiler was given".into(),
                 ))
             }
@@ -287,7 +287,7 @@ impl Subset {
                     )
                 };
                 if sub.is_null() {
-                    return Err(Error::Usage(format!(
+                    return Err(Error::Inputs(format!(
                         "{}: cannot subset the samples",
                         path.display()
                     )));
@@ -590,7 +590,7 @@ fn check_contigs(path: &Path, schema: &Schema, flag: &str, regions: &[Region]) -
         .filter(|c| !known(c))
         .collect();
     if let Some(bad) = unknown.iter().find(|c| c.contains(':')) {
-        return Err(Error::Usage(format!(
+        return Err(Error::Request(format!(
             "{}: {flag} region {bad:?} is not CHR, CHR:POS, CHR:BEG-END or CHR:BEG- of a \
              contig the header declares",
             path.display()
@@ -603,7 +603,7 @@ fn check_contigs(path: &Path, schema: &Schema, flag: &str, regions: &[Region]) -
             .take(8)
             .map(|c| c.name.as_str())
             .collect();
-        return Err(Error::Usage(format!(
+        return Err(Error::Request(format!(
             "{}: no contig {flag} names is in the header ({}; the header's: {})",
             path.display(),
             unknown.join(", "),
@@ -630,7 +630,7 @@ fn check_region_order(path: &Path, schema: &Schema, regions: &[Region]) -> Resul
         let Some(k) = rank(&r.contig) else { continue };
         if let Some((l, name)) = last {
             if k < l {
-                return Err(Error::Usage(format!(
+                return Err(Error::Request(format!(
                     "{}: -r/-R names {} after {name}, against the header's contig order: \
                      bcftools view would write {name}'s records first, and a conversion reads \
                      the file once in its order (list the regions in the header's order)",

@@ -743,11 +743,14 @@ impl Sink {
                 let target = CString::new(
                     path.map_or("-".into(), |p| p.as_os_str().to_string_lossy().into_owned()),
                 )
-                .map_err(|_| Error::Usage(format!("{name}: a NUL in the path")))?;
+                .map_err(|_| Error::Request(format!("{name}: a NUL in the path")))?;
                 // SAFETY: a plain open; checked for null.
                 let fp = unsafe { htslib::hts_open(target.as_ptr(), mode.as_ptr()) };
                 if fp.is_null() {
-                    return Err(Error::Usage(format!("{name}: cannot open for writing")));
+                    return Err(Error::Write {
+                        name: name.clone(),
+                        source: std::io::Error::other("cannot open for writing"),
+                    });
                 }
                 if threads > 1 {
                     // SAFETY: fp is open.
@@ -761,7 +764,7 @@ impl Sink {
                     // SAFETY: a fresh header parsed from our own text; checked.
                     let hdr = unsafe { htslib::bcf_hdr_init(c"w".as_ptr()) };
                     let text = CString::new(header)
-                        .map_err(|_| Error::Usage("a NUL in the header".into()))?;
+                        .map_err(|_| Error::Inputs("a NUL in the header".into()))?;
                     // SAFETY: hdr is fresh, text NUL-terminated.
                     let parsed = unsafe { htslib::bcf_hdr_parse(hdr, text.as_ptr() as *mut _) };
                     // SAFETY: fp open, hdr parsed.
@@ -771,7 +774,7 @@ impl Sink {
                             htslib::bcf_hdr_destroy(hdr);
                             htslib::hts_close(fp);
                         }
-                        return Err(Error::Usage(format!("{name}: htslib refused the header")));
+                        return Err(Error::Inputs(format!("{name}: htslib refused the header")));
                     }
                     // SAFETY: a fresh record.
                     let rec = unsafe { htslib::bcf_init() };
@@ -802,7 +805,7 @@ impl Sink {
                     line.set(l);
                     // SAFETY: hdr and rec are owned; line is NUL-terminated.
                     if unsafe { htslib::vcf_parse(line.raw(), *hdr, *rec) } != 0 {
-                        return Err(Error::Usage(format!(
+                        return Err(Error::Inputs(format!(
                             "{name}: htslib could not write the record {}",
                             String::from_utf8_lossy(&l[..l.len().min(80)])
                         )));
@@ -830,7 +833,10 @@ impl Sink {
                 let closed = unsafe { htslib::hts_close(fp) };
                 flushed?;
                 if closed != 0 {
-                    return Err(Error::Usage(format!("{name}: could not finish writing")));
+                    return Err(Error::Write {
+                        name: name.clone(),
+                        source: std::io::Error::other("could not finish writing"),
+                    });
                 }
             }
             Out::Bcf { fp, hdr, rec, line } => {
@@ -845,22 +851,25 @@ impl Sink {
                 };
                 flushed?;
                 if r != 0 {
-                    return Err(Error::Usage(format!("{name}: could not finish writing")));
+                    return Err(Error::Write {
+                        name: name.clone(),
+                        source: std::io::Error::other("could not finish writing"),
+                    });
                 }
             }
         }
         if index {
             let Some(p) = &self.path else {
-                return Err(Error::Usage("--write-index needs -o FILE".into()));
+                return Err(Error::Request("--write-index needs -o FILE".into()));
             };
             let c = CString::new(p.as_os_str().to_string_lossy().into_owned())
-                .map_err(|_| Error::Usage(format!("{name}: a NUL in the path")))?;
+                .map_err(|_| Error::Request(format!("{name}: a NUL in the path")))?;
             // SAFETY: a finished file; htslib builds and writes its CSI.
             let r = unsafe {
                 htslib::bcf_index_build3(c.as_ptr(), std::ptr::null(), 14, threads as i32)
             };
             if r != 0 {
-                return Err(Error::Usage(format!(
+                return Err(Error::Inputs(format!(
                     "{name}: could not index it (--write-index takes -Oz or -Ob output)"
                 )));
             }
