@@ -2,7 +2,7 @@
 
 use crate::output::{out, out_json};
 use std::path::PathBuf;
-use svar2_planner::geometry::Patch;
+use svar2_planner::geometry::PatchShape;
 use svar2_reader::{bench, patch as patches, Reader, Store};
 
 #[derive(clap::Args)]
@@ -12,7 +12,7 @@ pub struct Args {
     store: PathBuf,
     /// Patch shape VARIANTSxSAMPLES (all ploidy values are read).
     #[arg(long, default_value = "4096x1")]
-    patch: Patch,
+    patch: PatchShape,
     /// The array to read.
     #[arg(long, default_value = "call_genotype")]
     array: String,

@@ -5,7 +5,7 @@
 use clap::Args;
 use std::path::{Path, PathBuf};
 use svar2_convert::planning::PlanRequest;
-use svar2_planner::geometry::Patch;
+use svar2_planner::geometry::PatchShape;
 use svar2_planner::size::{parse_max_mem, MaxMem};
 use svar2_planner::Requested;
 
@@ -15,7 +15,7 @@ pub struct LayoutArgs {
     /// The patch a reader fetches, VARIANTSxSAMPLES (e.g. 4096x1): inner chunks are
     /// sized so decoding a random patch costs at most --max-amplification.
     #[arg(long)]
-    pub patch: Option<Patch>,
+    pub patch: Option<PatchShape>,
     /// Bytes decoded / bytes needed allowed for a --patch.
     #[arg(long, default_value_t = 1.5)]
     pub max_amplification: f64,

@@ -2,7 +2,7 @@
 
 use crate::output::{out, out_json};
 use std::path::PathBuf;
-use svar2_planner::geometry::Patch;
+use svar2_planner::geometry::PatchShape;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -12,7 +12,7 @@ pub struct Args {
     /// The patch a reader fetches, VARIANTSxSAMPLES (e.g. 4096x1): prints each
     /// array's decode amplification (decoded bytes / needed bytes).
     #[arg(long)]
-    patch: Option<Patch>,
+    patch: Option<PatchShape>,
     /// Print the report as JSON, for scripts.
     #[arg(long)]
     json: bool,

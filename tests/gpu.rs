@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use std::path::Path;
 use svar2_gpu::plan::{BatchPlan, ChunkInput};
-use svar2_store::block::blocks;
+use svar2_store::boxes::blocks;
 use svar2_store::codec::Raw;
 use svar2_zarr::AnyGroup;
 
@@ -195,7 +195,7 @@ fn two_chunks() -> (Vec<u8>, Vec<u8>) {
     let codec = svar2_store::codec::InnerCodec::new(svar2_store::Dtype::I32, false, 1).unwrap();
     let values: Vec<u8> = (0..40_000u32).map(|i| (i % 7) as u8).collect();
     let stored = codec.encode(&Raw::Fixed(values), &[10_000]).unwrap();
-    let enc = svar2_store::codecs::verified("x", "x", &stored)
+    let enc = svar2_store::chain::verified("x", "x", &stored)
         .unwrap()
         .to_vec();
     let frame = svar2_blosc::Frame::parse("x", &enc, 40_000).unwrap();

@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::io::Write;
-use svar2_vcf::column::Batch;
+use svar2_vcf::ragged::Batch;
 use svar2_vcf::columns::RecordColumns;
 use svar2_vcf::source::VcfReader;
 

@@ -7,12 +7,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use svar2_planner::geometry::Patch;
+use svar2_planner::geometry::PatchShape;
 use svar2_planner::size::{parse_max_mem, MaxMem};
 use svar2_planner::Requested;
 
-fn patch_of(p: Option<&str>) -> PyResult<Option<Patch>> {
-    p.map(|s| s.parse::<Patch>().map_err(errors::value))
+fn patch_of(p: Option<&str>) -> PyResult<Option<PatchShape>> {
+    p.map(|s| s.parse::<PatchShape>().map_err(errors::value))
         .transpose()
 }
 

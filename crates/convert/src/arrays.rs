@@ -128,7 +128,7 @@ impl ArraySet {
                    description: &str| {
             let column = set.record.of(source);
             let bitshuffle =
-                svar2_store::codecs::bitshuffle(base == Base::Bool, source == Source::Genotype);
+                svar2_store::chain::bitshuffle(base == Base::Bool, source == Source::Genotype);
             set.arrays.push(ArraySpec {
                 name: name.into(),
                 source,

@@ -6,10 +6,10 @@ use crate::error::{Error, Result};
 use svar2_store::codec::InnerCodec;
 use svar2_store::codec::Raw;
 use svar2_store::Dtype;
-use svar2_vcf::column::Batch;
-use svar2_vcf::column::{Column, Values, FLOAT32_FILL, FLOAT32_MISSING};
 use svar2_vcf::columns::{Base, Source};
 use svar2_vcf::packed::{negative_alleles, unpack_diploid, unpack_diploid_bytes, Bits};
+use svar2_vcf::ragged::Batch;
+use svar2_vcf::ragged::{Column, Values, FLOAT32_FILL, FLOAT32_MISSING};
 
 /// Which part of a column one inner chunk covers.
 #[derive(Debug, Clone, Copy)]

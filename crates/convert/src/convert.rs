@@ -15,8 +15,8 @@ use std::time::Instant;
 use svar2_planner::geometry::whole_chunks;
 use svar2_planner::PIECES_PER_READER;
 use svar2_store::dir::{disk_usage, StoreDir};
-use svar2_vcf::column::Batch;
 use svar2_vcf::inputs::{is_stdin, Input};
+use svar2_vcf::ragged::Batch;
 use svar2_vcf::schema::Schema;
 use svar2_vcf::source::VcfReader;
 

@@ -14,8 +14,8 @@ use crossbeam_channel::{Receiver, Select, Sender};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
-use svar2_vcf::column::Batch;
 use svar2_vcf::pieces::Piece;
+use svar2_vcf::ragged::Batch;
 use svar2_vcf::schema::Schema;
 use svar2_vcf::source::{Stream, VcfReader};
 

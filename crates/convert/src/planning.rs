@@ -6,7 +6,7 @@ use crate::arrays::{ArraySet, Geometry};
 use crate::error::{Error, Result};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use svar2_planner::geometry::Patch;
+use svar2_planner::geometry::PatchShape;
 use svar2_planner::host::{Cores, Host, MemoryLimit};
 use svar2_planner::memory::MEASURED;
 use svar2_planner::order::{ContigCost, CostTier};
@@ -22,7 +22,7 @@ pub struct PlanRequest {
     pub max_mem: MaxMem,
     /// Encoding threads requested (None: all usable cores).
     pub threads: Option<usize>,
-    pub patch: Option<Patch>,
+    pub patch: Option<PatchShape>,
     pub max_amplification: f64,
     pub requested: Requested,
     pub readers: Option<u32>,

@@ -11,8 +11,8 @@ use rayon::prelude::*;
 use std::path::Path;
 use std::time::Instant;
 use svar2_store::codec::InnerCodec;
-use svar2_vcf::column::Batch;
 use svar2_vcf::pieces::{Piece, PieceReader};
+use svar2_vcf::ragged::Batch;
 use svar2_vcf::schema::Schema;
 
 /// What the probe measured.

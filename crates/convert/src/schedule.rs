@@ -8,10 +8,10 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use svar2_vcf::column::Batch;
 use svar2_vcf::columns::RecordColumns;
 use svar2_vcf::error::{Error, Result};
 use svar2_vcf::pieces::{Piece, PieceReader};
+use svar2_vcf::ragged::Batch;
 use svar2_vcf::schema::Schema;
 
 /// What a piece reader sends back for its piece.

@@ -7,9 +7,9 @@
 
 use crate::error::{Error, Result};
 use std::path::Path;
-use svar2_vcf::column::{Batch, Column, Values};
 use svar2_vcf::columns::{ColumnSpec, ColumnStats};
 use svar2_vcf::packed::Bits;
+use svar2_vcf::ragged::{Batch, Column, Values};
 
 const MAGIC: &[u8; 8] = b"svar2bt3";
 

@@ -100,7 +100,7 @@ mod tests {
     /// The blosc frame of an encoded chunk (its crc32c checked and removed, as the
     /// reader does before it plans a batch).
     fn frame_of(stored: &[u8]) -> Vec<u8> {
-        svar2_store::codecs::verified("k", "f", stored)
+        svar2_store::chain::verified("k", "f", stored)
             .unwrap()
             .to_vec()
     }

@@ -4,15 +4,15 @@
 
 /// The region × samples a reader fetches at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct Patch {
+pub struct PatchShape {
     pub variants: u64,
     pub samples: u64,
 }
 
-impl std::str::FromStr for Patch {
+impl std::str::FromStr for PatchShape {
     type Err = String;
     /// `4096x1`: 4096 variants × 1 sample.
-    fn from_str(s: &str) -> Result<Patch, String> {
+    fn from_str(s: &str) -> Result<PatchShape, String> {
         let (v, x) = s
             .split_once(['x', 'X'])
             .ok_or_else(|| format!("--patch {s:?}: expected VARIANTSxSAMPLES, e.g. 4096x1"))?;
@@ -23,7 +23,7 @@ impl std::str::FromStr for Patch {
                 .filter(|&n| n > 0)
                 .ok_or_else(|| format!("--patch {s:?}: {t:?} is not a positive integer"))
         };
-        Ok(Patch {
+        Ok(PatchShape {
             variants: parse(v)?,
             samples: parse(x)?,
         })
@@ -44,7 +44,7 @@ pub const MAX_CHUNKS_PER_SHARD: u64 = 64;
 
 /// Expected bytes decoded ÷ bytes needed for a patch at a random offset: a patch of
 /// `v` rows touches on average `v − 1 + Vc` chunk rows (and likewise for samples).
-pub fn amplification(p: Patch, vc: u64, sc: u64, n_samples: u64) -> f64 {
+pub fn amplification(p: PatchShape, vc: u64, sc: u64, n_samples: u64) -> f64 {
     let axis = |want: u64, chunk: u64, size: u64| {
         let chunk = chunk.min(size.max(1)).max(1);
         let want = want.min(size.max(1)).max(1);
@@ -71,7 +71,7 @@ fn round_down_nice(n: u64) -> u64 {
 /// The largest inner chunk whose amplification for `p` stays within `max_amp`, no
 /// smaller than [`MIN_CHUNK_BYTES`] (when no chunk satisfies both, the one with the
 /// least amplification at that size wins). `cell` is genotype bytes per call.
-pub fn chunks_for_patch(p: Patch, max_amp: f64, n_samples: u64, cell: u64) -> (Chunks, f64) {
+pub fn chunks_for_patch(p: PatchShape, max_amp: f64, n_samples: u64, cell: u64) -> (Chunks, f64) {
     let n = n_samples.max(1);
     let mut sample_sizes: Vec<u64> =
         std::iter::successors(Some(1u64), |&x| (x < n).then_some(x * 2))
@@ -82,7 +82,7 @@ pub fn chunks_for_patch(p: Patch, max_amp: f64, n_samples: u64, cell: u64) -> (C
     let mut fallback: Option<(Chunks, f64)> = None; // least amplification at min size
     for &sc in &sample_sizes {
         let amp_s = amplification(
-            Patch {
+            PatchShape {
                 variants: 1,
                 samples: p.samples,
             },
@@ -157,7 +157,7 @@ pub struct Requested {
 /// memory budget; `rechunk` (whose memory does not grow with it) takes it as is, so
 /// both write the same grid for the same options.
 pub fn requested_chunks(
-    patch: Option<Patch>,
+    patch: Option<PatchShape>,
     max_amp: f64,
     n_samples: u64,
     cell: u64,
@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn amplification_formula() {
-        let p = Patch {
+        let p = PatchShape {
             variants: 1000,
             samples: 1,
         };
@@ -211,7 +211,7 @@ mod tests {
         // Chunks wider than the data cannot cost more than the data.
         assert_eq!(
             amplification(
-                Patch {
+                PatchShape {
                     variants: 1,
                     samples: 1
                 },
@@ -226,19 +226,19 @@ mod tests {
     #[test]
     fn patch_parsing() {
         assert_eq!(
-            "4096x1".parse::<Patch>(),
-            Ok(Patch {
+            "4096x1".parse::<PatchShape>(),
+            Ok(PatchShape {
                 variants: 4096,
                 samples: 1
             })
         );
-        assert!("4096".parse::<Patch>().is_err());
-        assert!("0x3".parse::<Patch>().is_err());
+        assert!("4096".parse::<PatchShape>().is_err());
+        assert!("0x3".parse::<PatchShape>().is_err());
     }
 
     #[test]
     fn chunks_respect_amplification_and_minimum_size() {
-        let p = Patch {
+        let p = PatchShape {
             variants: 4096,
             samples: 1,
         };
@@ -247,7 +247,7 @@ mod tests {
         assert!(c.variants * c.samples * 2 >= MIN_CHUNK_BYTES);
         // A wide patch lets chunks widen along samples.
         let (c2, a2) = chunks_for_patch(
-            Patch {
+            PatchShape {
                 variants: 256,
                 samples: 256,
             },
@@ -259,7 +259,7 @@ mod tests {
         // A tiny patch cannot reach the minimum size within budget: least-amplifying
         // minimum-size chunk instead, and the caller reports the overshoot.
         let (c3, a3) = chunks_for_patch(
-            Patch {
+            PatchShape {
                 variants: 1,
                 samples: 1,
             },

@@ -2,7 +2,7 @@
 //! geometry and a predicted peak RSS out — or an error that says what would fit.
 
 use crate::geometry::{
-    amplification, requested_chunks, requested_shards, Chunks, Patch, Requested,
+    amplification, requested_chunks, requested_shards, Chunks, PatchShape, Requested,
 };
 use crate::memory::{InFlight, RssModel, HEADROOM};
 use crate::order::{dispatch_order, ContigCost, CostTier};
@@ -45,7 +45,7 @@ pub struct PlanInput {
     /// Arrays with and without a samples axis, for shard counts.
     pub call_arrays: u64,
     pub variant_arrays: u64,
-    pub patch: Option<Patch>,
+    pub patch: Option<PatchShape>,
     pub max_amplification: f64,
     pub requested: Requested,
     /// `--readers N`, if given.

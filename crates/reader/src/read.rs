@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use svar2_blosc::Decoder;
 use svar2_storage::stored::Stored;
-use svar2_store::block::{copy_run, for_each_run};
+use svar2_store::boxes::{copy_run, for_each_run};
 use svar2_zarr::AnyArray;
 
 /// What the reader has done so far (all batches): bytes read from storage, bytes

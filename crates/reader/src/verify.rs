@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use svar2_storage::stored::Stored;
-use svar2_store::block::blocks;
+use svar2_store::boxes::blocks;
 use svar2_zarr::{AnyArray, AnyGroup};
 
 /// One damaged chunk (or shard index) and what it holds.

@@ -7,7 +7,7 @@
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
-use svar2_planner::geometry::{amplification, Patch};
+use svar2_planner::geometry::{amplification, PatchShape};
 use svar2_store::layout::{read_group, ArrayLayout};
 
 /// One array and what a patch costs in it.
@@ -34,12 +34,12 @@ pub struct StoreReport {
 
 /// The decode amplification of `patch` on an array: along `variants` and, when it has
 /// one, `samples`; other axes are read whole, as a patch reads every ploidy.
-pub fn array_amplification(a: &ArrayLayout, patch: Patch) -> Option<f64> {
+pub fn array_amplification(a: &ArrayLayout, patch: PatchShape) -> Option<f64> {
     let vc = a.chunk_along("variants")?;
     match (a.chunk_along("samples"), a.len_along("samples")) {
         (Some(sc), Some(n)) => Some(amplification(patch, vc, sc, n)),
         _ => Some(amplification(
-            Patch {
+            PatchShape {
                 variants: patch.variants,
                 samples: 1,
             },
@@ -51,7 +51,7 @@ pub fn array_amplification(a: &ArrayLayout, patch: Patch) -> Option<f64> {
 }
 
 /// Reads the layout of the store at `root` and what `patch` costs in it.
-pub fn inspect(root: &Path, patch: Option<Patch>) -> svar2_store::Result<StoreReport> {
+pub fn inspect(root: &Path, patch: Option<PatchShape>) -> svar2_store::Result<StoreReport> {
     let arrays = read_group(root)?;
     let zarr_format = arrays.first().map_or(3, |a| a.zarr_format);
     let files = arrays.iter().map(|a| a.files).sum();
@@ -194,7 +194,7 @@ mod tests {
             files: 1,
             gpu_unsupported: None,
         };
-        let p = Patch {
+        let p = PatchShape {
             variants: 4096,
             samples: 1,
         };

@@ -16,14 +16,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use svar2_planner::geometry::{amplification, requested_chunks, requested_shards, Patch};
+use svar2_planner::geometry::{amplification, requested_chunks, requested_shards, PatchShape};
 use svar2_planner::host::{check_threads, resolve_budget, Host};
 use svar2_planner::rechunk::{plan_rechunk, ArrayInput, RechunkPlan, Tiling};
 use svar2_planner::size::MaxMem;
 use svar2_planner::Requested;
-use svar2_store::block::{blocks, copy_run, for_each_run};
+use svar2_store::boxes::{blocks, copy_run, for_each_run};
+use svar2_store::chain::{bitshuffle, BLOSC_BLOCKSIZE};
 use svar2_store::codec::{InnerCodec, Raw};
-use svar2_store::codecs::{bitshuffle, BLOSC_BLOCKSIZE};
 use svar2_store::dir::StoreDir;
 use svar2_store::grid::Geometry;
 use svar2_store::metadata::ArrayMeta;
@@ -37,7 +37,7 @@ const CELL_BYTES: u64 = 2;
 /// What the user asked for.
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub patch: Option<Patch>,
+    pub patch: Option<PatchShape>,
     pub max_amplification: f64,
     pub requested: Requested,
     pub zstd_level: i32,

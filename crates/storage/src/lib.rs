@@ -105,7 +105,7 @@ pub fn is_zip_path(path: &Path) -> bool {
 }
 
 /// Refuses a URL of a scheme svar2 does not support (`gs://`, `https://`; `s3://` is
-/// read and written through [`bucket`](crate::bucket)): the operating system would
+/// read and written through [`bucket`]): the operating system would
 /// take it for a relative folder named `gs:`, and a user would believe the data went
 /// to the bucket.
 pub fn refuse_url(path: &Path) -> Result<()> {

@@ -3,7 +3,7 @@
 //! every decode go through zarrs' codec implementations, so the bytes svar2 writes
 //! are exactly what any zarrs-based (and zarr-python) reader decodes.
 
-use crate::codecs::{inner_codecs, BLOSC_BLOCKSIZE, CHECKSUM_BYTES};
+use crate::chain::{inner_codecs, BLOSC_BLOCKSIZE, CHECKSUM_BYTES};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use std::cell::RefCell;
@@ -194,9 +194,9 @@ impl InnerCodec {
     pub fn decode(&self, encoded: &[u8], shape: &[u64]) -> Result<Raw> {
         if self.blosc.is_none() {
             let dims: Vec<u64> = shape.iter().map(|&x| x.max(1)).collect();
-            let n = crate::block::elements(&dims)
+            let n = crate::boxes::elements(&dims)
                 .ok_or_else(|| Error::Codec(format!("chunk shape {shape:?} overflows")))?;
-            let data = crate::codecs::verified("chunk", "(in memory)", encoded)?;
+            let data = crate::chain::verified("chunk", "(in memory)", encoded)?;
             let (bytes, offsets) = crate::vlen::decode_zstd("chunk", data, n)?;
             return Ok(Raw::Strings { bytes, offsets });
         }

@@ -8,7 +8,7 @@
 //! last. One concept per module:
 //!
 //! - [`dtype`]: data types and their JSON;
-//! - [`codecs`]: the inner codec chain per array (the one bitshuffle/shuffle rule);
+//! - [`chain`]: the inner codec chain per array (the one bitshuffle/shuffle rule);
 //! - [`codec`]: encoding and decoding inner chunks through zarrs;
 //! - [`shard`]: shard bytes, and the index parsed from a shard's tail alone;
 //! - [`grid`]: the chunk grid every array is placed on;
@@ -20,7 +20,7 @@
 //! - [`replace`]: what an output path holds and whether svar2 may replace it;
 //! - [`dir`]: the store directory (lock, in-progress marker, completion, digest);
 //! - [`vlen`]: string chunks checked and decoded, bounded, before zarrs sees them;
-//! - [`block`]: boxes of an array (chunks, tiles, patches) and copies between them;
+//! - [`boxes`]: boxes of an array (chunks, tiles, patches) and copies between them;
 //! - [`written`]: which shards a writer wrote (a missing one is damage, not fill).
 //!
 //! Blosc frames (encoded here, decoded by the reader and the GPU path) are the
@@ -28,9 +28,9 @@
 //! objects live (a directory, a bucket, a zip file), read and written through one
 //! trait, is `svar2-storage`'s.
 
-pub mod block;
+pub mod boxes;
+pub mod chain;
 pub mod codec;
-pub mod codecs;
 pub mod dir;
 pub mod dtype;
 pub mod error;

@@ -2,7 +2,7 @@
 //! back into the same struct (so rechunk, the reader and the GPU path see exactly what
 //! convert wrote, and refuse what it would not write).
 
-use crate::codecs::inner_codecs;
+use crate::chain::inner_codecs;
 use crate::dtype::Dtype;
 use serde_json::{json, Map, Value};
 

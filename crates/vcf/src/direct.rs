@@ -15,12 +15,12 @@
 //! padded with the vector end; a sample that stops before a field has it missing
 //! (then vector ends); a float is the decimal rounded to double, then to float.
 
-use crate::column::{
-    Batch, BCF_INT32_MISSING, BCF_INT32_VECTOR_END, FLOAT32_FILL, FLOAT32_MISSING,
-};
 use crate::error::{Error, Result};
 use crate::extract::{Extractor, Site};
 use crate::fastvcf::{value_end, Lookups};
+use crate::ragged::{
+    Batch, BCF_INT32_MISSING, BCF_INT32_VECTOR_END, FLOAT32_FILL, FLOAT32_MISSING,
+};
 use crate::schema::{Category, Schema, VcfNumber, VcfType};
 use std::collections::HashMap;
 use std::path::Path;

@@ -2,11 +2,11 @@
 //! record's fixed columns (however they were parsed), INFO and FORMAT values through
 //! htslib's typed accessors (into buffers reused across records), and genotypes.
 
-use crate::column::Batch;
 use crate::columns::{RecordColumns, Source};
 use crate::error::{Error, Result};
 use crate::fastvcf::LineFix;
 use crate::genotype;
+use crate::ragged::Batch;
 use crate::schema::{contig_name, Category, Schema, VcfNumber, VcfType};
 use rust_htslib::bcf;
 use rust_htslib::htslib;
@@ -285,9 +285,9 @@ fn decode_floats(data: &[u8], s: usize, n: usize, out: &mut Vec<u32>) {
         let mut ended = false;
         for v in sample.chunks_exact(4) {
             let x = u32::from_le_bytes([v[0], v[1], v[2], v[3]]);
-            ended |= x == crate::column::FLOAT32_FILL;
+            ended |= x == crate::ragged::FLOAT32_FILL;
             out.push(if ended {
-                crate::column::FLOAT32_FILL
+                crate::ragged::FLOAT32_FILL
             } else {
                 x
             });
@@ -764,7 +764,7 @@ impl Extractor {
     }
 
     /// Why the record just appended cannot be stored, if an integer field of it held
-    /// −1 or −2 as a value (see [`crate::column::Column::take_reserved`]).
+    /// −1 or −2 as a value (see [`crate::ragged::Column::take_reserved`]).
     pub(crate) fn reserved_value(&self, batch: &mut Batch) -> Option<String> {
         let mut found = None;
         for slot in self.fields.iter().filter(|f| f.ty == VcfType::Integer) {

@@ -5,7 +5,7 @@
 //! phased when a `|` separates its alleles, and a haploid call counts as phased (as
 //! cyvcf2, and so bio2zarr, reports it).
 
-use crate::column::{BCF_INT32_MISSING, BCF_INT32_VECTOR_END};
+use crate::ragged::{BCF_INT32_MISSING, BCF_INT32_VECTOR_END};
 
 /// BCF int8 GT byte → canonical allele: −2 for vector end (0x81), −1 for missing
 /// (0x80, or an allele of 0 meaning "."), else (v >> 1) − 1.

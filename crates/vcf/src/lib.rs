@@ -7,7 +7,7 @@
 //! Modules in dependency order (each uses only those before it):
 //! `error`, `limits` (the longest line a conversion reads), `hts` (owned htslib handles), `truncation`, `schema` (the header as
 //! facts), `columns` (the raw columns a record fills), `packed` (flags eight to a
-//! byte, diploid calls one to a byte), `column` (ragged values and record batches), `genotype`, `diploid` (a row of one-digit diploid calls, 16 bytes at a time), `index` (per-contig counts), `inputs` (many inputs as
+//! byte, diploid calls one to a byte), `ragged` (ragged values and record batches), `genotype`, `diploid` (a row of one-digit diploid calls, 16 bytes at a time), `index` (per-contig counts), `inputs` (many inputs as
 //! one call set), `fastvcf` (text lines, line checks, htslib's text path), `extract`
 //! (records into batches; BCF FORMAT numbers in bulk), `direct` (text lines straight
 //! into batches, by htslib's rules), `block` (records as a store holds them: dense,
@@ -19,7 +19,6 @@
 //! `testing` (test data and the two-path check; tests and the `testing` feature only).
 
 pub mod block;
-pub mod column;
 pub mod columns;
 mod diploid;
 pub mod direct;
@@ -35,6 +34,7 @@ pub mod limits;
 pub mod packed;
 pub mod pieces;
 pub mod query;
+pub mod ragged;
 pub mod region;
 pub mod schema;
 pub mod source;

@@ -3,7 +3,6 @@
 //! record overlapping a boundary is read once). Scheduling pieces on readers and
 //! re-joining them in order is the conversion's (`svar2_convert::schedule`).
 
-use crate::column::Batch;
 use crate::columns::RecordColumns;
 use crate::direct::Direct;
 use crate::error::{Error, Result};
@@ -11,6 +10,7 @@ use crate::extract::Extractor;
 use crate::fastvcf::{Lookups, TextReader};
 use crate::hts::{HtsFile, KString};
 use crate::index::Index;
+use crate::ragged::Batch;
 use crate::schema::Schema;
 use rust_htslib::bcf::{self, header::HeaderView};
 use rust_htslib::htslib;

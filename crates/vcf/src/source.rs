@@ -2,12 +2,12 @@
 //! reader): BCF through htslib's record reader, VCF text line by line (`fastvcf`),
 //! with the checks only a sequential reader can make (sortedness, truncation).
 
-use crate::column::Batch;
 use crate::columns::RecordColumns;
 use crate::direct::Direct;
 use crate::error::{Error, Result};
 use crate::extract::Extractor;
 use crate::fastvcf::{LineEnd, TextReader};
+use crate::ragged::Batch;
 use crate::schema::{contig_name, Schema};
 use crate::subset::Subset;
 use crate::truncation::truncation_hint;

@@ -495,10 +495,10 @@ impl Subset {
                     let missing = if tag == b"GT" {
                         0
                     } else {
-                        crate::column::BCF_INT32_MISSING
+                        crate::ragged::BCF_INT32_MISSING
                     };
                     let Some(flat) = rec.format(&tag).integer().ok().and_then(|v| {
-                        narrowed(&v, n, missing, crate::column::BCF_INT32_VECTOR_END)
+                        narrowed(&v, n, missing, crate::ragged::BCF_INT32_VECTOR_END)
                     }) else {
                         continue;
                     };
@@ -514,8 +514,8 @@ impl Subset {
                         narrowed(
                             &slices,
                             n,
-                            crate::column::FLOAT32_MISSING,
-                            crate::column::FLOAT32_FILL,
+                            crate::ragged::FLOAT32_MISSING,
+                            crate::ragged::FLOAT32_FILL,
                         )
                     }) else {
                         continue;
@@ -546,7 +546,7 @@ unsafe fn already_narrow(ty: u32, p: *const u8, n: usize, ns: usize) -> bool {
             htslib::BCF_BT_INT8 => *(p as *const i8).add(i) == -127,
             htslib::BCF_BT_INT16 => (p as *const i16).add(i).read_unaligned() == i16::MIN + 1,
             htslib::BCF_BT_INT32 => (p as *const i32).add(i).read_unaligned() == i32::MIN + 1,
-            _ => (p as *const u32).add(i).read_unaligned() == crate::column::FLOAT32_FILL,
+            _ => (p as *const u32).add(i).read_unaligned() == crate::ragged::FLOAT32_FILL,
         }
     };
     let mut full = false;
@@ -796,8 +796,8 @@ fn genotypes(hdr: *mut htslib::bcf_hdr_t, rec: &bcf::Record, ns: usize) -> Optio
     let raw: Vec<i32> = raw
         .into_iter()
         .map(|v| match v {
-            -1 => crate::column::BCF_INT32_MISSING,
-            -2 => crate::column::BCF_INT32_VECTOR_END,
+            -1 => crate::ragged::BCF_INT32_MISSING,
+            -2 => crate::ragged::BCF_INT32_VECTOR_END,
             v => v,
         })
         .collect();
@@ -875,8 +875,8 @@ unsafe fn raw_ints(ty: u32, p: *const u8, count: usize) -> Option<Vec<i32>> {
 /// htslib's integer sentinels as a store holds them.
 fn canonical(x: i32) -> i32 {
     match x {
-        crate::column::BCF_INT32_MISSING => -1,
-        crate::column::BCF_INT32_VECTOR_END => -2,
+        crate::ragged::BCF_INT32_MISSING => -1,
+        crate::ragged::BCF_INT32_VECTOR_END => -2,
         x => x,
     }
 }

@@ -4,11 +4,11 @@
 //! paths. Compiled only for tests and with the `testing` feature (the integration
 //! tests and fuzz targets turn it on); not part of the API.
 
-use crate::column::Batch;
 use crate::columns::RecordColumns;
 use crate::direct::Direct;
 use crate::extract::Extractor;
 use crate::fastvcf::TextReader;
+use crate::ragged::Batch;
 use crate::source::VcfReader;
 use std::path::Path;
 

@@ -1014,7 +1014,7 @@ impl AnyArray {
         if !self.checksum {
             return Ok(stored);
         }
-        svar2_store::codecs::verified_or(stored, || {
+        svar2_store::chain::verified_or(stored, || {
             (self.key(idx), self.chunk_file(idx).display().to_string())
         })
     }
@@ -1024,8 +1024,8 @@ impl AnyArray {
         self.chunk_shape().iter().product::<u64>() as usize * self.dtype.size().unwrap_or(0)
     }
 
-    /// Decodes a fixed-size chunk into `out` (resized to [`chunk_nbytes`]
-    /// (Self::chunk_nbytes)): blosc-zstd frames through `dec` (a reused context, no
+    /// Decodes a fixed-size chunk into `out` (resized to
+    /// [`chunk_nbytes`](Self::chunk_nbytes)): blosc-zstd frames through `dec` (a reused context, no
     /// c-blosc), anything else through zarrs.
     /// With `wanted` (byte ranges), a blosc frame may be unshuffled only there (the
     /// other bytes of `out` are then undefined); other codecs decode everything.
@@ -1097,7 +1097,7 @@ impl AnyArray {
             let data = self.checked(idx, b)?;
             if self.vlen_zstd {
                 let dims: Vec<u64> = shape.iter().map(|x| x.get()).collect();
-                let n = svar2_store::block::elements(&dims)
+                let n = svar2_store::boxes::elements(&dims)
                     .ok_or_else(|| err(format!("chunk shape {dims:?} overflows")))?;
                 let (bytes, offsets) = svar2_store::vlen::decode_zstd(&self.key(idx), data, n)?;
                 return Ok(Raw::Strings { bytes, offsets });
@@ -1184,7 +1184,7 @@ impl AnyArray {
     /// Values in `rows`, checked: at `each` bytes a value they fit [`MAX_ROWS_BYTES`]
     /// (a shape from metadata never sizes an allocation unchecked).
     fn rows_len(&self, rows: &RowsBox, each: usize) -> Result<usize> {
-        let n = svar2_store::block::elements(&rows.shape());
+        let n = svar2_store::boxes::elements(&rows.shape());
         match n.and_then(|n| n.checked_mul(each)) {
             Some(b) if b as u64 <= MAX_ROWS_BYTES => Ok(n.unwrap_or(0)),
             _ => Err(Error::NotStore {
@@ -1229,7 +1229,7 @@ impl AnyArray {
             return Ok(());
         }
         let chunk = self.chunk_shape();
-        for idx in svar2_store::block::blocks(lo, hi, &chunk) {
+        for idx in svar2_store::boxes::blocks(lo, hi, &chunk) {
             let raw = self.decode(&idx, self.read(&idx)?.as_deref())?;
             let origin: Vec<u64> = idx.iter().zip(&chunk).map(|(i, c)| i * c).collect();
             let clo: Vec<u64> = lo.iter().zip(&origin).map(|(a, b)| *a.max(b)).collect();
@@ -1237,7 +1237,7 @@ impl AnyArray {
                 .map(|d| hi[d].min(origin[d] + chunk[d]))
                 .collect();
             let mut failed = None;
-            svar2_store::block::for_each_run(
+            svar2_store::boxes::for_each_run(
                 &clo,
                 &chi,
                 &origin,

@@ -221,7 +221,7 @@ impl Writer {
                 "svar2": {
                     "version": env!("CARGO_PKG_VERSION"),
                     "layout": self.geometry,
-                    "blosc_blocksize": svar2_store::codecs::BLOSC_BLOCKSIZE,
+                    "blosc_blocksize": svar2_store::chain::BLOSC_BLOCKSIZE,
                 }
             }
         });

@@ -24,7 +24,7 @@ use svar2_store::codec::{InnerCodec, Raw};
 use svar2_store::dir::StoreDir;
 use svar2_store::metadata::ArrayMeta;
 use svar2_store::{shard, Dtype};
-use svar2_vcf::column::Batch;
+use svar2_vcf::ragged::Batch;
 use svar2_vcf::schema::Schema;
 
 /// One encoded inner chunk of the current shard row: where it sits in the shard's
