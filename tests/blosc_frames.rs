@@ -8,7 +8,7 @@
 mod common;
 use common::*;
 use svar2_blosc::{Decoder, Frame};
-use svar2_gpu::plan::{BatchPlan, ChunkInput};
+use svar2_gpu::batch_plan::{BatchPlan, ChunkInput};
 
 struct Made {
     name: String,

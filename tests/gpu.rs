@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use std::path::Path;
-use svar2_gpu::plan::{BatchPlan, ChunkInput};
+use svar2_gpu::batch_plan::{BatchPlan, ChunkInput};
 use svar2_store::boxes::blocks;
 use svar2_store::codec::Raw;
 use svar2_zarr::AnyGroup;
@@ -95,7 +95,7 @@ fn the_batch_plan_decodes_convert_and_rechunk_stores_as_zarrs_does() {
 /// and its batch plan, handed to `check(store, array, patches, plan, want)`.
 fn for_each_planned_batch(
     n: usize,
-    mut check: impl FnMut(&str, &str, &svar2_gpu::plan::BatchPlan, &[u8]),
+    mut check: impl FnMut(&str, &str, &svar2_gpu::batch_plan::BatchPlan, &[u8]),
 ) {
     let dir = test_dir();
     let d = dir.path();

@@ -25,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
     let mut part = vec![0u8; n];
     let _ = dec.decode_ranges("fuzz", bytes, &frame, &mut part, Some(&[(0, n / 2), (n / 3, n)]));
     // The GPU batch plan of the same frame: the same bytes, or an error.
-    let plan = svar2_gpu::plan::BatchPlan::build(&[svar2_gpu::plan::ChunkInput {
+    let plan = svar2_gpu::batch_plan::BatchPlan::build(&[svar2_gpu::batch_plan::ChunkInput {
         key: "fuzz",
         bytes,
         nbytes: n,

@@ -2,8 +2,8 @@
 //! by byte with exactly the index arithmetic of the GPU kernel (one worker per output
 //! byte), so that agreeing with c-blosc here proves the plan and the kernel's rules.
 
+use crate::batch_plan::{BatchPlan, Buf, UnshuffleTask};
 use crate::error::{Error, Result};
-use crate::plan::{BatchPlan, Buf, UnshuffleTask};
 
 /// One output byte of an unshuffle, as a kernel thread computes it.
 pub fn unshuffled_byte(stage: &[u8], t: &UnshuffleTask, p: usize) -> u8 {
@@ -92,7 +92,7 @@ pub fn scatter(plan: &BatchPlan, out: &[u8], patches: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{BatchPlan, ChunkInput, ALIGN};
+    use crate::batch_plan::{BatchPlan, ChunkInput, ALIGN};
     use svar2_blosc::testing::noise;
     use svar2_store::codec::{InnerCodec, Raw};
     use svar2_store::Dtype;

@@ -3,10 +3,10 @@
 //! one stream; the patches stay in device memory. Buffers grow to the largest batch
 //! seen and are reused.
 
+use crate::batch_plan::{BatchPlan, Buf};
 use crate::error::{Error, Result};
 use crate::kernels::{self, COPY_FIELDS, RECT_FIELDS, UNSHUFFLE_FIELDS};
 use crate::nvcomp::Nvcomp;
-use crate::plan::{BatchPlan, Buf};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
@@ -228,7 +228,7 @@ impl Device {
             // SAFETY: the five arrays of `n` entries are at `at(0..5n)` of `meta`
             // (uploaded above, in stream order), every pointer in them lies in
             // `input`, `stage` or `out` (sized from the plan, aligned as nvCOMP
-            // requires: plan::ALIGN), the temp buffer holds `temp` bytes, and every
+            // requires: batch_plan::ALIGN), the temp buffer holds `temp` bytes, and every
             // stream was parsed and checked on the host by Frame::parse.
             let status = unsafe {
                 self.nvcomp.decompress(

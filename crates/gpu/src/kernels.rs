@@ -14,7 +14,7 @@ pub const COPY_FIELDS: usize = 5; // from, src, to, dst, len
 pub const UNSHUFFLE_FIELDS: usize = 5; // src, dst, len, typesize, bit
 pub const RECT_FIELDS: usize = 6; // src, src_stride, dst, dst_stride, rows, row_bytes
 
-/// The CUDA C source (buffers: 0 input, 1 stage, 2 out, as [`crate::plan::Buf`]).
+/// The CUDA C source (buffers: 0 input, 1 stage, 2 out, as [`crate::batch_plan::Buf`]).
 pub const SOURCE: &str = r#"
 typedef unsigned long long u64;
 typedef unsigned char u8;

@@ -2,7 +2,7 @@
 //! zstd stream of every chunk in one batched call, raw streams as copies, then one
 //! unshuffle pass with one worker per output byte — planned once on the host.
 //!
-//! - [`plan`]: the batch plan, built from frames parsed and checked by
+//! - [`batch_plan`]: the batch plan, built from frames parsed and checked by
 //!   [`svar2_blosc`] (nothing on the device ever trusts a size from a file), the one
 //!   svar2 crate this one depends on;
 //! - [`error`]: a chunk that does not decode, apart from the GPU failing;
@@ -15,10 +15,10 @@
 //!   dlopen) for the zstd streams, then the [`kernels`] (compiled by NVRTC at run
 //!   time) through cudarc; nothing is needed at build time.
 
+pub mod batch_plan;
 pub mod cpu;
 pub mod device;
 pub mod error;
 pub mod kernels;
 pub mod nvcomp;
-pub mod plan;
 pub mod probe;

@@ -7,7 +7,7 @@ use crate::patch::Patch;
 use crate::read::{chunk_users, for_each_use, Jobs, Reader};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use svar2_gpu::plan::{BatchPlan, Rect};
+use svar2_gpu::batch_plan::{BatchPlan, Rect};
 use svar2_storage::stored::Stored;
 use svar2_store::codec::Raw;
 use svar2_zarr::AnyArray;
