@@ -5,7 +5,6 @@ use crate::output::regrown;
 use std::path::PathBuf;
 use svar2_convert::planning::PlanRequest;
 use svar2_planner::size::human;
-use svar2_planner::Requested;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -19,13 +18,9 @@ pub struct Args {
 pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
     // The layout is the plan's; only the budget and threads are this machine's.
     let request = PlanRequest {
-        max_mem: a.budget.max_mem,
-        threads: a.budget.threads,
-        patch: None,
-        max_amplification: 1.5,
-        requested: Requested::default(),
+        layout: Default::default(),
+        budget: a.budget.request(),
         readers: None,
-        zstd_level: 1,
         probe: false,
         allow_truncated: false,
         subset: Default::default(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use svar2_convert::planning::PlanRequest;
 use svar2_planner::geometry::PatchShape;
 use svar2_planner::size::{parse_max_mem, MaxMem};
-use svar2_planner::Requested;
+use svar2_planner::{BudgetRequest, LayoutRequest, Requested};
 
 /// The store layout: the same flags for `convert`, `plan` and `rechunk`.
 #[derive(Args)]
@@ -17,7 +17,7 @@ pub struct LayoutArgs {
     #[arg(long)]
     pub patch: Option<PatchShape>,
     /// Bytes decoded / bytes needed allowed for a --patch.
-    #[arg(long, default_value_t = 1.5)]
+    #[arg(long, default_value_t = 1.5, value_parser = max_amplification_arg)]
     pub max_amplification: f64,
     /// Variants per inner chunk (overrides --patch; default 1000, bio2zarr's).
     #[arg(long)]
@@ -35,22 +35,38 @@ pub struct LayoutArgs {
     /// Compression level of every inner chunk: the blosc clevel (1-9) of numeric
     /// chunks and the zstd level of string chunks. 1 writes ~1.45x faster than 3 for a
     /// store ~4% larger; decoding speed does not depend on the level.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i32).range(1..=9))]
+    #[arg(long, default_value_t = 1, value_parser = zstd_level_arg)]
     pub zstd_level: i32,
+}
+
+/// `--zstd-level N`, by the planner's one rule.
+fn zstd_level_arg(s: &str) -> Result<i32, String> {
+    svar2_planner::request::zstd_level(s.parse().map_err(|e| format!("{e}"))?)
+}
+
+/// `--max-amplification X`, by the planner's one rule.
+fn max_amplification_arg(s: &str) -> Result<f64, String> {
+    svar2_planner::request::max_amplification(s.parse().map_err(|e| format!("{e}"))?)
 }
 
 impl LayoutArgs {
     /// Whether any layout flag was given (a partition takes its plan's layout).
     pub fn given(&self) -> bool {
-        self.patch.is_some() || self.zstd_level != 1 || self.requested() != Requested::default()
+        self.request().given()
     }
 
-    pub fn requested(&self) -> Requested {
-        Requested {
-            variants_chunk: self.variants_chunk,
-            samples_chunk: self.samples_chunk,
-            variants_shard: self.variants_shard,
-            samples_shard: self.samples_shard,
+    /// The layout asked for, as convert, plan and rechunk take it.
+    pub fn request(&self) -> LayoutRequest {
+        LayoutRequest {
+            patch: self.patch,
+            max_amplification: self.max_amplification,
+            requested: Requested {
+                variants_chunk: self.variants_chunk,
+                samples_chunk: self.samples_chunk,
+                variants_shard: self.variants_shard,
+                samples_shard: self.samples_shard,
+            },
+            zstd_level: self.zstd_level,
         }
     }
 }
@@ -68,6 +84,16 @@ pub struct BudgetArgs {
     /// helper inflating BGZF blocks ahead of it.
     #[arg(long, value_parser = threads_arg)]
     pub threads: Option<usize>,
+}
+
+impl BudgetArgs {
+    /// The budget asked for, as convert, plan and rechunk take it.
+    pub fn request(&self) -> BudgetRequest {
+        BudgetRequest {
+            max_mem: self.max_mem,
+            threads: self.threads,
+        }
+    }
 }
 
 /// `--threads N`: refused beyond what svar2 starts (a multiple of the usable cores),
@@ -182,13 +208,9 @@ impl PlanningArgs {
     /// The planner's request; `probe`: run the rate probe when it can help.
     pub fn request(&self, probe: bool) -> PlanRequest {
         PlanRequest {
-            max_mem: self.budget.max_mem,
-            threads: self.budget.threads,
-            patch: self.layout.patch,
-            max_amplification: self.layout.max_amplification,
-            requested: self.layout.requested(),
+            layout: self.layout.request(),
+            budget: self.budget.request(),
             readers: self.readers,
-            zstd_level: self.layout.zstd_level,
             probe,
             allow_truncated: self.allow_truncated,
             subset: self.subset.request(),

@@ -36,12 +36,8 @@ pub struct Args {
 
 pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
     let opts = svar2_rechunk::Options {
-        patch: a.layout.patch,
-        max_amplification: a.layout.max_amplification,
-        requested: a.layout.requested(),
-        zstd_level: a.layout.zstd_level,
-        max_mem: a.budget.max_mem,
-        threads: a.budget.threads,
+        layout: a.layout.request(),
+        budget: a.budget.request(),
         io_threads: a.io_threads,
         force: a.force,
         progress: !quiet,

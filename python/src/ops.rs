@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use svar2_planner::geometry::PatchShape;
 use svar2_planner::size::{parse_max_mem, MaxMem};
-use svar2_planner::Requested;
+use svar2_planner::{BudgetRequest, LayoutRequest, Requested};
 
 fn patch_of(p: Option<&str>) -> PyResult<Option<PatchShape>> {
     p.map(|s| s.parse::<PatchShape>().map_err(errors::value))
@@ -20,13 +20,22 @@ fn max_mem_of(s: &str) -> PyResult<MaxMem> {
     parse_max_mem(s).map_err(|e| errors::value(format!("max_mem: {e}")))
 }
 
-fn level(zstd_level: i32) -> PyResult<i32> {
-    if !(1..=9).contains(&zstd_level) {
-        return Err(errors::value(format!(
-            "zstd_level: {zstd_level} is not in 1..=9"
-        )));
+/// The layout keywords as convert and rechunk take them, checked by the planner's
+/// rules (the CLI's flags build the same request).
+fn layout_of(
+    patch: Option<&str>,
+    max_amplification: f64,
+    requested: Requested,
+    zstd_level: i32,
+) -> PyResult<LayoutRequest> {
+    LayoutRequest {
+        patch: patch_of(patch)?,
+        max_amplification,
+        requested,
+        zstd_level,
     }
-    Ok(zstd_level)
+    .checked()
+    .map_err(errors::value)
 }
 
 /// Inputs: one path or a list of paths.
@@ -123,18 +132,22 @@ pub fn convert<'py>(
     };
     let opts = svar2_convert::Options {
         request: svar2_convert::planning::PlanRequest {
-            max_mem: max_mem_of(max_mem)?,
-            threads,
-            patch: patch_of(patch)?,
-            max_amplification,
-            requested: Requested {
-                variants_chunk,
-                samples_chunk,
-                variants_shard,
-                samples_shard,
+            layout: layout_of(
+                patch,
+                max_amplification,
+                Requested {
+                    variants_chunk,
+                    samples_chunk,
+                    variants_shard,
+                    samples_shard,
+                },
+                zstd_level,
+            )?,
+            budget: BudgetRequest {
+                max_mem: max_mem_of(max_mem)?,
+                threads,
             },
             readers,
-            zstd_level: level(zstd_level)?,
             probe: true,
             allow_truncated,
             subset,
@@ -187,17 +200,21 @@ pub fn rechunk<'py>(
     progress: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let opts = svar2_rechunk::Options {
-        patch: patch_of(patch)?,
-        max_amplification,
-        requested: Requested {
-            variants_chunk,
-            samples_chunk,
-            variants_shard,
-            samples_shard,
+        layout: layout_of(
+            patch,
+            max_amplification,
+            Requested {
+                variants_chunk,
+                samples_chunk,
+                variants_shard,
+                samples_shard,
+            },
+            zstd_level,
+        )?,
+        budget: BudgetRequest {
+            max_mem: max_mem_of(max_mem)?,
+            threads,
         },
-        zstd_level: level(zstd_level)?,
-        max_mem: max_mem_of(max_mem)?,
-        threads,
         io_threads,
         force,
         progress,

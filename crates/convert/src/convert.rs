@@ -150,7 +150,7 @@ pub(crate) fn open_call_set(
         let schema = reader.schema.clone();
         return Ok((report, vec![reader], schema));
     }
-    let threads = request.threads.unwrap_or(1);
+    let threads = request.budget.threads.unwrap_or(1);
     let opened = inputs
         .iter()
         .map(|p| crate::planning::open_input(p, threads, request).map(opt_in))

@@ -6,12 +6,11 @@ use crate::arrays::{ArraySet, Geometry};
 use crate::error::{Error, Result};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use svar2_planner::geometry::PatchShape;
 use svar2_planner::host::{Cores, Host, MemoryLimit};
 use svar2_planner::memory::MEASURED;
 use svar2_planner::order::{ContigCost, CostTier};
-use svar2_planner::size::{human, MaxMem};
-use svar2_planner::{plan, Plan, PlanInput, Requested};
+use svar2_planner::size::human;
+use svar2_planner::{plan, BudgetRequest, LayoutRequest, Plan, PlanInput};
 use svar2_vcf::index::{contig_counts, IndexKind};
 use svar2_vcf::schema::Schema;
 use svar2_vcf::source::VcfReader;
@@ -19,14 +18,11 @@ use svar2_vcf::source::VcfReader;
 /// What the user asked the planner for.
 #[derive(Debug, Clone)]
 pub struct PlanRequest {
-    pub max_mem: MaxMem,
-    /// Encoding threads requested (None: all usable cores).
-    pub threads: Option<usize>,
-    pub patch: Option<PatchShape>,
-    pub max_amplification: f64,
-    pub requested: Requested,
+    /// The store layout asked for (the same request rechunk takes).
+    pub layout: LayoutRequest,
+    /// Memory and encoding threads.
+    pub budget: BudgetRequest,
     pub readers: Option<u32>,
-    pub zstd_level: i32,
     /// Run the rate probe (reads a bounded prefix of records) to choose readers.
     pub probe: bool,
     /// Convert inputs cut short (no BGZF end-of-file block) as far as they go, with
@@ -128,7 +124,8 @@ pub const EXECUTOR_MAX_CC: usize = 64;
 pub fn set_read_limits(request: &PlanRequest) {
     let limit = Host::system().memory_limit();
     // `auto` without a known limit leaves reading unbounded here; the plan refuses it.
-    if let Ok((budget, _)) = svar2_planner::host::budget_of(request.max_mem, limit.as_ref()) {
+    if let Ok((budget, _)) = svar2_planner::host::budget_of(request.budget.max_mem, limit.as_ref())
+    {
         svar2_vcf::limits::set_budget(budget);
     }
 }
@@ -252,9 +249,9 @@ pub fn plan_partition(
     request: &PlanRequest,
 ) -> Result<PlanReport> {
     let mut request = request.clone();
-    request.patch = None;
-    request.zstd_level = geometry.zstd_level;
-    request.requested = svar2_planner::Requested {
+    request.layout.patch = None;
+    request.layout.zstd_level = geometry.zstd_level;
+    request.layout.requested = svar2_planner::Requested {
         variants_chunk: Some(geometry.variants_chunk),
         samples_chunk: Some(geometry.samples_chunk),
         variants_shard: Some(geometry.variants_shard),
@@ -453,7 +450,7 @@ fn plan_schema(
     let host = Host::system();
     let memory_limit = host.memory_limit();
     let (budget, budget_from) =
-        svar2_planner::host::resolve_budget(request.max_mem, memory_limit.as_ref())
+        svar2_planner::host::resolve_budget(request.budget.max_mem, memory_limit.as_ref())
             .map_err(Error::Usage)?;
     let cores = host.cores();
     if let Some(r) = request.readers {
@@ -464,7 +461,7 @@ fn plan_schema(
             )));
         }
     }
-    let threads = match request.threads {
+    let threads = match request.budget.threads {
         Some(n) => svar2_planner::host::check_threads("threads", n, false).map_err(Error::Usage)?,
         None => cores.usable.max(1),
     };
@@ -483,9 +480,9 @@ fn plan_schema(
         scratch_cell_bytes: set.scratch_cell_bytes(),
         call_arrays,
         variant_arrays,
-        patch: request.patch,
-        max_amplification: request.max_amplification,
-        requested: request.requested,
+        patch: request.layout.patch,
+        max_amplification: request.layout.max_amplification,
+        requested: request.layout.requested,
         readers: if one_stream { Some(1) } else { request.readers },
         read_share: None,
         max_concurrent_contigs: if one_stream { 1 } else { EXECUTOR_MAX_CC },
@@ -504,7 +501,7 @@ fn plan_schema(
             &set,
             &plan_input,
             plan,
-            request.zstd_level,
+            request.layout.zstd_level,
             plan_err,
         )?,
     };
@@ -524,7 +521,7 @@ fn plan_schema(
         threads: plan.threads,
         row_bytes,
         plan,
-        zstd_level: request.zstd_level,
+        zstd_level: request.layout.zstd_level,
         probe,
         probe_skipped: skipped,
         streams: if stdin { 0 } else { streams },

@@ -13,6 +13,7 @@ pub mod memory;
 pub mod order;
 pub mod partition;
 pub mod rechunk;
+pub mod request;
 pub mod size;
 
 mod plan;
@@ -21,3 +22,4 @@ pub use plan::{
     plan, readers_that_fit, Plan, PlanError, PlanInput, ReaderSource, DEFAULT_READ_SHARE,
     MAX_AUTO_READERS, MAX_READERS, PIECES_PER_READER,
 };
+pub use request::{BudgetRequest, LayoutRequest};

@@ -16,11 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use svar2_planner::geometry::{amplification, requested_chunks, requested_shards, PatchShape};
+use svar2_planner::geometry::{amplification, requested_chunks, requested_shards};
 use svar2_planner::host::{check_threads, resolve_budget, Host};
 use svar2_planner::rechunk::{plan_rechunk, ArrayInput, RechunkPlan, Tiling};
-use svar2_planner::size::MaxMem;
-use svar2_planner::Requested;
+use svar2_planner::{BudgetRequest, LayoutRequest};
 use svar2_store::boxes::{blocks, copy_run, for_each_run};
 use svar2_store::chain::{bitshuffle, BLOSC_BLOCKSIZE};
 use svar2_store::codec::{InnerCodec, Raw};
@@ -37,13 +36,10 @@ const CELL_BYTES: u64 = 2;
 /// What the user asked for.
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub patch: Option<PatchShape>,
-    pub max_amplification: f64,
-    pub requested: Requested,
-    pub zstd_level: i32,
-    pub max_mem: MaxMem,
-    /// Decode/encode threads (default: every usable core).
-    pub threads: Option<usize>,
+    /// The store layout asked for (the same request convert takes).
+    pub layout: LayoutRequest,
+    /// Memory and decode/encode threads (default: every usable core).
+    pub budget: BudgetRequest,
     /// Threads that only read (default: 4; a network file system wants dozens).
     pub io_threads: Option<usize>,
     pub force: bool,
@@ -119,19 +115,19 @@ fn plan(input: &Path, opts: &Options) -> Result<Planned> {
         .array("variant_position")
         .map_or(0, |a| a.shape().first().copied().unwrap_or(0));
     let chunks = requested_chunks(
-        opts.patch,
-        opts.max_amplification,
+        opts.layout.patch,
+        opts.layout.max_amplification,
         samples,
         CELL_BYTES,
-        &opts.requested,
+        &opts.layout.requested,
     );
-    let (vs, ss) = requested_shards(chunks, samples, CELL_BYTES, &opts.requested);
+    let (vs, ss) = requested_shards(chunks, samples, CELL_BYTES, &opts.layout.requested);
     let geometry = Geometry {
         variants_chunk: chunks.variants,
         samples_chunk: chunks.samples,
         variants_shard: vs,
         samples_shard: ss,
-        zstd_level: opts.zstd_level,
+        zstd_level: opts.layout.zstd_level,
     };
     let mut targets = Vec::new();
     for a in &source.arrays {
@@ -150,7 +146,7 @@ fn plan(input: &Path, opts: &Options) -> Result<Planned> {
             dtype: a.dtype,
             bitshuffle: rows_axis.is_some()
                 && bitshuffle(a.dtype == Dtype::Bool, a.name == "call_genotype"),
-            level: opts.zstd_level,
+            level: opts.layout.zstd_level,
             attributes: a.attributes.clone(),
         };
         targets.push(Target {
@@ -184,8 +180,8 @@ fn plan(input: &Path, opts: &Options) -> Result<Planned> {
         .collect();
     let host = Host::system();
     let (budget, budget_from) =
-        resolve_budget(opts.max_mem, host.memory_limit().as_ref()).map_err(Error::Usage)?;
-    let threads = match opts.threads {
+        resolve_budget(opts.budget.max_mem, host.memory_limit().as_ref()).map_err(Error::Usage)?;
+    let threads = match opts.budget.threads {
         Some(n) => check_threads("threads", n, false).map_err(Error::Usage)?,
         None => host.cores().usable.max(1),
     };
@@ -201,8 +197,12 @@ fn plan(input: &Path, opts: &Options) -> Result<Planned> {
         samples,
         variants,
         geometry,
-        patch: opts.patch.map(|p| format!("{}x{}", p.variants, p.samples)),
+        patch: opts
+            .layout
+            .patch
+            .map(|p| format!("{}x{}", p.variants, p.samples)),
         amplification: opts
+            .layout
             .patch
             .map(|p| amplification(p, geometry.variants_chunk, geometry.samples_chunk, samples)),
         budget_from,
@@ -251,7 +251,11 @@ pub fn rechunk(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
         let codec = match codecs.entry(key) {
             std::collections::hash_map::Entry::Occupied(e) => e.get().clone(),
             std::collections::hash_map::Entry::Vacant(e) => e
-                .insert(Arc::new(InnerCodec::new(key.0, key.1, opts.zstd_level)?))
+                .insert(Arc::new(InnerCodec::new(
+                    key.0,
+                    key.1,
+                    opts.layout.zstd_level,
+                )?))
                 .clone(),
         };
         let started = Instant::now();
@@ -264,7 +268,7 @@ pub fn rechunk(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
         );
     }
     pb.finish_and_clear();
-    write_region_index(&store, &planned, opts.zstd_level)?;
+    write_region_index(&store, &planned, opts.layout.zstd_level)?;
     let mut attributes: Map<String, Value> = planned.source.attributes.clone();
     attributes.insert(
         "svar2".into(),

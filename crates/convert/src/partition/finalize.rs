@@ -139,9 +139,9 @@ pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSumma
     let geometry = plan.geometry;
     let host = svar2_planner::host::Host::system();
     let (budget, _) =
-        svar2_planner::host::resolve_budget(request.max_mem, host.memory_limit().as_ref())
+        svar2_planner::host::resolve_budget(request.budget.max_mem, host.memory_limit().as_ref())
             .map_err(Error::Usage)?;
-    let threads = request.threads.unwrap_or(host.cores().usable).max(1);
+    let threads = request.budget.threads.unwrap_or(host.cores().usable).max(1);
     let limits = Limits {
         budget,
         planned_peak: 0,
