@@ -69,6 +69,24 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
         keys.iter()
             .try_for_each(|k| self.put_file(k, &root.join(k)))
     }
+    /// Copies the objects `keys` into the files `root/<key>` (directories made), many
+    /// at a time where that helps (a bucket), each streamed, not whole in memory.
+    fn get_files(&self, keys: &[String], root: &Path) -> Result<()> {
+        for k in keys {
+            let path = root.join(k);
+            let bytes = self.get(k)?.ok_or_else(|| {
+                Error::io(
+                    self.name(k),
+                    std::io::Error::from(std::io::ErrorKind::NotFound),
+                )
+            })?;
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+            }
+            std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))?;
+        }
+        Ok(())
+    }
     /// Deletes the object at `key` (absent is not an error).
     fn delete(&self, key: &str) -> Result<()>;
     /// Deletes every object under `under` (`""`: the whole store).
@@ -164,6 +182,9 @@ impl Storage for Bucket {
     }
     fn put_files(&self, root: &Path, keys: &[String]) -> Result<()> {
         Bucket::put_files(self, root, keys)
+    }
+    fn get_files(&self, keys: &[String], root: &Path) -> Result<()> {
+        Bucket::get_files(self, keys, root)
     }
     fn delete(&self, key: &str) -> Result<()> {
         Bucket::delete(self, key)

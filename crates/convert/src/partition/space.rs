@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use svar2_storage::bucket::Bucket;
+use svar2_storage::Storage;
 use svar2_store::dir::StoreDir;
 
 /// A claim not heard from for this long is taken over: its task died on another
@@ -31,7 +31,10 @@ pub(super) enum Space {
     /// A directory every node sees.
     Dir(PathBuf),
     /// A bucket store; each process stages locally.
-    Bucket { url: PathBuf, bucket: Bucket },
+    Bucket {
+        url: PathBuf,
+        bucket: Arc<dyn Storage>,
+    },
 }
 
 /// Who holds a partition, for `finalize`.
@@ -110,7 +113,7 @@ fn now() -> u64 {
 /// N + 1, never overwrites N: a task that was only slow finds it lost its claim
 /// before it publishes.
 pub(super) struct Lease {
-    bucket: Bucket,
+    bucket: Arc<dyn Storage>,
     key: String,
     stop: Arc<AtomicBool>,
     beat: Option<std::thread::JoinHandle<()>>,
@@ -120,7 +123,7 @@ impl Lease {
     /// Whether this is still the partition's latest claim (checked before the task
     /// publishes its completion record).
     fn check(&self, k: usize) -> Result<()> {
-        match latest_claim(&self.bucket, k)? {
+        match latest_claim(&*self.bucket, k)? {
             Some((key, _, _)) if key == self.key => Ok(()),
             other => Err(Error::Usage(format!(
                 "partition {k}: another task took it over while this one ran ({}): this \
@@ -151,7 +154,7 @@ fn claim_prefix() -> String {
 
 /// Partition `k`'s latest claim: (key, attempt, record); a claim that is not JSON
 /// reads as stale.
-fn latest_claim(bucket: &Bucket, k: usize) -> Result<Option<(String, u64, ClaimRecord)>> {
+fn latest_claim(bucket: &dyn Storage, k: usize) -> Result<Option<(String, u64, ClaimRecord)>> {
     let mine = format!("{}/{k}.", claim_prefix());
     let latest = bucket
         .list(&claim_prefix())?
@@ -181,7 +184,7 @@ impl Space {
         if svar2_storage::bucket::is_bucket_url(output) {
             return Ok(Space::Bucket {
                 url: output.to_path_buf(),
-                bucket: Bucket::open(output)?,
+                bucket: svar2_storage::open(output)?,
             });
         }
         Ok(Space::Dir(output.to_path_buf()))
@@ -322,7 +325,7 @@ impl Space {
             }
             Space::Bucket { bucket, .. } => bucket,
         };
-        let attempt = match latest_claim(bucket, k)? {
+        let attempt = match latest_claim(&**bucket, k)? {
             None => 0,
             Some((_, n, c)) if c.stale() => {
                 if !c.released {
@@ -340,26 +343,31 @@ impl Space {
         };
         let key = format!("{}/{k}.{attempt}", claim_prefix());
         if !bucket.put_if_absent(&key, ClaimRecord::mine().bytes())? {
-            let who = latest_claim(bucket, k)?.map_or(String::new(), |(_, _, c)| c.who());
+            let who = latest_claim(&**bucket, k)?.map_or(String::new(), |(_, _, c)| c.who());
             return Err(busy(who));
         }
         let stop = Arc::new(AtomicBool::new(false));
         let beat = {
             let (bucket, key, stop) = (bucket.clone(), key.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let step = Duration::from_millis(200);
-                let mut waited = Duration::ZERO;
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(step);
-                    waited += step;
-                    if waited >= HEARTBEAT {
-                        waited = Duration::ZERO;
-                        if let Err(e) = bucket.put(&key, ClaimRecord::mine().bytes()) {
-                            tracing::warn!("could not renew the claim: {e}");
+            std::thread::Builder::new()
+                .name(format!("claim-{k}"))
+                .spawn(move || {
+                    let step = Duration::from_millis(200);
+                    let mut waited = Duration::ZERO;
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(step);
+                        waited += step;
+                        if waited >= HEARTBEAT {
+                            waited = Duration::ZERO;
+                            if let Err(e) = bucket.put(&key, ClaimRecord::mine().bytes()) {
+                                tracing::warn!("could not renew the claim: {e}");
+                            }
                         }
                     }
-                }
-            })
+                })
+                .map_err(|e| {
+                    Error::Usage(format!("cannot start the claim's heartbeat thread: {e}"))
+                })?
         };
         Ok(Claim::Lease(Lease {
             bucket: bucket.clone(),
@@ -384,7 +392,7 @@ impl Space {
                 }
                 Ok(Holder::Nobody)
             }
-            Space::Bucket { bucket, .. } => Ok(match latest_claim(bucket, k)? {
+            Space::Bucket { bucket, .. } => Ok(match latest_claim(&**bucket, k)? {
                 Some((_, _, c)) if !c.stale() => Holder::Running(c.who()),
                 Some((_, _, c)) if !c.released => Holder::Left,
                 _ => Holder::Nobody,
