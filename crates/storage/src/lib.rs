@@ -25,6 +25,14 @@ pub use zip::ZipStore;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// An object as bytes `at..at + len` of a mapped file ([`Storage::mapped`]).
+#[derive(Clone, Debug)]
+pub struct Mapped {
+    pub map: Arc<memmap2::Mmap>,
+    pub at: usize,
+    pub len: usize,
+}
+
 /// A store's objects by key (`call_genotype/zarr.json`, `call_genotype/c/0/0/0`).
 pub trait Storage: Send + Sync + std::fmt::Debug {
     /// The whole object at `key` (`None`: there is none).
@@ -44,6 +52,16 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// The local directory, when the objects are files (the reader maps them).
     fn local_root(&self) -> Option<&Path> {
         None
+    }
+    /// Whether reads are local (a directory, a zip file): cheap enough to make on a
+    /// decode thread, unlike a bucket's requests.
+    fn is_local(&self) -> bool {
+        self.local_root().is_some()
+    }
+    /// The object at `key` as a range of a file mapped into memory, when the storage
+    /// can give one (a stored entry of a zip); `None`: read it otherwise.
+    fn mapped(&self, _key: &str) -> Result<Option<Mapped>> {
+        Ok(None)
     }
     /// `Err` naming the container when it is not there (a bucket that does not
     /// exist): asked once a store is found missing, so the message names the cause.

@@ -101,6 +101,9 @@ pub struct ZipStore {
     writing: Option<Mutex<Writing>>,
     /// Deflated entries were read (said once).
     warned: std::sync::atomic::AtomicBool,
+    /// The archive mapped into memory, once, for readers that map (`None`: it could
+    /// not be, or is being written).
+    map: OnceLock<Option<std::sync::Arc<memmap2::Mmap>>>,
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -256,6 +259,7 @@ impl ZipStore {
             entries: RwLock::new(entries),
             writing: None,
             warned: Default::default(),
+            map: OnceLock::new(),
         })
     }
 
@@ -278,6 +282,7 @@ impl ZipStore {
                 committed: false,
             })),
             warned: Default::default(),
+            map: OnceLock::new(),
         })
     }
 
@@ -549,6 +554,38 @@ impl Storage for ZipStore {
             .expect("zip entries")
             .get(key)
             .map(|e| e.len))
+    }
+
+    fn is_local(&self) -> bool {
+        true
+    }
+
+    fn mapped(&self, key: &str) -> Result<Option<crate::Mapped>> {
+        if self.writing.is_some() {
+            return Ok(None);
+        }
+        let entries = self.entries.read().expect("zip entries");
+        let Some(e) = entries.get(key).filter(|e| e.method == STORED) else {
+            return Ok(None);
+        };
+        let at = self.data_at(key, e)?;
+        let map = self.map.get_or_init(|| {
+            // SAFETY: the map is only read, through ranges checked against the file's
+            // length when the directory and the entry's header were read; a zip store
+            // is written beside its name and renamed, never changed in place (a file
+            // another program truncates while mapped would fault, as a shard would).
+            let map = unsafe { memmap2::Mmap::map(&self.file) }.ok()?;
+            Some(std::sync::Arc::new(map))
+        });
+        let Some(map) = map else {
+            return Ok(None);
+        };
+        let end = at.checked_add(e.len).filter(|&end| end <= map.len() as u64);
+        Ok(end.map(|_| crate::Mapped {
+            map: map.clone(),
+            at: at as usize,
+            len: e.len as usize,
+        }))
     }
 
     fn list(&self, under: &str) -> Result<Vec<(String, u64)>> {

@@ -170,11 +170,14 @@ struct InnerReads {
 
 /// An open shard file, its index checked.
 enum OpenShard {
-    /// The file mapped into memory (no system call, copy or buffer per chunk); its
-    /// index is the mapping's tail from `index_at`.
+    /// The file mapped into memory (no system call, copy or buffer per chunk): the
+    /// shard is bytes `base..end` of the map (a whole shard file, or an entry of a
+    /// zip), its index `index_at..end`.
     Mapped {
         map: Arc<memmap2::Mmap>,
+        base: usize,
         index_at: usize,
+        end: usize,
     },
     /// Read with `pread` (not mapped, or it cannot be); the index read from the tail.
     File { file: std::fs::File, index: Vec<u8> },
@@ -191,7 +194,9 @@ impl OpenShard {
     /// The checked index bytes [`shard::entry`] reads.
     fn index(&self) -> &[u8] {
         match self {
-            OpenShard::Mapped { map, index_at } => &map[*index_at..],
+            OpenShard::Mapped {
+                map, index_at, end, ..
+            } => &map[*index_at..*end],
             OpenShard::File { index, .. } | OpenShard::Ranged { index, .. } => index,
         }
     }
@@ -295,7 +300,7 @@ impl ChunkReader<'_> {
             return Ok(None);
         };
         match shard {
-            OpenShard::Mapped { map, .. } => Ok(Some(&map[off..off + len])),
+            OpenShard::Mapped { map, base, .. } => Ok(Some(&map[base + off..base + off + len])),
             OpenShard::File { file, .. } => {
                 self.buf.resize(len, 0);
                 a.pread(file, idx, off, &mut self.buf)?;
@@ -355,7 +360,7 @@ fn inner_reads(
         per_shard: shard.iter().zip(&inner).map(|(s, i)| s / i).collect(),
         inner,
         chain,
-        map: access == Access::Random && storage.local_root().is_some(),
+        map: access == Access::Random && storage.is_local(),
         shards: Mutex::new(HashMap::new()),
         opening: Mutex::new(HashMap::new()),
     })
@@ -823,7 +828,9 @@ impl AnyArray {
             return Ok(None);
         };
         match shard {
-            OpenShard::Mapped { map, .. } => Ok(Some(Stored::mapped(map.clone(), off, len))),
+            OpenShard::Mapped { map, base, .. } => {
+                Ok(Some(Stored::mapped(map.clone(), base + off, len)))
+            }
             OpenShard::File { file, .. } => {
                 let mut bytes = vec![0u8; len];
                 self.pread(file, idx, off, &mut bytes)?;
@@ -903,9 +910,26 @@ impl AnyArray {
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(usize::MAX);
         let want = shard::index_len(n) as u64;
-        let open = match r.storage.local_root() {
-            Some(root) => self.open_shard_file(r, idx, sidx, &key, &root.join(&key), n)?,
-            None => match r.storage.get_tail(&key, want)? {
+        let mapped = match (r.storage.local_root(), r.map) {
+            (None, true) => r.storage.mapped(&key)?,
+            _ => None,
+        };
+        let open = match (r.storage.local_root(), mapped) {
+            (Some(root), _) => self.open_shard_file(r, idx, sidx, &key, &root.join(&key), n)?,
+            (None, Some(m)) => {
+                // A stored entry of a zip, mapped: its index is the entry's tail.
+                let end = m.at + m.len;
+                let index_at = end - (want as usize).min(m.len);
+                let name = r.storage.name(&key).display().to_string();
+                shard::check_index(&name, &m.map[index_at..end], n, m.len as u64)?;
+                Some(OpenShard::Mapped {
+                    map: m.map,
+                    base: m.at,
+                    index_at,
+                    end,
+                })
+            }
+            (None, None) => match r.storage.get_tail(&key, want)? {
                 None => {
                     self.check_not_lost(idx, sidx)?;
                     None
@@ -955,7 +979,9 @@ impl AnyArray {
                 let shard = match map {
                     Some(map) => OpenShard::Mapped {
                         map: Arc::new(map),
+                        base: 0,
                         index_at: tail_at as usize,
+                        end: len as usize,
                     },
                     None => {
                         let mut index = vec![0u8; want.min(len) as usize];
@@ -979,7 +1005,7 @@ impl AnyArray {
     /// Whether the store is in a bucket: every read is a request, so readers keep
     /// many in flight rather than grouping chunks per thread.
     pub fn reads_remote(&self) -> bool {
-        self.storage.local_root().is_none()
+        !self.storage.is_local()
     }
 
     /// Whether the chunks are blosc-zstd frames of little-endian elements (what
