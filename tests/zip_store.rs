@@ -284,3 +284,75 @@ fn a_killed_conversion_leaves_the_old_zip_whole() {
     assert!(!staging.exists());
     assert!(!dir.path().join("s.vcz.zip.svar2-partial").exists());
 }
+
+/// What a hostile pass found: a link at the partial file's name is never written
+/// through; a staging folder a killed run left half-removed is replaced; an entry whose
+/// CRC-32 does not match fails `verify`; two names for one key are refused.
+#[test]
+fn zip_writes_and_reads_refuse_what_a_hostile_user_plants() {
+    let dir = test_dir();
+    let input = data("all_fields.vcf");
+    let zip = dir.path().join("s.vcz.zip");
+
+    // A symbolic or hard link planted at `<out>.svar2-partial`.
+    let victim = dir.path().join("victim.txt");
+    for hard in [false, true] {
+        std::fs::write(&victim, b"precious").unwrap();
+        let partial = dir.path().join("s.vcz.zip.svar2-partial");
+        let _ = std::fs::remove_file(&partial);
+        if hard {
+            std::fs::hard_link(&victim, &partial).unwrap();
+        } else {
+            std::os::unix::fs::symlink(&victim, &partial).unwrap();
+        }
+        convert(&input, &zip, &[]);
+        assert_eq!(
+            bytes(&victim),
+            b"precious",
+            "written through a link (hard: {hard})"
+        );
+        assert!(std::fs::symlink_metadata(&zip).unwrap().is_file());
+    }
+
+    // A staging folder a kill left half-removed (its marker removed last, so still
+    // marked) is replaced; so is one holding a store, with --force.
+    let staging = dir.path().join("s.vcz.zip.svar2-staging");
+    std::fs::create_dir_all(staging.join("call_genotype/c/1/0")).unwrap();
+    std::fs::write(staging.join("call_genotype/c/1/0/0"), b"x").unwrap();
+    std::fs::write(staging.join(".svar2-in-progress"), b"svar2 0.1.0 pid 1\n").unwrap();
+    convert(&input, &zip, &[]);
+    assert!(!staging.exists());
+
+    // An entry whose bytes no longer match its CRC-32 (the directory's CRC changed,
+    // the bytes intact: only the zip's own check can tell).
+    let good = bytes(&zip);
+    let name = b"variant_position/c/0";
+    let at = good
+        .windows(name.len())
+        .rposition(|w| w == name)
+        .expect("the central directory names the shard");
+    let mut bad = good.clone();
+    assert_eq!(&bad[at - 46..at - 42], &[0x50, 0x4b, 0x01, 0x02]);
+    bad[at - 46 + 16] ^= 0xFF;
+    let damaged = dir.path().join("crc.vcz.zip");
+    std::fs::write(&damaged, &bad).unwrap();
+    let o = svar2().arg("verify").arg(&damaged).output().unwrap();
+    assert!(!o.status.success(), "verify passed a zip with a bad CRC-32");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("CRC-32"));
+
+    // Two names for one key (`x` and `./x`): refused, never read one way or the other.
+    let aliased = dir.path().join("alias.vcz.zip");
+    python(&format!(
+        "import zipfile\n\
+         src = zipfile.ZipFile(\"{src}\")\n\
+         with zipfile.ZipFile(\"{dst}\", \"w\") as z:\n\
+         \x20   for i in src.infolist():\n\
+         \x20       z.writestr(i.filename, src.read(i))\n\
+         \x20   z.writestr(\"./variant_position/c/0\", src.read(\"variant_position/zarr.json\"))\n",
+        src = zip.display(),
+        dst = aliased.display()
+    ));
+    let o = svar2().arg("view").arg(&aliased).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("two entries name"));
+}

@@ -450,12 +450,15 @@ pub fn convert_inputs(
             writer.records()
         );
     }
+    let (records, rewritten_shards) = (writer.records(), writer.rewritten());
+    // (A bucket's or zip's staging copy is removed with the writer: timed too.)
+    drop(writer);
     let (store_bytes, files) = disk_usage(output);
     Ok(Summary {
-        records: writer.records(),
+        records,
         seconds: t0.elapsed().as_secs_f64(),
         store_bytes,
         files,
-        rewritten_shards: writer.rewritten(),
+        rewritten_shards,
     })
 }

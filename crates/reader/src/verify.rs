@@ -69,6 +69,21 @@ pub fn verify(store: &AnyGroup, reader: &Reader) -> Result<Report> {
     // Chunks that read are checked; whether the region index still finds every record
     // is a check of its own (it is only read whole, by `-r`).
     damaged.extend(check_region_index(store));
+    // Objects with a check of their own (a zip's entries: CRC-32), for chunks that
+    // carry none.
+    if let Some(first) = store.arrays.first() {
+        let storage = first.storage();
+        for (key, error) in storage.damaged_objects()? {
+            damaged.push(Damage {
+                array: key.split('/').next().unwrap_or_default().to_string(),
+                file: storage.name(&key).display().to_string(),
+                key,
+                variants: [0, 0],
+                samples: None,
+                error,
+            });
+        }
+    }
     Ok(Report {
         store: store.root.display().to_string(),
         chunks_checked: arrays.iter().map(|a| a.stored).sum(),

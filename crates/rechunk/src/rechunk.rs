@@ -281,6 +281,8 @@ pub fn rechunk(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     );
     // Written last: its presence is what marks the store complete.
     store.finish(&json!({"zarr_format": 3, "node_type": "group", "attributes": attributes}))?;
+    // (A bucket's or zip's staging copy is removed with it: timed too.)
+    drop(store);
     let (store_bytes, files) = svar2_store::dir::disk_usage(output);
     Ok(Summary {
         arrays: planned.targets.len() + 1,

@@ -63,6 +63,12 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn mapped(&self, _key: &str) -> Result<Option<Mapped>> {
         Ok(None)
     }
+    /// The objects whose own check fails (a zip entry's CRC-32), each with why: for
+    /// `verify`, which must find damage a store's chunks carry no checksum for. Where
+    /// objects carry no check of their own, none.
+    fn damaged_objects(&self) -> Result<Vec<(String, String)>> {
+        Ok(Vec::new())
+    }
     /// `Err` naming the container when it is not there (a bucket that does not
     /// exist): asked once a store is found missing, so the message names the cause.
     fn check_container(&self) -> Result<()> {
@@ -123,8 +129,12 @@ pub fn open(root: &Path) -> Result<Arc<dyn Storage>> {
     if bucket::is_bucket_url(root) {
         return Ok(Arc::new(Bucket::open(root)?));
     }
-    if zip::is_zip_file(root) {
-        return Ok(Arc::new(ZipStore::open(root)?));
+    // (`x.vcz.zip/` names the zip file a conversion to it wrote.)
+    let file = Path::new(root.to_str().map_or(root.as_os_str(), |s| {
+        std::ffi::OsStr::new(s.trim_end_matches('/')).into()
+    }));
+    if zip::is_zip_file(file) {
+        return Ok(Arc::new(ZipStore::open(file)?));
     }
     Ok(Arc::new(LocalDir {
         root: root.to_path_buf(),

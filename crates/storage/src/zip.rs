@@ -67,6 +67,8 @@ pub fn is_zip_file(path: &Path) -> bool {
 /// One object of the archive.
 #[derive(Debug)]
 struct Entry {
+    /// Its name as the central directory gives it (its local header must agree).
+    name: Vec<u8>,
     /// Where its local header starts.
     header_at: u64,
     /// Where its bytes start (after the local header, read on first use).
@@ -208,11 +210,13 @@ impl ZipStore {
                     "damaged central directory: download or copy it again".into()
                 ));
             }
-            let name = String::from_utf8_lossy(&cd[name_at..name_at + name_len]).into_owned();
+            let raw = cd[name_at..name_at + name_len].to_vec();
+            let name = String::from_utf8_lossy(&raw).into_owned();
             let extra = &cd[name_at + name_len..name_at + name_len + extra_len];
             zip64_fields(extra, &mut obj_len, &mut stored_len, &mut header_at);
             at = next;
-            if name.ends_with('/') {
+            // Folders, and macOS Finder's resource forks beside what was zipped.
+            if name.ends_with('/') || name.starts_with("__MACOSX/") {
                 continue;
             }
             if flags & 1 != 0 {
@@ -232,10 +236,22 @@ impl ZipStore {
                      download or copy it again"
                 )));
             }
-            let name = name.trim_start_matches("./").to_string();
+            let key = name.trim_start_matches("./").to_string();
+            // The same name twice is the later one (as zipfile reads it); two names
+            // for one key (`x` and `./x`) are a zip crafted to be read two ways.
+            if entries
+                .get(&key)
+                .is_some_and(|e: &Entry| e.name != raw || key.as_bytes() != raw)
+            {
+                return Err(bad(format!(
+                    "two entries name {key} ({name:?} and another): the zip is damaged or \
+                     crafted; re-create it"
+                )));
+            }
             entries.insert(
-                name,
+                key,
                 Entry {
+                    name: raw,
                     header_at,
                     data_at: OnceLock::new(),
                     stored_len,
@@ -269,7 +285,21 @@ impl ZipStore {
     /// then, the partial file is removed.
     pub fn create(dest: &Path) -> Result<ZipStore> {
         let path = partial_path(dest);
-        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+        // Made afresh, never opened through what is there: a leftover of a killed run
+        // is unlinked (a link placed at this name loses only the name, never its
+        // target's bytes), and a new file is created exclusively.
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::io(&path, e));
+            }
+            _ => {}
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
         Ok(ZipStore {
             path,
             file,
@@ -301,27 +331,36 @@ impl ZipStore {
         if let Some(at) = e.data_at.get() {
             return Ok(*at);
         }
+        let corrupt = |msg: &str| Error::Corrupt {
+            key: self.name(key).display().to_string(),
+            msg: format!("{msg}: the zip is damaged; download or copy it again"),
+        };
         let mut h = [0u8; 30];
         self.file
             .read_exact_at(&mut h, e.header_at)
             .map_err(|x| Error::io(self.name(key), x))?;
         if u32_at(&h, 0) != LOCAL_SIG {
-            return Err(Error::zip(
-                &self.path,
-                format!("{key}: damaged entry header: download or copy it again"),
-            ));
+            return Err(corrupt("damaged entry header"));
         }
-        let at = e.header_at + 30 + u16_at(&h, 26) as u64 + u16_at(&h, 28) as u64;
+        // The local header names the entry as the directory does (zipfile and
+        // zarr-python check this too): a directory entry pointing at another
+        // entry's bytes is refused, not read as that entry.
+        let name_len = u16_at(&h, 26) as usize;
+        let mut name = vec![0u8; name_len];
+        self.file
+            .read_exact_at(&mut name, e.header_at + 30)
+            .map_err(|x| Error::io(self.name(key), x))?;
+        if name != e.name {
+            return Err(corrupt("its local header names another entry"));
+        }
+        let at = e.header_at + 30 + name_len as u64 + u16_at(&h, 28) as u64;
         let len = self
             .file
             .metadata()
             .map_err(|x| Error::io(&self.path, x))?
             .len();
         if at.checked_add(e.stored_len).is_none_or(|end| end > len) {
-            return Err(Error::zip(
-                &self.path,
-                format!("{key}: its bytes lie past the file's end: download or copy it again"),
-            ));
+            return Err(corrupt("its bytes lie past the file's end"));
         }
         Ok(*e.data_at.get_or_init(|| at))
     }
@@ -348,19 +387,19 @@ impl ZipStore {
                 flate2::read::DeflateDecoder::new(&raw[..])
                     .take(e.len.saturating_add(1))
                     .read_to_end(&mut out)
-                    .map_err(|x| {
-                        Error::zip(&self.path, format!("{key}: does not inflate ({x})"))
+                    .map_err(|x| Error::Corrupt {
+                        key: self.name(key).display().to_string(),
+                        msg: format!("does not inflate ({x}): the zip is damaged"),
                     })?;
                 out
             }
         };
         if bytes.len() as u64 != e.len || crc32fast::hash(&bytes) != e.crc {
-            return Err(Error::zip(
-                &self.path,
-                format!(
-                    "{key}: CRC-32 or size mismatch: the zip is damaged; download or copy it again"
-                ),
-            ));
+            return Err(Error::Corrupt {
+                key: self.name(key).display().to_string(),
+                msg: "CRC-32 or size mismatch: the zip is damaged; download or copy it again"
+                    .into(),
+            });
         }
         Ok(bytes)
     }
@@ -418,6 +457,7 @@ impl ZipStore {
         self.entries.write().expect("zip entries").insert(
             key.to_string(),
             Entry {
+                name: key.as_bytes().to_vec(),
                 header_at,
                 data_at: OnceLock::from(data_at),
                 stored_len: len,
@@ -586,6 +626,21 @@ impl Storage for ZipStore {
             at: at as usize,
             len: e.len as usize,
         }))
+    }
+
+    fn damaged_objects(&self) -> Result<Vec<(String, String)>> {
+        let entries = self.entries.read().expect("zip entries");
+        let mut out = Vec::new();
+        for (key, e) in entries.iter() {
+            match self.read_entry(key, e) {
+                Ok(_) => {}
+                Err(Error::Io { path, source }) => {
+                    return Err(Error::Io { path, source });
+                }
+                Err(err) => out.push((key.clone(), err.to_string())),
+            }
+        }
+        Ok(out)
     }
 
     fn list(&self, under: &str) -> Result<Vec<(String, u64)>> {

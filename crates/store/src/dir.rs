@@ -46,9 +46,29 @@ impl Drop for StoreDir {
         // (A bucket or zip store's staging copy goes either way: finished, it was
         // copied to its destination.)
         if !self.finished.load(std::sync::atomic::Ordering::Relaxed) || self.dest.is_some() {
-            let _ = fs::remove_dir_all(&self.root);
+            remove_marked_last(&self.root);
         }
     }
+}
+
+/// Removes a store directory svar2 is writing, its in-progress marker last: killed
+/// half-way, what is left is still marked as svar2's interrupted output, which the
+/// next run replaces (not a folder of shards it must refuse as someone else's).
+fn remove_marked_last(root: &Path) {
+    if let Ok(entries) = fs::read_dir(root) {
+        for e in entries.flatten() {
+            if e.file_name() == IN_PROGRESS {
+                continue;
+            }
+            let p = e.path();
+            let _ = match e.file_type().is_ok_and(|t| t.is_dir()) {
+                true => fs::remove_dir_all(&p),
+                false => fs::remove_file(&p),
+            };
+        }
+    }
+    let _ = fs::remove_file(root.join(IN_PROGRESS));
+    let _ = fs::remove_dir(root);
 }
 
 /// What a bucket store's prefix holds (its objects' keys, the root documents fetched
@@ -196,7 +216,7 @@ impl StoreDir {
         let root = &output_path(root)?;
         if svar2_storage::is_zip_path(root) {
             refuse(root, &classify_zip(root)?, force)?;
-            let mut store = Self::create(&zip_staging_dir(root), false)?;
+            let mut store = Self::create(&zip_staging_dir(root), force)?;
             store.dest = Some(Destination::Zip(root.clone()));
             return Ok(store);
         }
@@ -484,6 +504,7 @@ pub fn digest(root: &Path) -> Result<String> {
     if svar2_storage::bucket::is_bucket_url(root) {
         return digest_bucket(root);
     }
+    let root = &crate::replace::without_trailing_slash(root);
     if !root.exists() {
         return Err(Error::NotStore {
             path: root.into(),

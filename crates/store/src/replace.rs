@@ -322,8 +322,9 @@ pub(crate) fn classify_zip(root: &Path) -> Result<Existing> {
     };
     if meta.file_type().is_symlink() {
         return Ok(Existing::Foreign(
-            "is a symbolic link (svar2 does not write through one: give the file it points              to)"
-            .into(),
+            "is a symbolic link (svar2 does not write through one: give the file it \
+             points to)"
+                .into(),
         ));
     }
     if !meta.is_file() {

@@ -1002,6 +1002,11 @@ impl AnyArray {
         self.inner.as_ref().is_some_and(|r| r.map)
     }
 
+    /// Where the store's objects are read from.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
     /// Whether the store is in a bucket: every read is a request, so readers keep
     /// many in flight rather than grouping chunks per thread.
     pub fn reads_remote(&self) -> bool {
