@@ -131,7 +131,7 @@ pub fn open(root: &Path) -> Result<Arc<dyn Storage>> {
     }
     // (`x.vcz.zip/` names the zip file a conversion to it wrote.)
     let file = Path::new(root.to_str().map_or(root.as_os_str(), |s| {
-        std::ffi::OsStr::new(s.trim_end_matches('/')).into()
+        std::ffi::OsStr::new(s.trim_end_matches('/'))
     }));
     if zip::is_zip_file(file) {
         return Ok(Arc::new(ZipStore::open(file)?));
