@@ -22,7 +22,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let store = svar2_zarr::AnyGroup::open(&a.store)?;
     let threads = svar2_planner::host::Host::system().cores().usable;
     let reader = svar2_reader::Reader::new(threads, a.io_threads)?;
-    let report = svar2_reader::verify::verify(&store, &reader)?;
+    let report = verify(&store, &reader)?;
     if a.json {
         out_json(&report);
     } else {
@@ -32,4 +32,355 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+// The check itself: every chunk read and decoded on the reader's pool, damage named
+// with the records and samples it holds.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use svar2_reader::Reader;
+use svar2_storage::stored::Stored;
+use svar2_store::boxes::blocks;
+use svar2_zarr::{AnyArray, AnyGroup};
+
+/// One damaged chunk (or shard index) and what it holds.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Damage {
+    pub array: String,
+    /// The chunk key (a sharded array's: its shard's key and the inner chunk).
+    pub key: String,
+    /// The file its bytes are in.
+    pub file: String,
+    /// The records (variant rows, 0-based, end exclusive) the chunk covers.
+    pub variants: [u64; 2],
+    /// The samples (columns, 0-based, end exclusive), for arrays with a samples axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<[u64; 2]>,
+    pub error: String,
+}
+
+/// What was checked of one array.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ArrayCheck {
+    pub name: String,
+    /// Chunks of the array's grid (stored or not).
+    pub chunks: u64,
+    /// Chunks stored (read, checked, decoded).
+    pub stored: u64,
+    /// Whether its chunks carry a crc32c.
+    pub checksums: bool,
+    pub damaged: u64,
+}
+
+/// The whole check.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    pub store: String,
+    pub arrays: Vec<ArrayCheck>,
+    pub chunks_checked: u64,
+    pub bytes_read: u64,
+    pub seconds: f64,
+    pub damaged: Vec<Damage>,
+}
+
+/// Checks every array of `store` (opened without reading a value, so a damaged
+/// sample list is reported like any other chunk).
+pub fn verify(store: &AnyGroup, reader: &Reader) -> svar2_reader::Result<Report> {
+    let t0 = Instant::now();
+    let read0 = reader.counters.bytes_read.load(Ordering::Relaxed);
+    let mut arrays = Vec::new();
+    let mut damaged = Vec::new();
+    for a in &store.arrays {
+        let (check, mut found) = verify_array(reader, a)?;
+        arrays.push(check);
+        damaged.append(&mut found);
+    }
+    // Chunks that read are checked; whether the region index still finds every record
+    // is a check of its own (it is only read whole, by `-r`).
+    damaged.extend(check_region_index(store));
+    // Objects with a check of their own (a zip's entries: CRC-32), for chunks that
+    // carry none.
+    if let Some(first) = store.arrays.first() {
+        let storage = first.storage();
+        for (key, error) in storage.damaged_objects()? {
+            damaged.push(Damage {
+                array: key.split('/').next().unwrap_or_default().to_string(),
+                file: storage.name(&key).display().to_string(),
+                key,
+                variants: [0, 0],
+                samples: None,
+                error,
+            });
+        }
+    }
+    Ok(Report {
+        store: store.root.display().to_string(),
+        chunks_checked: arrays.iter().map(|a| a.stored).sum(),
+        arrays,
+        bytes_read: reader.counters.bytes_read.load(Ordering::Relaxed) - read0,
+        seconds: t0.elapsed().as_secs_f64(),
+        damaged,
+    })
+}
+
+/// The records and samples chunk `idx` of `a` covers.
+fn coverage(a: &AnyArray, idx: &[u64]) -> ([u64; 2], Option<[u64; 2]>) {
+    if idx.is_empty() {
+        return ([0, 0], None);
+    }
+    let chunk = a.chunk_shape();
+    let shape = a.shape();
+    let span = |d: usize| {
+        let lo = idx[d] * chunk[d];
+        [lo, (lo + chunk[d]).min(shape[d])]
+    };
+    let dims = &a.layout.dimension_names;
+    let v = dims.iter().position(|d| d == "variants").unwrap_or(0);
+    let s = dims.iter().position(|d| d == "samples");
+    (span(v), s.map(span))
+}
+
+fn verify_array(
+    reader: &Reader,
+    a: &Arc<AnyArray>,
+) -> svar2_reader::Result<(ArrayCheck, Vec<Damage>)> {
+    let chunk = a.chunk_shape();
+    let shape = a.shape().to_vec();
+    let stored = AtomicU64::new(0);
+    let found = Mutex::new(Vec::new());
+    let damage = |idx: &[u64], e: String| {
+        let (variants, samples) = coverage(a, idx);
+        let key = a.key(idx);
+        // The message leads with the key already: keep what follows.
+        let error = e
+            .strip_prefix(&format!("{key}: "))
+            .map_or(e.clone(), str::to_string);
+        found.lock().expect("damage list").push(Damage {
+            array: a.name.clone(),
+            key,
+            file: a.chunk_file(idx).display().to_string(),
+            variants,
+            samples,
+            error,
+        });
+    };
+    let visit = |idx: &[u64], r: svar2_store::Result<Option<Stored>>, dec: &mut _, buf: &mut _| {
+        let bytes = match r {
+            Ok(Some(b)) => b,
+            Ok(None) => return,
+            Err(e) => return damage(idx, e.to_string()),
+        };
+        stored.fetch_add(1, Ordering::Relaxed);
+        let checked = if a.dtype.size().is_some() {
+            a.decode_into(idx, Some(&bytes), dec, buf, None)
+        } else {
+            a.decode(idx, Some(&bytes)).map(|_| ())
+        };
+        if let Err(e) = checked {
+            damage(idx, e.to_string());
+        }
+    };
+    // Slabs of whole chunk rows along the first axis, so the list of chunk indices in
+    // memory stays small whatever the store's size.
+    let mut total = 0u64;
+    if shape.is_empty() {
+        // A 0-dimensional array: one chunk.
+        total = 1;
+        reader.visit_chunks(a, &[Vec::new()], &visit)?;
+    } else if !shape.contains(&0) && !chunk.contains(&0) {
+        let per_row: u64 = shape
+            .iter()
+            .zip(&chunk)
+            .skip(1)
+            .map(|(n, c)| n.div_ceil(*c))
+            .product();
+        let rows_per_slab = (65_536 / per_row.max(1)).max(1);
+        let mut lo = vec![0u64; shape.len()];
+        while lo[0] < shape[0] {
+            let mut hi = shape.clone();
+            hi[0] = (lo[0] + rows_per_slab * chunk[0]).min(shape[0]);
+            let slab = blocks(&lo, &hi, &chunk);
+            total += slab.len() as u64;
+            reader.visit_chunks(a, &slab, &visit)?;
+            lo[0] = hi[0];
+        }
+    }
+    let mut found = found.into_inner().expect("damage list");
+    // A damaged shard index fails every chunk of its shard alike: one line for it.
+    found.sort_by(|x, y| (&x.file, x.variants, x.samples).cmp(&(&y.file, y.variants, y.samples)));
+    let mut merged: Vec<Damage> = Vec::new();
+    for d in found {
+        match merged.last_mut() {
+            Some(m)
+                if m.file == d.file
+                    && m.error == d.error
+                    && (d.error.contains("shard index") || d.error.contains("missing shard")) =>
+            {
+                m.variants[1] = m.variants[1].max(d.variants[1]);
+                if let (Some(ms), Some(ds)) = (&mut m.samples, d.samples) {
+                    ms[1] = ms[1].max(ds[1]);
+                }
+                m.key = m.key.split(" (inner").next().unwrap_or(&m.key).to_string();
+            }
+            _ => merged.push(d),
+        }
+    }
+    let check = ArrayCheck {
+        name: a.name.clone(),
+        chunks: total,
+        stored: stored.into_inner(),
+        checksums: a.has_checksums(),
+        damaged: merged.len() as u64,
+    };
+    Ok((check, merged))
+}
+
+/// Whether `region_index` still finds every record: each record of variants chunk `k`
+/// (`variant_position`'s chunks, as the reader locates them) must lie inside a row of
+/// chunk `k` and its contig — first position at or before it, largest end at or after
+/// its end — or `-r` misses it; every row must name a chunk there is. One damage per
+/// chunk at most; nothing when the index or the arrays it is checked against do not
+/// read (those chunks are reported already) or the store has no index.
+fn check_region_index(store: &AnyGroup) -> Vec<Damage> {
+    let arrays = (
+        store.array("region_index"),
+        store.array("variant_contig"),
+        store.array("variant_position"),
+        store.array("variant_length"),
+    );
+    let (Some(ri), Some(vc), Some(vp), Some(vl)) = arrays else {
+        return Vec::new();
+    };
+    if ri.shape().len() != 2 || ri.shape()[1] != 6 {
+        return Vec::new();
+    }
+    let Ok(rows) = ri.read_rows_i64(0, ri.shape()[0]) else {
+        return Vec::new();
+    };
+    let n = vp.shape()[0];
+    let per = vp.chunk_shape()[0].max(1);
+    let chunks = n.div_ceil(per);
+    let file = ri.chunk_file(&[0, 0]).display().to_string();
+    let damage = |variants: [u64; 2], error: String| Damage {
+        array: "region_index".into(),
+        key: "region_index".into(),
+        file: file.clone(),
+        variants,
+        samples: None,
+        error,
+    };
+    let mut out = Vec::new();
+    // (chunk, contig) -> (smallest first position, largest end) over its rows.
+    let mut spans: std::collections::HashMap<(u64, i64), (i64, i64)> = Default::default();
+    for (i, r) in rows.chunks_exact(6).enumerate() {
+        match u64::try_from(r[0]).ok().filter(|&k| k < chunks) {
+            Some(k) => {
+                let s = spans.entry((k, r[1])).or_insert((r[2], r[4]));
+                *s = (s.0.min(r[2]), s.1.max(r[4]));
+            }
+            None if out.is_empty() => out.push(damage(
+                [0, 0],
+                format!(
+                    "row {i} names variants chunk {}, but variant_position has {chunks}; \
+                     `svar2 rechunk` writes a copy with the index rebuilt",
+                    r[0]
+                ),
+            )),
+            None => {}
+        }
+    }
+    const SLAB: u64 = 64;
+    for k0 in (0..chunks).step_by(SLAB as usize) {
+        let (r0, r1) = (k0 * per, ((k0 + SLAB) * per).min(n));
+        let read = (
+            vc.read_rows_i64(r0, r1),
+            vp.read_rows_i64(r0, r1),
+            vl.read_rows_i64(r0, r1),
+        );
+        let (Ok(cs), Ok(ps), Ok(ls)) = read else {
+            return out;
+        };
+        let mut flagged = None;
+        for i in 0..cs.len().min(ps.len()).min(ls.len()) {
+            let row = r0 + i as u64;
+            let k = row / per;
+            if flagged == Some(k) {
+                continue;
+            }
+            let end = ps[i].saturating_add(ls[i]).saturating_sub(1);
+            let found = spans
+                .get(&(k, cs[i]))
+                .is_some_and(|&(first, last)| first <= ps[i] && last >= end);
+            if !found {
+                flagged = Some(k);
+                out.push(damage(
+                    [k * per, ((k + 1) * per).min(n)],
+                    format!(
+                        "no row of variants chunk {k} covers record {row} (contig {}, position \
+                         {}): `-r` would miss it; `svar2 rechunk` writes a copy with the \
+                         index rebuilt",
+                        cs[i], ps[i]
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+impl Report {
+    /// The report as people read it: one line per damaged chunk, then a summary.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        for d in &self.damaged {
+            let samples = d
+                .samples
+                .map_or(String::new(), |[a, b]| format!(", samples {a}..{b}"));
+            let _ = writeln!(
+                s,
+                "DAMAGED {}: records {}..{}{samples}: {}",
+                d.key, d.variants[0], d.variants[1], d.error
+            );
+        }
+        let with: Vec<&ArrayCheck> = self.arrays.iter().filter(|a| a.checksums).collect();
+        let without: Vec<&str> = self
+            .arrays
+            .iter()
+            .filter(|a| !a.checksums && a.stored > 0)
+            .map(|a| a.name.as_str())
+            .collect();
+        let _ = writeln!(
+            s,
+            "{}: {} arrays, {} chunks checked ({:.1} MB read in {:.2} s); {} damaged",
+            self.store,
+            self.arrays.len(),
+            self.chunks_checked,
+            self.bytes_read as f64 / 1e6,
+            self.seconds,
+            self.damaged.len()
+        );
+        if !without.is_empty() {
+            let _ = writeln!(
+                s,
+                "note: {} of {} arrays have no chunk checksums ({}{}): their index checksums, \
+                 frame headers and decoded sizes were checked, but a flipped bit inside a \
+                 compressed stream can go unseen; `svar2 rechunk` writes a copy with checksums",
+                without.len(),
+                self.arrays.len(),
+                without
+                    .iter()
+                    .take(4)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if without.len() > 4 { ", …" } else { "" }
+            );
+        } else if !with.is_empty() {
+            let _ = writeln!(s, "every chunk carries a crc32c: each was checked");
+        }
+        s
+    }
 }

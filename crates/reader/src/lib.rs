@@ -28,7 +28,6 @@ pub mod planned;
 pub mod read;
 pub mod region;
 pub mod store;
-pub mod verify;
 
 pub use error::{Error, Result};
 pub use patch::Patch;
