@@ -134,7 +134,7 @@ fn pin_malloc_thresholds() {}
 
 fn main() -> ExitCode {
     pin_malloc_thresholds();
-    let cli = Cli::parse();
+    let cli: Cli = output::parse_or_exit();
     init_logging(cli.verbose, cli.quiet);
     if cli.verbose == 0 {
         svar2_vcf::source::quiet_htslib();

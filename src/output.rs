@@ -32,3 +32,18 @@ pub fn regrown(shards: u64) -> String {
         String::new()
     }
 }
+
+/// The command line parsed; `--help`, `--version` and usage errors printed as clap
+/// prints them, except that help or a version that cannot be written (`> /dev/full`)
+/// is an error (clap's own exit ignores it).
+pub fn parse_or_exit<P: clap::Parser>() -> P {
+    match P::try_parse() {
+        Ok(p) => p,
+        Err(e) if !e.use_stderr() => {
+            let text = e.render().to_string();
+            out(&text);
+            std::process::exit(0);
+        }
+        Err(e) => e.exit(),
+    }
+}

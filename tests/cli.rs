@@ -403,3 +403,36 @@ fn urls_are_refused_by_name_never_written_as_a_local_folder() {
     );
     assert!(!d.join("s3:").exists());
 }
+
+/// Help that cannot be written is an error, as any other output is (clap's own exit
+/// ignored it); `-o` naming a directory is refused by name.
+#[test]
+fn help_to_a_full_device_fails_and_o_needs_a_file() {
+    if std::path::Path::new("/dev/full").exists() {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = svar2().arg("--help").stdout(full).output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let o = svar2().arg("--help").output().unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Usage: svar2"));
+    let dir = test_dir();
+    let store = dir.path().join("s.zarr");
+    convert(&data("all_fields.vcf"), &store, &[]);
+    let o = svar2()
+        .args(["view", "-o"])
+        .arg(dir.path().join("s.zarr/.."))
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a directory; give a file name"));
+}

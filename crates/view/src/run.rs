@@ -372,6 +372,12 @@ where
 /// output (standard output, `/dev/stdout`, a pipe).
 fn check_output_file(store: &Store, o: &ViewOptions) -> Result<()> {
     if let Some(out) = &o.output {
+        if out.is_dir() {
+            return Err(Error::Usage(format!(
+                "-o {}: a directory; give a file name",
+                out.display()
+            )));
+        }
         if !store.group().arrays.iter().any(|a| a.reads_remote()) {
             svar2_store::replace::refuse_overlap(&store.group().root, out, "store being read")?;
         }
