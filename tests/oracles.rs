@@ -138,20 +138,7 @@ fn unpatched_vcztools_reads_one_chunk_per_shard_layout() {
     let src = growth_vcf(dir.path());
     let [_, gz, _] = forms(&src, dir.path(), "growth");
     let store = dir.path().join("one.zarr");
-    convert(
-        &gz,
-        &store,
-        &[
-            "--variants-chunk",
-            "500",
-            "--variants-shard",
-            "500",
-            "--samples-chunk",
-            "10",
-            "--samples-shard",
-            "10",
-        ],
-    );
+    convert(&gz, &store, &ONE_CHUNK_PER_SHARD);
     assert_same_lines(
         "unpatched vcztools",
         &query_all(&gz, None),

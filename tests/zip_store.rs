@@ -9,18 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-/// One inner chunk per shard, so unpatched vcztools reads the store too.
-const ONE_CHUNK: [&str; 8] = [
-    "--variants-chunk",
-    "500",
-    "--variants-shard",
-    "500",
-    "--samples-chunk",
-    "10",
-    "--samples-shard",
-    "10",
-];
-
 /// `python3 -c SCRIPT` must succeed.
 fn python(script: &str) -> String {
     sh_ok(&format!("python3 -c '{script}'"))
@@ -53,8 +41,8 @@ fn a_zip_store_is_the_directory_store_in_one_file() {
     let [_, gz, _] = forms(&src, dir.path(), "growth");
     let plain = dir.path().join("g.zarr");
     let zip = dir.path().join("g.vcz.zip");
-    convert(&gz, &plain, &ONE_CHUNK);
-    convert(&gz, &zip, &ONE_CHUNK);
+    convert(&gz, &plain, &ONE_CHUNK_PER_SHARD);
+    convert(&gz, &zip, &ONE_CHUNK_PER_SHARD);
     assert!(zip.is_file(), "a zip output is one file");
     assert_eq!(digest(&zip), digest(&plain), "same objects, same bytes");
     for leftover in ["g.vcz.zip.svar2-staging", "g.vcz.zip.svar2-partial"] {

@@ -20,22 +20,38 @@ fn max_mem_of(s: &str) -> PyResult<MaxMem> {
     parse_max_mem(s).map_err(|e| errors::value(format!("max_mem: {e}")))
 }
 
-/// The layout keywords as convert and rechunk take them, checked by the planner's
-/// rules (the CLI's flags build the same request).
-fn layout_of(
+/// The layout and budget keywords as convert and rechunk take them, checked by the
+/// planner's rules (the CLI's flags build the same requests).
+#[allow(clippy::too_many_arguments)]
+fn requests(
     patch: Option<&str>,
     max_amplification: f64,
-    requested: Requested,
+    variants_chunk: Option<u64>,
+    samples_chunk: Option<u64>,
+    variants_shard: Option<u64>,
+    samples_shard: Option<u64>,
     zstd_level: i32,
-) -> PyResult<LayoutRequest> {
-    LayoutRequest {
+    max_mem: &str,
+    threads: Option<usize>,
+) -> PyResult<(LayoutRequest, BudgetRequest)> {
+    let layout = LayoutRequest {
         patch: patch_of(patch)?,
         max_amplification,
-        requested,
+        requested: Requested {
+            variants_chunk,
+            samples_chunk,
+            variants_shard,
+            samples_shard,
+        },
         zstd_level,
     }
     .checked()
-    .map_err(errors::value)
+    .map_err(errors::value)?;
+    let budget = BudgetRequest {
+        max_mem: max_mem_of(max_mem)?,
+        threads,
+    };
+    Ok((layout, budget))
 }
 
 /// Inputs: one path or a list of paths.
@@ -130,23 +146,21 @@ pub fn convert<'py>(
         targets,
         expression: include.map(|e| (e, true)).or(exclude.map(|e| (e, false))),
     };
+    let (layout, budget) = requests(
+        patch,
+        max_amplification,
+        variants_chunk,
+        samples_chunk,
+        variants_shard,
+        samples_shard,
+        zstd_level,
+        max_mem,
+        threads,
+    )?;
     let opts = svar2_convert::Options {
         request: svar2_convert::planning::PlanRequest {
-            layout: layout_of(
-                patch,
-                max_amplification,
-                Requested {
-                    variants_chunk,
-                    samples_chunk,
-                    variants_shard,
-                    samples_shard,
-                },
-                zstd_level,
-            )?,
-            budget: BudgetRequest {
-                max_mem: max_mem_of(max_mem)?,
-                threads,
-            },
+            layout,
+            budget,
             readers,
             probe: true,
             allow_truncated,
@@ -199,22 +213,20 @@ pub fn rechunk<'py>(
     dry_run: bool,
     progress: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let (layout, budget) = requests(
+        patch,
+        max_amplification,
+        variants_chunk,
+        samples_chunk,
+        variants_shard,
+        samples_shard,
+        zstd_level,
+        max_mem,
+        threads,
+    )?;
     let opts = svar2_rechunk::Options {
-        layout: layout_of(
-            patch,
-            max_amplification,
-            Requested {
-                variants_chunk,
-                samples_chunk,
-                variants_shard,
-                samples_shard,
-            },
-            zstd_level,
-        )?,
-        budget: BudgetRequest {
-            max_mem: max_mem_of(max_mem)?,
-            threads,
-        },
+        layout,
+        budget,
         io_threads,
         force,
         progress,

@@ -599,3 +599,16 @@ pub fn assert_same_as_bio2zarr(input: &Path, geometry: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// One inner chunk per shard (500 variants × 10 samples): the layout unpatched vcztools
+/// 0.2.0 reads correctly (it sizes blocks by the inner chunk, indexes them by shard).
+pub const ONE_CHUNK_PER_SHARD: [&str; 8] = [
+    "--variants-chunk",
+    "500",
+    "--variants-shard",
+    "500",
+    "--samples-chunk",
+    "10",
+    "--samples-shard",
+    "10",
+];

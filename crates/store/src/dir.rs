@@ -144,7 +144,7 @@ pub fn join_bucket(url: &Path, job: &str) -> Result<Bucket> {
     if theirs == marker.as_bytes() {
         return Ok(bucket);
     }
-    Err(Error::Bucket {
+    Err(svar2_storage::Error::Bucket {
         url: url.display().to_string(),
         msg: format!(
             "holds another conversion in progress ({}); partitions start only in an empty \
@@ -153,7 +153,8 @@ pub fn join_bucket(url: &Path, job: &str) -> Result<Bucket> {
             String::from_utf8_lossy(&theirs).trim(),
             url.display()
         ),
-    })
+    }
+    .into())
 }
 
 /// Checks, changing nothing, that a conversion may write `root` (so a conversion
@@ -177,21 +178,13 @@ pub fn check_output(root: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
-/// Removes a directory's entries without following symbolic links: a link is
-/// unlinked, never entered.
+/// Removes a directory's entries without following symbolic links (a link is
+/// unlinked, never entered), keeping the directory: its lock is on that inode.
 fn empty_dir(root: &Path) -> Result<()> {
-    for e in fs::read_dir(root).map_err(|e| Error::io(root, e))? {
-        let e = e.map_err(|e| Error::io(root, e))?;
-        let p = e.path();
-        let is_dir = e.file_type().map_err(|x| Error::io(&p, x))?.is_dir();
-        let r = if is_dir {
-            fs::remove_dir_all(&p)
-        } else {
-            fs::remove_file(&p)
-        };
-        r.map_err(|x| Error::io(&p, x))?;
+    Ok(svar2_storage::LocalDir {
+        root: root.to_path_buf(),
     }
-    Ok(())
+    .delete_under("")?)
 }
 
 impl StoreDir {
@@ -273,10 +266,11 @@ impl StoreDir {
     pub fn join(root: &Path, job: &str) -> Result<StoreDir> {
         svar2_storage::refuse_url(root)?;
         if svar2_storage::bucket::is_bucket_url(root) {
-            return Err(Error::Bucket {
+            return Err(svar2_storage::Error::Bucket {
                 url: root.display().to_string(),
                 msg: "internal: a bucket output is joined with join_bucket".into(),
-            });
+            }
+            .into());
         }
         let root = &output_path(root)?;
         let marker_text = job_marker(job);

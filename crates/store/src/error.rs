@@ -30,35 +30,23 @@ pub enum Error {
     /// A path that is not (or not yet) a store, or metadata that is not svar2's.
     #[error("{path}: {msg}")]
     NotStore { path: PathBuf, msg: String },
-    /// A URL of a scheme svar2 does not read or write (only `s3://` is supported):
-    /// refused by name, never written as a local folder called `gs:`.
-    #[error(
-        "{url}: {scheme}:// URLs are not supported; svar2 reads and writes local paths, \
-         .zip files and s3:// buckets (AWS or S3-compatible: set AWS_ENDPOINT_URL) — or \
-         mount the storage and give that path"
-    )]
-    Url { url: String, scheme: String },
-    /// Object storage that refused or failed a request: `url` names the object, `msg`
-    /// the server's answer or the connection failure (never a credential).
-    #[error("{url}: {msg}")]
-    Bucket { url: String, msg: String },
-    /// A zip store that cannot be read (damaged, encrypted, another compression) or
-    /// written that way.
-    #[error("{path}: {msg}")]
-    Zip { path: PathBuf, msg: String },
+    /// Where the objects live failed: a URL of a scheme svar2 does not support, a
+    /// bucket that refused a request, a zip that cannot be read (the storage crate's
+    /// message, as it is).
+    #[error(transparent)]
+    Storage(svar2_storage::Error),
     #[error("internal codec error: {0}")]
     Codec(String),
 }
 
-/// Storage errors keep their messages: the same variant here.
+/// Storage errors keep their messages; an I/O error or a damaged object is the
+/// store's own kind (callers tell a missing path or a corrupt shard by it).
 impl From<svar2_storage::Error> for Error {
     fn from(e: svar2_storage::Error) -> Error {
         match e {
             svar2_storage::Error::Io { path, source } => Error::Io { path, source },
-            svar2_storage::Error::Url { url, scheme } => Error::Url { url, scheme },
-            svar2_storage::Error::Bucket { url, msg } => Error::Bucket { url, msg },
-            svar2_storage::Error::Zip { path, msg } => Error::Zip { path, msg },
             svar2_storage::Error::Corrupt { key, msg } => Error::Corrupt { key, msg },
+            e => Error::Storage(e),
         }
     }
 }
