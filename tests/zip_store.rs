@@ -343,4 +343,44 @@ fn zip_writes_and_reads_refuse_what_a_hostile_user_plants() {
     let o = svar2().arg("view").arg(&aliased).output().unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("two entries name"));
+    // ... and one name twice (a zip appended to): the later copy is not read silently.
+    let twice = dir.path().join("twice.vcz.zip");
+    python(&format!(
+        "import zipfile, warnings\n\
+         warnings.simplefilter(\"ignore\")\n\
+         src = zipfile.ZipFile(\"{src}\")\n\
+         with zipfile.ZipFile(\"{dst}\", \"w\") as z:\n\
+         \x20   for i in src.infolist():\n\
+         \x20       z.writestr(i.filename, src.read(i))\n\
+         \x20   z.writestr(\"variant_position/c/0\", src.read(\"variant_position/c/0\"))\n",
+        src = zip.display(),
+        dst = twice.display()
+    ));
+    for cmd in ["view", "verify", "digest"] {
+        let o = svar2().arg(cmd).arg(&twice).output().unwrap();
+        assert!(!o.status.success(), "{cmd} read a zip with one name twice");
+    }
+
+    // A zip cut short (an interrupted download) says so.
+    let cut = dir.path().join("cut.vcz.zip");
+    std::fs::write(&cut, &good[..good.len() / 2]).unwrap();
+    let o = svar2().arg("verify").arg(&cut).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cut short"));
+
+    // VCF is never written over a zip store, or into a directory store.
+    let before = bytes(&zip);
+    let other = dir.path().join("d.zarr");
+    convert(&input, &other, &[]);
+    for (target, read) in [(zip.clone(), &other), (other.join("zarr.json"), &zip)] {
+        let o = svar2()
+            .args(["view", "-o"])
+            .arg(&target)
+            .arg(read)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "view -o {}", target.display());
+        assert!(String::from_utf8_lossy(&o.stderr).contains("is a Zarr store"));
+    }
+    assert_eq!(bytes(&zip), before);
 }

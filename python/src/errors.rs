@@ -52,7 +52,9 @@ pub fn store(e: svar2_store::Error) -> PyErr {
         svar2_store::Error::Io { source, .. } if not_found(source) => {
             PyFileNotFoundError::new_err(e.to_string())
         }
-        svar2_store::Error::Corrupt { .. } | svar2_store::Error::Chunk { .. } => {
+        svar2_store::Error::Corrupt { .. }
+        | svar2_store::Error::Chunk { .. }
+        | svar2_store::Error::Storage(svar2_storage::Error::Damaged { .. }) => {
             CorruptStoreError::new_err(e.to_string())
         }
         _ => Error::new_err(e.to_string()),

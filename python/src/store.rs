@@ -43,6 +43,8 @@ fn open_here(path: &Path, threads: Option<usize>, io_threads: usize) -> PyResult
 
 fn open_unguarded(path: &Path, threads: Option<usize>, io_threads: usize) -> PyResult<Opened> {
     svar2_storage::refuse_url(path).map_err(|e| errors::store(e.into()))?;
+    // (`x.vcz.zip/` names the zip file, as on the command line.)
+    let path = &svar2_store::replace::without_trailing_slash(path);
     if !svar2_storage::bucket::is_bucket_url(path) && !path.exists() {
         return Err(pyo3::exceptions::PyFileNotFoundError::new_err(format!(
             "{}: no such file or directory",

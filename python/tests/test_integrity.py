@@ -190,3 +190,15 @@ def test_every_single_bit_flip_is_caught(flip_store, tmp_path):
     assert caught["verify"] == FLIPS and caught["rechunk"] == FLIPS, caught
     assert caught["view"] == FLIPS, caught
     assert caught["python"] > FLIPS // 2 and caught["read"] > FLIPS // 20, caught
+
+
+def test_a_zip_store_cut_short_is_a_corrupt_store(svar2_zip_store, tmp_path):
+    """A .vcz.zip opens by its path with or without a trailing slash; one cut short
+    (an interrupted download) is CorruptStoreError, what a program re-downloads on."""
+    whole = svar2.open(str(svar2_zip_store) + "/")
+    assert whole.read("call_genotype", np.array([[0, 3, 0, 2]])).shape[:3] == (1, 3, 2)
+    cut = tmp_path / "cut.vcz.zip"
+    data = svar2_zip_store.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(svar2.CorruptStoreError, match="cut short"):
+        svar2.open(cut)

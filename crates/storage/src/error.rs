@@ -28,6 +28,10 @@ pub enum Error {
     /// names it (the store maps this to its corrupt-shard error).
     #[error("{key}: corrupt shard: {msg}")]
     Corrupt { key: String, msg: String },
+    /// A store file that is damaged as a whole (a zip cut short, its directory
+    /// pointing past its end, two entries for one key): download or copy it again.
+    #[error("{path}: {msg}")]
+    Damaged { path: PathBuf, msg: String },
     /// A zip file that is not one svar2 can read as a store (not a zip, encrypted,
     /// compressed by a method other than deflate, damaged), or a write a zip store
     /// cannot take.

@@ -125,9 +125,13 @@ impl ZipStore {
         let file = crate::open_regular(path).map_err(|e| Error::io(path, e))?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         let bad = |msg: String| Error::zip(path, msg);
+        let damaged = |msg: String| Error::Damaged {
+            path: path.to_path_buf(),
+            msg,
+        };
         let read = |at: u64, n: u64| -> Result<Vec<u8>> {
             if at.checked_add(n).is_none_or(|end| end > len) {
-                return Err(bad(format!(
+                return Err(damaged(format!(
                     "the zip's directory points past the file's end (byte {at} + {n} of \
                      {len}): the file is cut short or damaged; download or copy it again"
                 )));
@@ -143,12 +147,22 @@ impl ZipStore {
             .rev()
             .find(|&i| u32_at(&tail, i) == END_SIG)
             .ok_or_else(|| {
-                bad(
-                    "not a zip file (no end-of-central-directory record): give a .zip \
-                     made by svar2, bio2zarr's zipzarr, zarr-python or `zip -r`, or a \
-                     store directory"
-                        .into(),
-                )
+                let mut magic = [0u8; 4];
+                let zip_like = file.read_exact_at(&mut magic, 0).is_ok()
+                    && u32::from_le_bytes(magic) == LOCAL_SIG;
+                match zip_like {
+                    true => damaged(
+                        "a zip cut short (it has entries but no end-of-central-directory \
+                         record: an interrupted download or copy); download or copy it again"
+                            .into(),
+                    ),
+                    false => bad(
+                        "not a zip file (no end-of-central-directory record): give a .zip \
+                         made by svar2, bio2zarr's zipzarr, zarr-python or `zip -r`, or a \
+                         store directory"
+                            .into(),
+                    ),
+                }
             })?;
         let end_at = len - tail_len + end as u64;
         let e = &tail[end..];
@@ -164,8 +178,8 @@ impl ZipStore {
             if u32_at(&loc, 0) == LOCATOR64_SIG {
                 let rec = read(u64_at(&loc, 8), 56)?;
                 if u32_at(&rec, 0) != END64_SIG {
-                    return Err(bad(
-                        "damaged Zip64 end record: download or copy it again".into()
+                    return Err(damaged(
+                        "damaged Zip64 end record: download or copy it again".into(),
                     ));
                 }
                 disk = u32_at(&rec, 16) as u64;
@@ -181,7 +195,7 @@ impl ZipStore {
         }
         // 46 bytes at least per entry: a count beyond that is a lie, not an allocation.
         if count > cd_len / 46 + 1 {
-            return Err(bad(format!(
+            return Err(damaged(format!(
                 "the zip says it holds {count} entries in a {cd_len}-byte directory: damaged"
             )));
         }
@@ -190,8 +204,8 @@ impl ZipStore {
         let mut at = 0usize;
         for _ in 0..count {
             if at + 46 > cd.len() || u32_at(&cd, at) != CENTRAL_SIG {
-                return Err(bad(
-                    "damaged central directory: download or copy it again".into()
+                return Err(damaged(
+                    "damaged central directory: download or copy it again".into(),
                 ));
             }
             let flags = u16_at(&cd, at + 8);
@@ -206,8 +220,8 @@ impl ZipStore {
             let name_at = at + 46;
             let next = name_at + name_len + extra_len + comment_len;
             if next > cd.len() {
-                return Err(bad(
-                    "damaged central directory: download or copy it again".into()
+                return Err(damaged(
+                    "damaged central directory: download or copy it again".into(),
                 ));
             }
             let raw = cd[name_at..name_at + name_len].to_vec();
@@ -231,21 +245,18 @@ impl ZipStore {
                 )));
             }
             if header_at.checked_add(stored_len).is_none_or(|e| e > len) {
-                return Err(bad(format!(
+                return Err(damaged(format!(
                     "{name}: its bytes lie past the file's end: the file is cut short; \
                      download or copy it again"
                 )));
             }
             let key = name.trim_start_matches("./").to_string();
-            // The same name twice is the later one (as zipfile reads it); two names
-            // for one key (`x` and `./x`) are a zip crafted to be read two ways.
-            if entries
-                .get(&key)
-                .is_some_and(|e: &Entry| e.name != raw || key.as_bytes() != raw)
-            {
-                return Err(bad(format!(
+            // Two entries for one key (the same name twice, or `x` and `./x`) would be
+            // read one way here and maybe another elsewhere: refused.
+            if entries.contains_key(&key) {
+                return Err(damaged(format!(
                     "two entries name {key} ({name:?} and another): the zip is damaged or \
-                     crafted; re-create it"
+                     crafted, or was appended to; re-create it"
                 )));
             }
             entries.insert(

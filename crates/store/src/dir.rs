@@ -51,23 +51,10 @@ impl Drop for StoreDir {
     }
 }
 
-/// Removes a store directory svar2 is writing, its in-progress marker last: killed
-/// half-way, what is left is still marked as svar2's interrupted output, which the
-/// next run replaces (not a folder of shards it must refuse as someone else's).
+/// Removes a store directory svar2 is writing, its in-progress marker last (see
+/// [`empty_dir`]), then the directory.
 fn remove_marked_last(root: &Path) {
-    if let Ok(entries) = fs::read_dir(root) {
-        for e in entries.flatten() {
-            if e.file_name() == IN_PROGRESS {
-                continue;
-            }
-            let p = e.path();
-            let _ = match e.file_type().is_ok_and(|t| t.is_dir()) {
-                true => fs::remove_dir_all(&p),
-                false => fs::remove_file(&p),
-            };
-        }
-    }
-    let _ = fs::remove_file(root.join(IN_PROGRESS));
+    let _ = empty_dir(root);
     let _ = fs::remove_dir(root);
 }
 
@@ -178,13 +165,30 @@ pub fn check_output(root: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
-/// Removes a directory's entries without following symbolic links (a link is
-/// unlinked, never entered), keeping the directory: its lock is on that inode.
+/// Removes a directory's entries, never following a symbolic link (a link is
+/// unlinked, never entered), keeping the directory (its lock is on that inode), and
+/// the in-progress marker last: killed half-way, what is left is still marked as
+/// svar2's interrupted output, which the next run replaces — not a folder of shards
+/// it must refuse as someone else's.
 fn empty_dir(root: &Path) -> Result<()> {
-    Ok(svar2_storage::LocalDir {
-        root: root.to_path_buf(),
+    for e in fs::read_dir(root).map_err(|e| Error::io(root, e))? {
+        let e = e.map_err(|e| Error::io(root, e))?;
+        if e.file_name() == IN_PROGRESS {
+            continue;
+        }
+        let p = e.path();
+        let is_dir = e.file_type().map_err(|x| Error::io(&p, x))?.is_dir();
+        let r = match is_dir {
+            true => fs::remove_dir_all(&p),
+            false => fs::remove_file(&p),
+        };
+        r.map_err(|x| Error::io(&p, x))?;
     }
-    .delete_under("")?)
+    let marker = root.join(IN_PROGRESS);
+    match fs::remove_file(&marker) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(&marker, e)),
+        _ => Ok(()),
+    }
 }
 
 impl StoreDir {

@@ -481,6 +481,29 @@ fn canonical(p: &Path) -> std::path::PathBuf {
     }
 }
 
+/// The Zarr store `path` would write into or over, if any: a zip store at `path`, or a
+/// directory above it holding root metadata (`zarr.json`, `.zgroup`). Outputs that
+/// are not stores (`view -o`) are refused there: a VCF written over a store's files
+/// destroys it.
+pub fn store_at_or_above(path: &Path) -> Option<std::path::PathBuf> {
+    use svar2_storage::Storage;
+    if svar2_storage::zip::is_zip_file(path) {
+        let is_store = svar2_storage::ZipStore::open(path).is_ok_and(|z| {
+            ["zarr.json", ".zgroup"]
+                .iter()
+                .any(|k| z.size(k).ok().flatten().is_some())
+        });
+        if is_store {
+            return Some(path.to_path_buf());
+        }
+    }
+    let abs = std::path::absolute(path).ok()?;
+    abs.ancestors()
+        .skip(1)
+        .find(|d| d.join("zarr.json").is_file() || d.join(".zgroup").is_file())
+        .map(Path::to_path_buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

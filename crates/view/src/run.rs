@@ -381,6 +381,14 @@ fn check_output_file(store: &Store, o: &ViewOptions) -> Result<()> {
         if !store.group().arrays.iter().any(|a| a.reads_remote()) {
             svar2_store::replace::refuse_overlap(&store.group().root, out, "store being read")?;
         }
+        if let Some(store) = svar2_store::replace::store_at_or_above(out) {
+            return Err(Error::Usage(format!(
+                "-o {}: {} is a Zarr store, which VCF written there would destroy; give a \
+                 file outside any store",
+                out.display(),
+                store.display()
+            )));
+        }
     }
     if o.write_index {
         let regular = match &o.output {
