@@ -20,17 +20,17 @@ pub struct LayoutArgs {
     #[arg(long, default_value_t = 1.5, value_parser = max_amplification_arg)]
     pub max_amplification: f64,
     /// Variants per inner chunk (overrides --patch; default 1000, bio2zarr's).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub variants_chunk: Option<u64>,
     /// Samples per inner chunk (overrides --patch; default 1000).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub samples_chunk: Option<u64>,
     /// Variants per shard file, a multiple of the inner chunk (default: ~64 MiB of
     /// genotypes per shard).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub variants_shard: Option<u64>,
     /// Samples per shard file (default: all samples, up to ~64 MiB per shard).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub samples_shard: Option<u64>,
     /// Compression level of every inner chunk: the blosc clevel (1-9) of numeric
     /// chunks and the zstd level of string chunks. 1 writes ~1.45x faster than 3 for a

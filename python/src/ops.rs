@@ -47,6 +47,10 @@ fn requests(
     }
     .checked()
     .map_err(errors::value)?;
+    let threads = threads
+        .map(|n| svar2_planner::host::check_threads("threads", n, false))
+        .transpose()
+        .map_err(errors::value)?;
     let budget = BudgetRequest {
         max_mem: max_mem_of(max_mem)?,
         threads,

@@ -161,3 +161,15 @@ def test_error_classes(tmp_path):
     with pytest.raises(svar2.InputError, match="bad.vcf: record 2"):
         svar2.convert(bad, tmp_path / "out.zarr")
     assert not (tmp_path / "out.zarr" / "zarr.json").exists()
+
+
+def test_convert_keywords_out_of_range_are_value_errors(format_vcf, tmp_path):
+    """Zero threads, a chunk or shard of 0, a NaN amplification: refused as the CLI
+    refuses them, never quietly taken as something else."""
+    for kw in (dict(threads=0), dict(variants_chunk=0), dict(samples_shard=0),
+               dict(max_amplification=float("nan")), dict(zstd_level=10)):
+        with pytest.raises(ValueError):
+            svar2.convert(format_vcf, tmp_path / "x.zarr", **kw)
+        with pytest.raises(ValueError):
+            svar2.rechunk(tmp_path / "none.zarr", tmp_path / "y.zarr",
+                          **kw)

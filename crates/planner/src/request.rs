@@ -43,6 +43,17 @@ impl LayoutRequest {
     pub fn checked(self) -> Result<LayoutRequest, String> {
         zstd_level(self.zstd_level)?;
         max_amplification(self.max_amplification)?;
+        let r = &self.requested;
+        for (name, v) in [
+            ("variants chunk", r.variants_chunk),
+            ("samples chunk", r.samples_chunk),
+            ("variants shard", r.variants_shard),
+            ("samples shard", r.samples_shard),
+        ] {
+            if v == Some(0) {
+                return Err(format!("{name} 0: a chunk or shard holds at least 1"));
+            }
+        }
         Ok(self)
     }
 }
@@ -106,5 +117,13 @@ mod tests {
             ..Default::default()
         };
         assert!(l.given() && l.checked().is_ok());
+        let zero = LayoutRequest {
+            requested: Requested {
+                samples_shard: Some(0),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(zero.checked().is_err());
     }
 }
