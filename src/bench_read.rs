@@ -7,7 +7,7 @@ use svar2_reader::{bench, patch as patches, Reader, Store};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store: a directory or s3://bucket/path (any VCF Zarr store).
+    /// The store: a directory, a .zip file or s3://bucket/path (any VCF Zarr store).
     #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
     /// Patch shape VARIANTSxSAMPLES (all ploidy values are read).

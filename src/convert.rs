@@ -11,8 +11,9 @@ pub struct Args {
     /// INPUT... OUTPUT: the inputs (.vcf, .vcf.gz, .bcf; several files of one
     /// call set, e.g. one per chromosome: same samples, each contig in one file;
     /// `-` reads VCF text from standard input), then the output store: a
-    /// directory or an s3://bucket/path URL; new, empty, or an interrupted svar2
-    /// store (an existing Zarr store only with --force; anything else is refused).
+    /// directory, a .zip file (`out.vcz.zip`: staged beside it, moved into place
+    /// whole) or an s3://bucket/path URL; new, empty, or an interrupted svar2 store
+    /// (an existing Zarr store only with --force; anything else is refused).
     #[arg(required_unless_present = "plan_file", num_args = 1.., value_name = "PATH")]
     #[arg(value_parser = crate::flags::store_path)]
     paths: Vec<PathBuf>,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store: a directory or s3://bucket/path.
+    /// The store: a directory, a .zip file or s3://bucket/path.
     #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
 }

@@ -226,7 +226,7 @@ pub fn local_path(s: &str) -> Result<PathBuf, String> {
     Ok(p)
 }
 
-/// A store argument: a local directory or an `s3://bucket/path` URL (other URL
+/// A store argument: a local directory, a `.zip` file or an `s3://bucket/path` URL (other URL
 /// schemes refused by name).
 pub fn store_path(s: &str) -> Result<PathBuf, String> {
     let p = PathBuf::from(s);

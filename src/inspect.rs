@@ -6,7 +6,7 @@ use svar2_planner::geometry::PatchShape;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store: a directory or s3://bucket/path.
+    /// The store: a directory, a .zip file or s3://bucket/path.
     #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
     /// The patch a reader fetches, VARIANTSxSAMPLES (e.g. 4096x1): prints each

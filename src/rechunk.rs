@@ -7,10 +7,11 @@ use svar2_planner::size::human;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store to read (not changed): a directory or s3://bucket/path.
+    /// The store to read (not changed): a directory, a .zip file or s3://bucket/path.
     #[arg(value_parser = crate::flags::store_path)]
     input: PathBuf,
-    /// The output store: a directory or s3://bucket/path (the same rules as convert's).
+    /// The output store: a directory, a .zip file (written whole, moved into place)
+    /// or s3://bucket/path (the same rules as convert's).
     #[arg(value_parser = crate::flags::store_path)]
     output: PathBuf,
     #[command(flatten)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The store: a directory or s3://bucket/path (any VCF Zarr store; svar2's carry a
+    /// The store: a directory, a .zip file or s3://bucket/path (any VCF Zarr store; svar2's carry a
     /// crc32c per chunk).
     #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,

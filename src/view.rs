@@ -6,7 +6,7 @@ use svar2_vcf::write::OutputType;
 #[derive(clap::Args)]
 #[command(disable_help_flag = true)]
 pub struct Args {
-    /// The store: a directory or s3://bucket/path (any VCF Zarr store).
+    /// The store: a directory, a .zip file or s3://bucket/path (any VCF Zarr store).
     #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
     /// Print help (-h is --header-only, as in bcftools).

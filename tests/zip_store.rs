@@ -32,7 +32,7 @@ fn python_zip(dir: &Path, zip: &Path, method: &str, folder: &str) {
 fn a_zip_store_is_the_directory_store_in_one_file() {
     if !tools(
         "a_zip_store_is_the_directory_store_in_one_file",
-        &[Tool::Bcftools, Tool::Vcztools, Tool::ZarrPython],
+        &[Tool::Bcftools, Tool::Vcztools, Tool::ZarrPython, Tool::Xarray],
     ) {
         return;
     }
@@ -99,6 +99,14 @@ fn a_zip_store_is_the_directory_store_in_one_file() {
         )),
         arrays(&format!("\"{}\"", plain.display()))
     );
+
+    // xarray opens it as users will (arrays agreeing on every dimension's length).
+    python(&format!(
+        "import xarray, zarr\n\
+         ds = xarray.open_zarr(zarr.storage.ZipStore(\"{}\", mode=\"r\"), consolidated=False)\n\
+         assert ds.sizes[\"variants\"] > 0 and ds.sizes[\"samples\"] > 0\n",
+        zip.display()
+    ));
 
     // Other writers' zips read as the directory does: stored, deflated, in a folder.
     for (name, method, folder) in [

@@ -19,7 +19,7 @@ mod store;
 mod wait;
 
 /// Opens any VCF Zarr store for reading (svar2's, bio2zarr's v2 or v3, a
-/// zarr-python-written one), local or `s3://bucket/path` (credentials and endpoint
+/// zarr-python-written one): a directory, a `.vcz.zip` file, or `s3://bucket/path` (credentials and endpoint
 /// from the AWS_* variables or `~/.aws`; other URL schemes raise `svar2.Error`).
 /// `threads`: decode threads (default every usable core); `io_threads`: threads that
 /// only wait on reads — of a bucket store (one request each in flight: give it many,

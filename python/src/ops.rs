@@ -69,8 +69,8 @@ fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
 }
 
 /// Converts VCF/BCF `inputs` (a path, or a list: one call set split into files) into
-/// a VCF Zarr store at `output`, exactly as `svar2 convert` does with the same flags.
-/// Returns a dict: records, seconds, store_bytes, files, rewritten_shards.
+/// a VCF Zarr store at `output` (a directory, a `.vcz.zip` file or `s3://bucket/path`),
+/// exactly as `svar2 convert` does with the same flags. Returns a dict: records, seconds, store_bytes, files, rewritten_shards.
 /// `samples`, `regions`, `targets`, `include`/`exclude` subset as `bcftools view`'s
 /// -s, -r, -t, -i/-e (`samples`: a list of names, or bcftools' comma string with `^`);
 /// `samples_file`, `regions_file`, `targets_file`, `force_samples` and `no_update`

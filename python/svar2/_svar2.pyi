@@ -124,7 +124,8 @@ class Store:
     def __exit__(self, *args: object) -> bool: ...
 
 def open(path: PathLike, threads: Optional[int] = None, io_threads: int = 4) -> Store:
-    """Opens any VCF Zarr store for reading: a local path, or ``s3://bucket/path``
+    """Opens any VCF Zarr store for reading: a directory, a ``.vcz.zip`` file, or
+    ``s3://bucket/path``
     (credentials and endpoint from the AWS_* variables or ``~/.aws``; other URL schemes
     raise svar2.Error). Local shard files are mapped and read by the `threads` decode
     threads; `io_threads` wait on reads of bucket stores (one request each in flight:
@@ -161,7 +162,10 @@ def convert(
     force_samples: bool = False,
     no_update: bool = False,
 ) -> dict[str, Any]:
-    """VCF/BCF -> VCF Zarr, as ``svar2 convert``; ``samples`` (a list of names, or
+    """VCF/BCF -> VCF Zarr, as ``svar2 convert``; ``output`` is a directory, a
+    ``.vcz.zip`` file (written whole, moved into place) or ``s3://bucket/path``.
+    Bad keywords, a malformed expression or region, or a sample the input lacks raise
+    ``ValueError``; inputs that do not convert ``svar2.InputError``. ``samples`` (a list of names, or
     bcftools' comma string with ``^``), ``regions``, ``targets``, ``include``/``exclude``,
     ``samples_file``, ``regions_file``, ``targets_file``, ``force_samples`` and
     ``no_update`` subset as bcftools view's -s, -r, -t, -i/-e, -S, -R, -T,
