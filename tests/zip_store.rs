@@ -32,7 +32,12 @@ fn python_zip(dir: &Path, zip: &Path, method: &str, folder: &str) {
 fn a_zip_store_is_the_directory_store_in_one_file() {
     if !tools(
         "a_zip_store_is_the_directory_store_in_one_file",
-        &[Tool::Bcftools, Tool::Vcztools, Tool::ZarrPython, Tool::Xarray],
+        &[
+            Tool::Bcftools,
+            Tool::Vcztools,
+            Tool::ZarrPython,
+            Tool::Xarray,
+        ],
     ) {
         return;
     }
