@@ -292,15 +292,19 @@ fn list_local(root: &Path, rel: &str, t: &mut Tree) -> Result<Option<String>> {
     Ok(None)
 }
 
+/// An output that is a symbolic link: never written through, whatever it points to
+/// (`what`: what to give instead).
+fn a_symbolic_link(what: &str) -> Existing {
+    Existing::Foreign(format!(
+        "is a symbolic link (svar2 does not write through one: give the {what} it points to)"
+    ))
+}
+
 /// What the local path `root` holds.
 pub(crate) fn classify(root: &Path) -> Result<Existing> {
     let meta = fs::symlink_metadata(root).map_err(|e| Error::io(root, e))?;
     if meta.file_type().is_symlink() {
-        return Ok(Existing::Foreign(
-            "is a symbolic link (svar2 does not write through one: give the directory it \
-             points to)"
-                .into(),
-        ));
+        return Ok(a_symbolic_link("directory"));
     }
     if !meta.is_dir() {
         return Ok(Existing::Foreign("is a file, not a directory".into()));
@@ -321,11 +325,7 @@ pub(crate) fn classify_zip(root: &Path) -> Result<Existing> {
         Err(e) => return Err(Error::io(root, e)),
     };
     if meta.file_type().is_symlink() {
-        return Ok(Existing::Foreign(
-            "is a symbolic link (svar2 does not write through one: give the file it \
-             points to)"
-                .into(),
-        ));
+        return Ok(a_symbolic_link("file"));
     }
     if !meta.is_file() {
         return Ok(Existing::Foreign(
