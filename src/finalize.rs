@@ -24,6 +24,7 @@ pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
         probe: false,
         allow_truncated: false,
         subset: Default::default(),
+        merge: None,
     };
     let s = svar2_convert::partition::finalize(&a.plan, &request)?;
     if quiet {

@@ -129,6 +129,14 @@ pub struct PlanningArgs {
     pub allow_truncated: bool,
     #[command(flatten)]
     pub subset: SubsetArgs,
+    /// The inputs are of different samples (each sorted, in the same contig order):
+    /// join them as `bcftools merge` does — the union of sites, absent samples as
+    /// missing calls, INFO by bcftools' default rules, AC/AN counted again — into one
+    /// store. `--merge` joins like `bcftools merge` (`-m both`: SNPs with SNPs, indels
+    /// with indels); `--merge=none` like `-m none` (only records of the same alleles).
+    /// A sample name in two inputs is refused; --force-samples keeps it as `2:NAME`.
+    #[arg(long, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "both")]
+    pub merge: Option<svar2_vcf::merge::Collapse>,
 }
 
 /// `bcftools view`'s subsetting, applied while converting: the store is the one
@@ -148,8 +156,10 @@ pub struct SubsetArgs {
     #[arg(help_heading = SUBSETTING, short = 'S', long = "samples-file", conflicts_with = "samples")]
     samples_file: Option<PathBuf>,
     /// With -s/-S: skip names the header lacks (with a warning) instead of failing.
+    /// With --merge: keep a sample name met in two inputs, the later one as `K:NAME`
+    /// (K: the input's number), as bcftools merge does.
     #[arg(long, help_heading = SUBSETTING)]
-    force_samples: bool,
+    pub force_samples: bool,
     /// Keep records overlapping these regions (CHR, CHR:POS, CHR:BEG-END, CHR:BEG-;
     /// comma-separated; 1-based, inclusive), in the header's contig order.
     #[arg(help_heading = SUBSETTING, short = 'r', long)]
@@ -214,6 +224,10 @@ impl PlanningArgs {
             probe,
             allow_truncated: self.allow_truncated,
             subset: self.subset.request(),
+            merge: self.merge.map(|collapse| svar2_vcf::merge::MergeRequest {
+                collapse,
+                force_samples: self.subset.force_samples,
+            }),
         }
     }
 }

@@ -75,6 +75,9 @@ fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
 /// -s, -r, -t, -i/-e (`samples`: a list of names, or bcftools' comma string with `^`);
 /// `samples_file`, `regions_file`, `targets_file`, `force_samples` and `no_update`
 /// are -S, -R, -T, --force-samples and -I.
+/// `merge`: the inputs are of different samples, joined as `bcftools merge` joins
+/// them (`True` or "both": its default; "none": `-m none`); `force_samples` then keeps
+/// a name met twice as `K:NAME`.
 /// `max_mem` budgets the conversion's own memory ("auto": 0.8 x the cgroup limit);
 /// the Python process's comes on top.
 #[pyfunction]
@@ -83,7 +86,7 @@ fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     variants_shard = None, samples_shard = None, zstd_level = 1, force = false,
     progress = false, allow_truncated = false, samples = None, regions = None, targets = None,
     include = None, exclude = None, samples_file = None, regions_file = None,
-    targets_file = None, force_samples = false, no_update = false))]
+    targets_file = None, force_samples = false, no_update = false, merge = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn convert<'py>(
     py: Python<'py>,
@@ -112,8 +115,27 @@ pub fn convert<'py>(
     targets_file: Option<PathBuf>,
     force_samples: bool,
     no_update: bool,
+    merge: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let inputs = inputs_of(inputs)?;
+    // `merge=True` or "both": bcftools merge's default; "none": its `-m none`.
+    let merge = match merge {
+        None => None,
+        Some(m) => match m.extract::<bool>() {
+            Ok(false) => None,
+            Ok(true) => Some(svar2_vcf::merge::Collapse::Both),
+            Err(_) => {
+                let mode: String = m
+                    .extract()
+                    .map_err(|_| errors::value("merge: True, \"both\" or \"none\""))?;
+                Some(mode.parse().map_err(|e: String| errors::value(e))?)
+            }
+        },
+    }
+    .map(|collapse| svar2_vcf::merge::MergeRequest {
+        collapse,
+        force_samples,
+    });
     // A string is bcftools' -s list; a list holds names as they are (commas too).
     let (samples, sample_list) = match samples {
         None => (None, None),
@@ -169,6 +191,7 @@ pub fn convert<'py>(
             probe: true,
             allow_truncated,
             subset,
+            merge,
         },
         force,
         progress,

@@ -142,6 +142,19 @@ pub(crate) fn open_call_set(
         r
     };
     crate::planning::set_read_limits(request);
+    if let Some(m) = request.merge {
+        if !request.subset.is_empty() {
+            return Err(Error::Usage(
+                "--merge with -s/-S/-r/-R/-t/-T/-i/-e is not offered yet: merge into a store, \
+                 then subset it (svar2 view), or subset each input first"
+                    .into(),
+            ));
+        }
+        let reader = opt_in(VcfReader::merge(inputs, m)?);
+        let report = plan_reader(&reader, request)?;
+        let schema = reader.schema.clone();
+        return Ok((report, vec![reader], schema));
+    }
     if inputs.len() == 1 && !is_stdin(first) {
         // Opened without the inflate helper: a read through the index (pieces)
         // never uses this reader, and a stream adds the helper when it starts.
@@ -236,6 +249,12 @@ fn plan_reading(
     let per_contig = PIECES_PER_READER as usize * readers;
     // An input cut short (converted as far as it goes, --allow-truncated) is read by
     // one stream: its index describes the whole file.
+    if files.iter().any(VcfReader::is_merge) {
+        if options.request.readers.is_some_and(|r| r > 1) {
+            tracing::warn!("--merge: the inputs are read side by side by one streaming reader");
+        }
+        return Ok(Reading::Stream { single: true });
+    }
     if files.iter().any(VcfReader::is_subset) {
         if let Some(r) = options.request.readers.filter(|&r| r > 1) {
             tracing::warn!("--readers {r}: a subset is read by one streaming reader");
@@ -439,7 +458,7 @@ pub fn convert_inputs(
     let listed = report
         .index
         .and(report.plan.records)
-        .filter(|_| options.request.subset.is_empty());
+        .filter(|_| options.request.subset.is_empty() && options.request.merge.is_none());
     // An input cut short holds fewer than its index lists (warned at the check).
     if let Some(listed) = listed.filter(|&n| n != writer.records() && !cut) {
         // (Index-driven reading checks each contig and fails; one stream reads it all.)

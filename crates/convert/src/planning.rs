@@ -31,6 +31,9 @@ pub struct PlanRequest {
     /// `bcftools view`'s subsetting applied while reading (`-s/-r/-t/-i`…): the plan
     /// is made for the samples kept.
     pub subset: svar2_vcf::subset::SubsetRequest,
+    /// `--merge`: the inputs are of different samples, joined as `bcftools merge`
+    /// joins them (one streaming reader over all of them).
+    pub merge: Option<svar2_vcf::merge::MergeRequest>,
 }
 
 /// The expression of `-i`/`-e` as a conversion tests it on each record.

@@ -31,6 +31,7 @@ pub mod index;
 mod inflate;
 pub mod inputs;
 pub mod limits;
+pub mod merge;
 pub mod packed;
 pub mod pieces;
 pub mod query;

@@ -67,6 +67,8 @@ enum Inner {
     Hts(bcf::Reader, bcf::Record),
     /// The text, and the direct parse's lookups for the reader's schema.
     Text(Box<TextReader>, Box<Direct>),
+    /// Inputs of different samples joined as `bcftools merge` joins them.
+    Merge(Box<crate::merge::Merger>),
 }
 
 impl VcfReader {
@@ -126,6 +128,7 @@ impl VcfReader {
         let header = match &inner {
             Inner::Hts(r, _) => r.header(),
             Inner::Text(t, _) => t.header(),
+            Inner::Merge(m) => m.header(),
         };
         let raw = crate::schema::raw_header(header);
         let schema = Schema::from_header(path, header, &raw)?;
@@ -144,6 +147,28 @@ impl VcfReader {
             cut: false,
             subset: None,
         })
+    }
+
+    /// Inputs of different samples read side by side and joined as `bcftools merge`
+    /// joins them (`convert --merge`): one stream of records in the merged header.
+    pub fn merge(paths: &[PathBuf], req: crate::merge::MergeRequest) -> Result<VcfReader> {
+        let m = crate::merge::Merger::open(paths, req)?;
+        let schema = m.schema.clone();
+        Ok(VcfReader {
+            path: paths[0].clone(),
+            inner: Inner::Merge(Box::new(m)),
+            schema,
+            last: None,
+            left: Vec::new(),
+            allow_truncated: false,
+            cut: false,
+            subset: None,
+        })
+    }
+
+    /// Whether this reader joins inputs as `bcftools merge` (see [`VcfReader::merge`]).
+    pub fn is_merge(&self) -> bool {
+        matches!(self.inner, Inner::Merge(_))
     }
 
     /// Subsets the records as `bcftools view` would (see [`Subset`]): from here on
@@ -195,7 +220,7 @@ impl VcfReader {
                 }
                 Ok(r)
             }
-            Inner::Hts(..) => Ok(self),
+            Inner::Hts(..) | Inner::Merge(_) => Ok(self),
         }
     }
 
@@ -204,7 +229,7 @@ impl VcfReader {
     pub fn first_text_contig(&self) -> Option<String> {
         match &self.inner {
             Inner::Text(t, _) => t.pending_contig(),
-            Inner::Hts(..) => None,
+            Inner::Hts(..) | Inner::Merge(_) => None,
         }
     }
 
@@ -232,6 +257,7 @@ impl VcfReader {
         match &self.inner {
             Inner::Hts(r, _) => r.header(),
             Inner::Text(t, _) => t.header(),
+            Inner::Merge(m) => m.header(),
         }
     }
 
@@ -321,6 +347,10 @@ impl VcfReader {
     ) -> Result<Step> {
         let subset = self.subset.as_deref_mut();
         match &mut self.inner {
+            Inner::Merge(m) => match m.next_record()? {
+                None => Ok(Step::End),
+                Some((n, rec)) => ex.extract(&self.path, n, rec, batch).map(|_| Step::Record),
+            },
             Inner::Hts(reader, rec) => {
                 let last = (record_no > 0).then(|| (rec.rid().unwrap_or(0), rec.pos() + 1));
                 match reader.read(rec) {

@@ -461,17 +461,25 @@ impl Subset {
     /// output is) holds only the kept samples' own. A sample left with no values is
     /// printed, and so read back, as one missing value.
     fn trim_widths(&mut self) {
-        let rec = &mut self.rec;
+        trim_widths(&mut self.rec, &self.out, &self.schema);
+    }
+}
+
+/// Narrows each numeric FORMAT field (and GT) of `rec` (of `hdr`, whose schema is
+/// `schema`) to the most values a sample has, as VCF text prints it (see
+/// [`Subset::apply`]): a record built in memory reads as its printed text does.
+pub(crate) fn trim_widths(rec: &mut bcf::Record, hdr: &HeaderView, schema: &Schema) {
+    {
         let ns = rec.sample_count() as usize;
         if ns == 0 {
             return;
         }
-        let numeric = self.schema.fields.iter().filter(|f| {
+        let numeric = schema.fields.iter().filter(|f| {
             f.category == Category::Format && matches!(f.ty, VcfType::Integer | VcfType::Float)
         });
         let tags: Vec<(Vec<u8>, bool)> = numeric
             .map(|f| (f.name.as_bytes().to_vec(), f.ty == VcfType::Float))
-            .chain(self.schema.has_gt.then(|| (b"GT".to_vec(), false)))
+            .chain(schema.has_gt.then(|| (b"GT".to_vec(), false)))
             .collect();
         for (tag, float) in tags {
             let Ok(c) = CString::new(tag.clone()) else {
@@ -480,7 +488,7 @@ impl Subset {
             // SAFETY: the record and its header are live; the result is checked for null,
             // and `p` holds `n` values of `type_` for each of the `ns` samples.
             let n = unsafe {
-                let fmt = htslib::bcf_get_fmt(self.out.as_ptr(), rec.inner, c.as_ptr());
+                let fmt = htslib::bcf_get_fmt(hdr.as_ptr(), rec.inner, c.as_ptr());
                 if fmt.is_null() || (*fmt).p.is_null() || (*fmt).n <= 0 {
                     continue;
                 }

@@ -1,0 +1,1597 @@
+//! `bcftools merge` at conversion (`convert --merge`): inputs of different samples,
+//! each sorted, read side by side, and joined record by record into the records a
+//! conversion of `bcftools merge`'s output sees — its default (`-m both`: SNPs with
+//! SNPs, indels with indels, alleles joined) or `-m none` (only records with the same
+//! alleles joined). The rules are bcftools 1.16's (`vcfmerge.c`), ported step for step
+//! so that the stores are equal: the union of sites in order, ID joined, QUAL the
+//! highest, FILTER joined (PASS dropped beside others), INFO from the first input
+//! that has it (DP and DP4 summed, Number=A/R/G fields placed by allele, AC and AN
+//! counted again from the merged genotypes), FORMAT fields every input's samples
+//! fill, missing where an input lacks the record or the field.
+//!
+//! Left out (refused or not offered): gVCF blocks (`-g`), `--merge-by-id`,
+//! `-m snps|indels|all|id`, `-i` rules other than the default, `-F x`, `-0`, local
+//! alleles (`-L`).
+
+use crate::error::{Error, Result};
+use crate::schema::{contig_name, Schema};
+use rust_htslib::bcf;
+use rust_htslib::bcf::header::HeaderView;
+use rust_htslib::bcf::Read;
+use rust_htslib::htslib;
+use std::collections::VecDeque;
+use std::ffi::{CStr, CString};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Which records at one position are joined (`bcftools merge -m`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub enum Collapse {
+    /// `-m both` (bcftools' default): SNPs with SNPs and indels with indels, their
+    /// alleles joined into one multiallelic record.
+    #[default]
+    Both,
+    /// `-m none`: only records whose alleles agree are joined.
+    None,
+}
+
+impl std::str::FromStr for Collapse {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "both" => Ok(Collapse::Both),
+            "none" => Ok(Collapse::None),
+            _ => Err(format!(
+                "-m {s}: svar2 merges as `bcftools merge -m both` (the default) or `-m none`"
+            )),
+        }
+    }
+}
+
+/// What `convert --merge` asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MergeRequest {
+    pub collapse: Collapse,
+    /// `--force-samples`: a sample name in two inputs is kept as `2:NAME` (the input's
+    /// number), as bcftools does, instead of refused.
+    pub force_samples: bool,
+}
+
+// bcftools' variant-type masks: htslib's VCF_* shifted by two, REF-only as 2.
+const SNP_MASK: i32 = ((htslib::VCF_SNP | htslib::VCF_MNP) << 2) as i32;
+const INDEL_MASK: i32 = (htslib::VCF_INDEL << 2) as i32;
+const INS_MASK: i32 = (htslib::VCF_INS << 2) as i32;
+const DEL_MASK: i32 = (htslib::VCF_DEL << 2) as i32;
+const REF_MASK: i32 = 2;
+const SKIP_DONE: u8 = 1;
+const SKIP_DIFF: u8 = 2;
+const INT_MISSING: i32 = i32::MIN;
+const INT_END: i32 = i32::MIN + 1;
+const FLOAT_MISSING: u32 = 0x7F80_0001;
+const FLOAT_END: u32 = 0x7F80_0002;
+const VL_VAR: u32 = 1;
+const VL_A: u32 = 2;
+const VL_G: u32 = 3;
+const VL_R: u32 = 4;
+
+/// One record of an input at the position being merged.
+struct Line {
+    rec: bcf::Record,
+    /// The input's record number (1-based), for messages.
+    number: u64,
+    /// Input allele index → merged allele index.
+    map: Vec<usize>,
+    skip: u8,
+}
+
+/// One input: its reader, the record read ahead, the records at the position.
+struct Input {
+    path: PathBuf,
+    reader: bcf::Reader,
+    samples: usize,
+    ahead: Option<bcf::Record>,
+    ahead_number: u64,
+    read: u64,
+    lines: Vec<Line>,
+    /// The line staged for the output record being made.
+    cur: Option<usize>,
+    /// The merged header's contig id of each of this input's contig ids.
+    rid_out: Vec<i32>,
+    last: Option<(i32, i64)>,
+}
+
+/// The merged stream: one record at a time, in the merged header.
+pub struct Merger {
+    inputs: Vec<Input>,
+    out_hdr: Arc<HeaderView>,
+    /// The schema of the merged header (what the store is made from).
+    pub schema: Schema,
+    collapse: Collapse,
+    /// Merged records made and not yet handed out.
+    ready: VecDeque<bcf::Record>,
+    current: bcf::Record,
+    made: u64,
+    // The position's joined alleles and how many inputs share each.
+    als: Vec<Vec<u8>>,
+    cnt: Vec<u32>,
+    var_types: i32,
+    /// Per merged sample, its ploidy in the current record's genotypes.
+    ploidy: Vec<i32>,
+    /// INFO tags summed (bcftools' default rules: DP and DP4 where declared).
+    sum_rules: Vec<CString>,
+}
+
+/// A header's pointer, for htslib's calls.
+fn hp(h: &HeaderView) -> *mut htslib::bcf_hdr_t {
+    // SAFETY: only the pointer is taken; every use is inside an unsafe block that
+    // keeps `h` alive for its length.
+    unsafe { h.as_ptr() }
+}
+
+fn c(s: &[u8]) -> CString {
+    CString::new(s).unwrap_or_else(|_| CString::new("?").expect("no NUL"))
+}
+
+/// The `Number` kind (`BCF_VL_*`) of tag `id` of header line kind `hl`.
+///
+/// # Safety
+/// `hdr` is a live header and `id` one of its dictionary ids.
+unsafe fn id_length(hdr: *const htslib::bcf_hdr_t, hl: u32, id: i32) -> u32 {
+    let pair = (*hdr).id[htslib::BCF_DT_ID as usize].add(id as usize);
+    (((*(*pair).val).info[hl as usize] >> 8) & 0xf) as u32
+}
+
+/// The name of dictionary id `id`.
+///
+/// # Safety
+/// As [`id_length`].
+unsafe fn id_key<'a>(hdr: *const htslib::bcf_hdr_t, id: i32) -> &'a [u8] {
+    let pair = (*hdr).id[htslib::BCF_DT_ID as usize].add(id as usize);
+    CStr::from_ptr((*pair).key).to_bytes()
+}
+
+/// Typed values (`BCF_BT_*`) widened to i32 sentinels (or f32 bits for floats).
+///
+/// # Safety
+/// `p` holds `n` values of `ty`.
+unsafe fn widen(ty: u32, p: *const u8, n: usize) -> Vec<i32> {
+    (0..n)
+        .map(|i| match ty {
+            htslib::BCF_BT_INT8 => match *(p as *const i8).add(i) {
+                -128 => INT_MISSING,
+                -127 => INT_END,
+                v => v as i32,
+            },
+            htslib::BCF_BT_INT16 => match (p as *const i16).add(i).read_unaligned() {
+                i16::MIN => INT_MISSING,
+                v if v == i16::MIN + 1 => INT_END,
+                v => v as i32,
+            },
+            htslib::BCF_BT_INT32 => (p as *const i32).add(i).read_unaligned(),
+            _ => (p as *const u32).add(i).read_unaligned() as i32,
+        })
+        .collect()
+}
+
+fn is_missing(v: i32, float: bool) -> bool {
+    match float {
+        true => v as u32 == FLOAT_MISSING,
+        false => v == INT_MISSING,
+    }
+}
+
+fn is_end(v: i32, float: bool) -> bool {
+    match float {
+        true => v as u32 == FLOAT_END,
+        false => v == INT_END,
+    }
+}
+
+fn missing(float: bool) -> i32 {
+    match float {
+        true => FLOAT_MISSING as i32,
+        false => INT_MISSING,
+    }
+}
+
+fn end(float: bool) -> i32 {
+    match float {
+        true => FLOAT_END as i32,
+        false => INT_END,
+    }
+}
+
+fn alleles2gt(a: usize, b: usize) -> usize {
+    match a > b {
+        true => a * (a + 1) / 2 + b,
+        false => b * (b + 1) / 2 + a,
+    }
+}
+
+/// bcftools' `vcmp`: compares alleles of records whose REFs differ in length.
+#[derive(Default)]
+struct Vcmp {
+    dref: Vec<u8>,
+    /// Positive when the first REF is the longer, negative when the second is.
+    ndref: i32,
+}
+
+impl Vcmp {
+    fn set_ref(&mut self, ref1: &[u8], ref2: &[u8]) -> bool {
+        self.ndref = 0;
+        let m = ref1
+            .iter()
+            .zip(ref2)
+            .take_while(|(a, b)| a.eq_ignore_ascii_case(b))
+            .count();
+        let (ra, rb) = (&ref1[m..], &ref2[m..]);
+        if ra.is_empty() && rb.is_empty() {
+            return true;
+        }
+        if !ra.is_empty() && !rb.is_empty() {
+            return false;
+        }
+        self.dref = match ra.is_empty() {
+            false => ra.to_ascii_uppercase(),
+            true => rb.to_ascii_uppercase(),
+        };
+        self.ndref = self.dref.len() as i32 * if ra.is_empty() { -1 } else { 1 };
+        true
+    }
+
+    fn find_allele(&self, als1: &[Vec<u8>], al2: &[u8]) -> Option<usize> {
+        als1.iter().position(|a1| {
+            let m = a1
+                .iter()
+                .zip(al2)
+                .take_while(|(a, b)| a.eq_ignore_ascii_case(b))
+                .count();
+            let (a, b) = (&a1[m..], &al2[m..]);
+            if !a.is_empty() && !b.is_empty() {
+                return false;
+            }
+            if self.ndref == 0 {
+                return a.is_empty() && b.is_empty();
+            }
+            if !a.is_empty() {
+                return self.ndref > 0 && a.to_ascii_uppercase() == self.dref;
+            }
+            self.ndref <= 0 && b.to_ascii_uppercase() == self.dref
+        })
+    }
+}
+
+/// bcftools' `merge_alleles`: `a`'s alleles joined into `b`, `map` set to where each
+/// of `a`'s went; `None` when the REFs disagree.
+fn merge_alleles(a: &mut [Vec<u8>], map: &mut Vec<usize>, b: &mut Vec<Vec<u8>>) -> Option<()> {
+    map.clear();
+    map.resize(a.len(), 0);
+    let rla = a[0].len().max(1);
+    let rlb = b[0].len().max(1);
+    let same_snp = a.len() == 2 && b.len() == 2 && rla == 1 && rlb == 1;
+    if same_snp && a[1].len() == 1 && b[1].len() == 1 && a[1][0] == b[1][0] {
+        map[1] = 1;
+        return Some(());
+    }
+    let n = rla.min(rlb);
+    let (pa, pb) = (&a[0][..n.min(a[0].len())], &b[0][..n.min(b[0].len())]);
+    if pa != pb {
+        if !pa.eq_ignore_ascii_case(pb) {
+            return None;
+        }
+        a.iter_mut().for_each(|x| x.make_ascii_uppercase());
+        b.iter_mut().for_each(|x| x.make_ascii_uppercase());
+    }
+    if rla > rlb {
+        let tail = a[0][rlb..].to_vec();
+        for x in b.iter_mut() {
+            if x.first() == Some(&b'<') || x.first() == Some(&b'*') {
+                continue;
+            }
+            x.extend_from_slice(&tail);
+        }
+    }
+    for i in 1..a.len() {
+        let ai = if rlb > rla && a[i].first() != Some(&b'<') && a[i].first() != Some(&b'*') {
+            let mut v = a[i].clone();
+            v.extend_from_slice(&b[0][rla..]);
+            v
+        } else {
+            a[i].clone()
+        };
+        match (1..b.len()).find(|&j| b[j].eq_ignore_ascii_case(&ai)) {
+            Some(j) => map[i] = j,
+            None => {
+                map[i] = b.len();
+                b.push(ai);
+            }
+        }
+    }
+    Some(())
+}
+
+/// bcftools' `normalize_alleles`: the common suffix trimmed (REF kept one base).
+fn normalize_alleles(als: &mut [Vec<u8>]) {
+    if als[0].len() <= 1 {
+        return;
+    }
+    let lens: Vec<usize> = als.iter().map(Vec::len).collect();
+    let mut i = 1;
+    let mut done = false;
+    while i < lens[0] {
+        for j in 1..als.len() {
+            if i >= lens[j] {
+                done = true;
+            }
+            if i > lens[j] || als[j][lens[j] - i] != als[0][lens[0] - i] {
+                done = true;
+                break;
+            }
+        }
+        if done {
+            break;
+        }
+        i += 1;
+    }
+    if i > 1 {
+        i -= 1;
+        for (j, a) in als.iter_mut().enumerate() {
+            a.truncate(lens[j] - i);
+        }
+    }
+}
+
+/// bcftools' `copy_string_field`: the `isrc`-th comma field of `src` into the
+/// `idst`-th of `dst`, where that is still `.`.
+fn copy_string_field(src: &[u8], isrc: usize, dst: &mut Vec<u8>, idst: usize) -> bool {
+    let src = &src[..src.iter().position(|&b| b == 0).unwrap_or(src.len())];
+    let Some(field) = src.split(|&b| b == b',').nth(isrc) else {
+        return false;
+    };
+    if field == b"." {
+        return true;
+    }
+    let mut start = 0;
+    for _ in 0..idst {
+        match dst[start..].iter().position(|&b| b == b',') {
+            Some(p) => start += p + 1,
+            None => return false,
+        }
+    }
+    let end = dst[start..]
+        .iter()
+        .position(|&b| b == b',')
+        .map_or(dst.len(), |p| start + p);
+    if &dst[start..end] != b"." {
+        return true;
+    }
+    dst.splice(start..end, field.iter().copied());
+    true
+}
+
+impl Merger {
+    /// Opens the inputs and merges their headers as bcftools does (header lines
+    /// joined in input order, samples appended; a name met twice refused, or renamed
+    /// `K:NAME` with `--force-samples`).
+    pub fn open(paths: &[PathBuf], req: MergeRequest) -> Result<Merger> {
+        if paths.len() < 2 {
+            return Err(Error::Request(
+                "--merge joins two or more inputs (of different samples)".into(),
+            ));
+        }
+        if let Some(p) = paths.iter().find(|p| crate::inputs::is_stdin(p)) {
+            return Err(Error::Request(format!(
+                "--merge reads files side by side: {} (standard input) cannot be one",
+                p.display()
+            )));
+        }
+        // SAFETY: a fresh header owned by `out` from here on.
+        let out = unsafe { HeaderView::from_ptr(htslib::bcf_hdr_init(c(b"w").as_ptr())) };
+        let mut inputs = Vec::with_capacity(paths.len());
+        for (i, path) in paths.iter().enumerate() {
+            if !path.exists() {
+                return Err(Error::Open {
+                    path: path.clone(),
+                    msg: "no such file".into(),
+                });
+            }
+            let reader = bcf::Reader::from_path(path).map_err(|e| Error::Open {
+                path: path.clone(),
+                msg: format!("not a VCF (plain or bgzipped) or BCF file ({e})"),
+            })?;
+            let hr = hp(reader.header());
+            let prefix = (i + 1).to_string();
+            // SAFETY: both headers are live; htslib copies what it merges.
+            unsafe {
+                htslib::bcf_hdr_merge(out.as_ptr(), hr);
+                for s in 0..(*hr).n[htslib::BCF_DT_SAMPLE as usize] {
+                    let mut name = CStr::from_ptr(*(*hr).samples.add(s as usize))
+                        .to_bytes()
+                        .to_vec();
+                    loop {
+                        let cn = c(&name);
+                        let id = htslib::bcf_hdr_id2int(
+                            out.as_ptr(),
+                            htslib::BCF_DT_SAMPLE as i32,
+                            cn.as_ptr(),
+                        );
+                        if id == -1 {
+                            break;
+                        }
+                        if !req.force_samples {
+                            return Err(Error::Inputs(format!(
+                                "{}: sample {} is also in an earlier input: --merge joins \
+                                 inputs of different samples (pass --force-samples to keep \
+                                 both, this one as {prefix}:{}, as bcftools does)",
+                                path.display(),
+                                String::from_utf8_lossy(&name),
+                                String::from_utf8_lossy(&name),
+                            )));
+                        }
+                        name = [prefix.as_bytes(), b":", &name].concat();
+                    }
+                    htslib::bcf_hdr_add_sample(out.as_ptr(), c(&name).as_ptr());
+                }
+            }
+            let samples = reader.header().sample_count() as usize;
+            inputs.push(Input {
+                path: path.clone(),
+                reader,
+                samples,
+                ahead: None,
+                ahead_number: 0,
+                read: 0,
+                lines: Vec::new(),
+                cur: None,
+                rid_out: Vec::new(),
+                last: None,
+            });
+        }
+        // SAFETY: `out` is live and owned here.
+        unsafe {
+            if htslib::bcf_hdr_sync(out.as_ptr()) < 0 {
+                return Err(Error::Inputs("cannot merge the inputs' headers".into()));
+            }
+            let v = htslib::bcf_hdr_get_version(hp(inputs[0].reader.header()));
+            htslib::bcf_hdr_set_version(out.as_ptr(), v);
+        }
+        let raw = crate::schema::raw_header(&out);
+        let schema = Schema::from_header(&paths[0], &out, &raw)?;
+        let mut sum_rules = Vec::new();
+        for tag in [&b"DP"[..], b"DP4"] {
+            let t = c(tag);
+            // SAFETY: `out` is live.
+            let declared = unsafe {
+                let id = htslib::bcf_hdr_id2int(out.as_ptr(), htslib::BCF_DT_ID as i32, t.as_ptr());
+                id >= 0 && {
+                    let pair = (*out.as_ptr()).id[htslib::BCF_DT_ID as usize].add(id as usize);
+                    !(*pair).val.is_null()
+                        && !(*(*pair).val).hrec[htslib::BCF_HL_INFO as usize].is_null()
+                }
+            };
+            if declared {
+                sum_rules.push(t);
+            }
+        }
+        let out = Arc::new(out);
+        let current = bcf::Record::new(out.clone());
+        let n = schema.samples.len();
+        let mut m = Merger {
+            inputs,
+            out_hdr: out,
+            schema,
+            collapse: req.collapse,
+            ready: VecDeque::new(),
+            current,
+            made: 0,
+            als: Vec::new(),
+            cnt: Vec::new(),
+            var_types: 0,
+            ploidy: vec![0; n],
+            sum_rules,
+        };
+        for i in 0..m.inputs.len() {
+            m.advance(i)?;
+        }
+        Ok(m)
+    }
+
+    /// The merged header (what the records are extracted with).
+    pub fn header(&self) -> &HeaderView {
+        &self.out_hdr
+    }
+
+    /// The inputs, in order.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.inputs.iter().map(|i| i.path.clone()).collect()
+    }
+
+    /// The next merged record and its number; `None` when every input has ended.
+    pub fn next_record(&mut self) -> Result<Option<(u64, &bcf::Record)>> {
+        while self.ready.is_empty() {
+            if !self.merge_position()? {
+                return Ok(None);
+            }
+        }
+        self.current = self.ready.pop_front().expect("one is ready");
+        self.made += 1;
+        Ok(Some((self.made - 1, &self.current)))
+    }
+
+    /// Reads input `i`'s next record into `ahead`, checking the order.
+    fn advance(&mut self, i: usize) -> Result<()> {
+        let out_hdr = hp(&self.out_hdr);
+        let inp = &mut self.inputs[i];
+        let mut rec = inp.reader.empty_record();
+        match inp.reader.read(&mut rec) {
+            None => {
+                inp.ahead = None;
+                return Ok(());
+            }
+            Some(Err(e)) => {
+                return Err(Error::Record {
+                    path: inp.path.clone(),
+                    record: inp.read + 1,
+                    locus: match inp.last {
+                        Some((_, pos)) => format!("after position {}", pos + 1),
+                        None => "first record".into(),
+                    },
+                    msg: format!(
+                        "htslib could not read the record ({e}){}",
+                        crate::truncation::truncation_hint(&inp.path)
+                    ),
+                })
+            }
+            Some(Ok(())) => {}
+        }
+        inp.read += 1;
+        let rid = rec.rid().unwrap_or(0);
+        let name = contig_name(rec.header(), rid).unwrap_or(b"?").to_vec();
+        while inp.rid_out.len() <= rid as usize {
+            let k = inp.rid_out.len() as u32;
+            let n = c(contig_name(rec.header(), k).unwrap_or(b""));
+            // SAFETY: the merged header is live.
+            let id =
+                unsafe { htslib::bcf_hdr_id2int(out_hdr, htslib::BCF_DT_CTG as i32, n.as_ptr()) };
+            inp.rid_out.push(id);
+        }
+        let out_rid = inp.rid_out[rid as usize];
+        let locus = format!("{}:{}", String::from_utf8_lossy(&name), rec.pos() + 1);
+        if out_rid < 0 {
+            return Err(Error::Record {
+                path: inp.path.clone(),
+                record: inp.read,
+                locus,
+                msg: format!(
+                    "contig {} is not declared in the header (##contig): --merge reads \
+                     records through htslib, which needs every contig declared — add the line \
+                     (bcftools reheader)",
+                    String::from_utf8_lossy(&name)
+                ),
+            });
+        }
+        let key = (out_rid, rec.pos());
+        if let Some(last) = inp.last.filter(|&l| key < l) {
+            // SAFETY: the merged header is live and `last.0` one of its contig ids.
+            let before = unsafe {
+                let pair = (*out_hdr).id[htslib::BCF_DT_CTG as usize].add(last.0 as usize);
+                CStr::from_ptr((*pair).key)
+            };
+            return Err(Error::Record {
+                path: inp.path.clone(),
+                record: inp.read,
+                locus,
+                msg: format!(
+                    "comes after {}:{}: --merge reads every input in the merged header's \
+                     contig order, then by position (sort it with `bcftools sort`, and give \
+                     every input the same ##contig order, e.g. with `bcftools reheader`)",
+                    before.to_string_lossy(),
+                    last.1 + 1
+                ),
+            });
+        }
+        inp.last = Some(key);
+        inp.ahead_number = inp.read;
+        inp.ahead = Some(rec);
+        Ok(())
+    }
+
+    fn key(&self, i: usize) -> Option<(i32, i64)> {
+        let inp = &self.inputs[i];
+        let rec = inp.ahead.as_ref()?;
+        Some((inp.rid_out[rec.rid().unwrap_or(0) as usize], rec.pos()))
+    }
+
+    /// Merges every input's records at the next position into `ready`; `false` at
+    /// the end of every input.
+    fn merge_position(&mut self) -> Result<bool> {
+        let Some(min) = (0..self.inputs.len()).filter_map(|i| self.key(i)).min() else {
+            return Ok(false);
+        };
+        for i in 0..self.inputs.len() {
+            self.inputs[i].lines.clear();
+            self.inputs[i].cur = None;
+            while self.key(i) == Some(min) {
+                let rec = self.inputs[i].ahead.take().expect("keyed");
+                let number = self.inputs[i].ahead_number;
+                self.inputs[i].lines.push(Line {
+                    rec,
+                    number,
+                    map: Vec::new(),
+                    skip: 0,
+                });
+                self.advance(i)?;
+            }
+        }
+        while self.can_merge()? {
+            self.stage_line();
+            let rec = self.merge_line()?;
+            self.ready.push_back(rec);
+        }
+        Ok(true)
+    }
+
+    /// bcftools' `can_merge`: picks the lines still to do that join the first one.
+    fn can_merge(&mut self) -> Result<bool> {
+        self.als.clear();
+        self.cnt.clear();
+        self.var_types = 0;
+        let mut todo = 0;
+        for inp in &mut self.inputs {
+            for line in inp.lines.iter_mut().filter(|l| l.skip & SKIP_DONE == 0) {
+                line.skip = SKIP_DIFF;
+                todo += 1;
+                let t = variant_types(&mut line.rec);
+                self.var_types |= if t != 0 { t << 2 } else { 2 };
+            }
+        }
+        if todo == 0 {
+            return Ok(false);
+        }
+        let mut vcmp = Vcmp::default();
+        for inp in &mut self.inputs {
+            for line in inp.lines.iter_mut() {
+                if line.skip & SKIP_DONE != 0 {
+                    continue;
+                }
+                let t = variant_types(&mut line.rec);
+                let line_type = if t != 0 { t << 2 } else { 2 };
+                let mut alleles: Vec<Vec<u8>> =
+                    line.rec.alleles().iter().map(|a| a.to_vec()).collect();
+                if self.collapse == Collapse::None && !self.als.is_empty() {
+                    if (self.var_types & line_type) != line_type {
+                        continue;
+                    }
+                    if !vcmp.set_ref(&self.als[0], &alleles[0]) {
+                        continue;
+                    }
+                    let k = (1..alleles.len())
+                        .find(|&k| vcmp.find_allele(&self.als[1..], &alleles[k]).is_some())
+                        .unwrap_or(alleles.len());
+                    if line_type & REF_MASK == 0 && k == alleles.len() {
+                        continue;
+                    }
+                }
+                if line_type & (INDEL_MASK | INS_MASK | DEL_MASK) != 0
+                    && line_type & SNP_MASK == 0
+                    && self.var_types & SNP_MASK != 0
+                {
+                    continue; // SNPs come first
+                }
+                line.skip = 0;
+                if self.als.is_empty() {
+                    line.map = (0..alleles.len()).collect();
+                    self.cnt = vec![1; alleles.len()];
+                    self.als = alleles;
+                    continue;
+                }
+                if merge_alleles(&mut alleles, &mut line.map, &mut self.als).is_none() {
+                    return Err(Error::Record {
+                        path: inp.path.clone(),
+                        record: line.number,
+                        locus: locus_of(&line.rec),
+                        msg: "its REF disagrees with another input's at this position: \
+                              the inputs are not of the same reference"
+                            .into(),
+                    });
+                }
+                self.cnt.resize(self.als.len(), 0);
+                for k in 1..alleles.len() {
+                    self.cnt[line.map[k]] += 1;
+                }
+                self.cnt[0] += 1;
+            }
+        }
+        Ok(true)
+    }
+
+    /// bcftools' `stage_line`: per input, the line that goes into the next record.
+    fn stage_line(&mut self) {
+        let nals = self.als.len();
+        let mut icnt = 1;
+        for i in 2..nals {
+            if self.cnt[i] > self.cnt[icnt] {
+                icnt = i;
+            }
+        }
+        let var_types = self.var_types;
+        for inp in &mut self.inputs {
+            inp.cur = None;
+            let found = inp.lines.iter().position(|l| {
+                l.skip == 0 && ((nals == 1 && l.rec.allele_count() == 1) || l.map.contains(&icnt))
+            });
+            let found = match (found, self.collapse) {
+                (Some(j), _) => Some(j),
+                (None, Collapse::None) => None,
+                (None, Collapse::Both) => inp.lines.iter_mut().position(|l| {
+                    if l.skip != 0 {
+                        return false;
+                    }
+                    let t = variant_types(&mut l.rec);
+                    let snp = htslib::VCF_SNP as i32;
+                    let indel = htslib::VCF_INDEL as i32;
+                    if var_types & SNP_MASK != 0 && t & snp != 0 {
+                        return true;
+                    }
+                    if var_types & INDEL_MASK != 0 && t & indel != 0 {
+                        return true;
+                    }
+                    if t == htslib::VCF_REF as i32 {
+                        return var_types & (SNP_MASK | INDEL_MASK | REF_MASK) != 0;
+                    }
+                    // bcftools tests the unshifted type against the shifted masks here.
+                    var_types & REF_MASK != 0 && t & (SNP_MASK | INDEL_MASK) != 0
+                }),
+            };
+            if let Some(j) = found {
+                inp.cur = Some(j);
+                inp.lines[j].skip = SKIP_DONE;
+            }
+        }
+    }
+
+    /// bcftools' `merge_line`: the staged lines joined into one record.
+    fn merge_line(&mut self) -> Result<bcf::Record> {
+        let mut out = bcf::Record::new(self.out_hdr.clone());
+        let hdr = hp(&self.out_hdr);
+        let o = out.inner;
+        // CHROM, POS, ID, QUAL and the alleles used.
+        let mut ids: Vec<Vec<u8>> = Vec::new();
+        let mut qual: Option<f32> = None;
+        let mut used = vec![false; self.als.len()];
+        let mut first = None;
+        for inp in &self.inputs {
+            let Some(j) = inp.cur else { continue };
+            let line = &inp.lines[j];
+            let rec = &line.rec;
+            for k in 1..rec.allele_count() as usize {
+                used[line.map[k]] = true;
+            }
+            if first.is_none() {
+                first = Some((inp.rid_out[rec.rid().unwrap_or(0) as usize], rec.pos()));
+            }
+            let id = rec.id();
+            if id != b"." && !ids.contains(&id) {
+                ids.push(id);
+            }
+            let q = rec.qual();
+            if q.to_bits() != FLOAT_MISSING && qual.is_none_or(|x| x < q) {
+                qual = Some(q);
+            }
+        }
+        let (rid, pos) = first.expect("a line is staged");
+        // Merged allele indexes renumbered over the alleles used.
+        let mut renumber = vec![0usize; self.als.len()];
+        let mut out_als = vec![self.als[0].clone()];
+        for i in 1..self.als.len() {
+            if used[i] {
+                renumber[i] = out_als.len();
+                out_als.push(self.als[i].clone());
+            }
+        }
+        for inp in &mut self.inputs {
+            let Some(j) = inp.cur else { continue };
+            let line = &mut inp.lines[j];
+            for k in 1..line.map.len() {
+                line.map[k] = renumber[line.map[k]];
+            }
+        }
+        normalize_alleles(&mut out_als);
+        out.set_rid(Some(rid as u32));
+        out.set_pos(pos);
+        let id = match ids.is_empty() {
+            true => b".".to_vec(),
+            false => ids.join(&b';'),
+        };
+        let _ = out.set_id(&id);
+        match qual {
+            Some(q) => out.set_qual(q),
+            None => out.set_qual(f32::from_bits(FLOAT_MISSING)),
+        }
+        let als: Vec<&[u8]> = out_als.iter().map(Vec::as_slice).collect();
+        out.set_alleles(&als)
+            .map_err(|e| self.fail(&format!("cannot set the alleles ({e})")))?;
+        let n_out = out_als.len();
+
+        // FILTER: joined, PASS dropped beside others.
+        let mut flt: Vec<i32> = Vec::new();
+        for inp in &self.inputs {
+            let Some(j) = inp.cur else { continue };
+            let rec = &inp.lines[j].rec;
+            let ih = hp(rec.header());
+            for f in rec.filters() {
+                // SAFETY: `ih` and `hdr` are live; `f` is one of `ih`'s filter ids.
+                let id = unsafe {
+                    let name = id_key(ih, f.0 as i32);
+                    htslib::bcf_hdr_id2int(hdr, htslib::BCF_DT_ID as i32, c(name).as_ptr())
+                };
+                if id >= 0 && !flt.contains(&id) {
+                    flt.push(id);
+                }
+            }
+        }
+        if flt.len() > 1 {
+            // SAFETY: `hdr` is live.
+            let pass = unsafe {
+                htslib::bcf_hdr_id2int(hdr, htslib::BCF_DT_ID as i32, c(b"PASS").as_ptr())
+            };
+            if let Some(p) = flt.iter().position(|&f| f == pass) {
+                flt.remove(p);
+            }
+        }
+        // SAFETY: `o` is live and `flt` holds `flt.len()` of `hdr`'s filter ids.
+        unsafe { htslib::bcf_update_filter(hdr, o, flt.as_mut_ptr(), flt.len() as i32) };
+
+        self.merge_info(&mut out, n_out)?;
+        self.merge_format(&mut out, n_out)?;
+        crate::subset::trim_widths(&mut out, &self.out_hdr, &self.schema);
+        Ok(out)
+    }
+
+    fn fail(&self, msg: &str) -> Error {
+        Error::Inputs(format!("--merge: {msg}"))
+    }
+
+    fn merge_info(&mut self, out: &mut bcf::Record, n_out: usize) -> Result<()> {
+        let hdr = hp(&self.out_hdr);
+        let o = out.inner;
+        let mut seen: Vec<Vec<u8>> = Vec::new();
+        // Number=A/R/G tags: (tag, header type, values or text).
+        struct Agr {
+            tag: Vec<u8>,
+            ht: u32,
+            vals: Vec<i32>,
+            text: Vec<u8>,
+        }
+        let mut agr: Vec<Agr> = Vec::new();
+        let mut sums: Vec<(usize, Vec<i32>, usize, bool)> = Vec::new(); // (rule, vals, block, float)
+        for inp in &self.inputs {
+            let Some(j) = inp.cur else { continue };
+            let line = &inp.lines[j];
+            let rec = line.rec.inner;
+            let ih = hp(line.rec.header());
+            // SAFETY: the record and its header are live; info entries are read within
+            // `n_info` and their `len` values of `type_`.
+            unsafe {
+                htslib::bcf_unpack(rec, htslib::BCF_UN_INFO as i32);
+                for k in 0..(*rec).n_info() as usize {
+                    let info = &*(*rec).d.info.add(k);
+                    if info.vptr.is_null() {
+                        continue;
+                    }
+                    let key = id_key(ih, info.key).to_vec();
+                    if key == b"AC" || key == b"AN" {
+                        continue;
+                    }
+                    let ck = c(&key);
+                    let oid = htslib::bcf_hdr_id2int(hdr, htslib::BCF_DT_ID as i32, ck.as_ptr());
+                    if oid < 0 {
+                        continue;
+                    }
+                    let len = id_length(ih, htslib::BCF_HL_INFO, info.key);
+                    let ty = info.type_ as u32;
+                    let n = info.len as usize;
+                    let float = ty == htslib::BCF_BT_FLOAT;
+                    if let Some(r) = self.sum_rules.iter().position(|t| t.as_bytes() == key) {
+                        if ty == htslib::BCF_BT_CHAR || n == 0 {
+                            continue;
+                        }
+                        let v = widen(ty, info.vptr, n);
+                        match sums.iter_mut().find(|s| s.0 == r) {
+                            None => sums.push((r, v, n, float)),
+                            Some(s) => {
+                                if n != s.2 {
+                                    return Err(Error::Record {
+                                        path: inp.path.clone(),
+                                        record: line.number,
+                                        locus: locus_of(&line.rec),
+                                        msg: format!(
+                                            "INFO/{} has {n} values where an earlier input has \
+                                             {}: they cannot be summed",
+                                            String::from_utf8_lossy(&key),
+                                            s.2
+                                        ),
+                                    });
+                                }
+                                s.1.extend(v);
+                            }
+                        }
+                        continue;
+                    }
+                    if matches!(len, VL_A | VL_G | VL_R) {
+                        let nvals = match len {
+                            VL_A => n_out - 1,
+                            VL_G => n_out * (n_out + 1) / 2,
+                            _ => n_out,
+                        };
+                        let ht = (((*(*(*ih).id[htslib::BCF_DT_ID as usize]
+                            .add(info.key as usize))
+                        .val)
+                            .info[htslib::BCF_HL_INFO as usize]
+                            >> 4)
+                            & 0xf) as u32;
+                        let idx = match agr.iter().position(|a| a.tag == key) {
+                            Some(i) => i,
+                            None => {
+                                let text = match ty == htslib::BCF_BT_CHAR {
+                                    true => {
+                                        let mut t = b".".to_vec();
+                                        for _ in 1..nvals {
+                                            t.extend_from_slice(b",.");
+                                        }
+                                        t
+                                    }
+                                    false => Vec::new(),
+                                };
+                                agr.push(Agr {
+                                    tag: key.clone(),
+                                    ht,
+                                    vals: vec![missing(float); nvals],
+                                    text,
+                                });
+                                agr.len() - 1
+                            }
+                        };
+                        let a = &mut agr[idx];
+                        let nal = line.rec.allele_count() as usize;
+                        if ty == htslib::BCF_BT_CHAR {
+                            let src = std::slice::from_raw_parts(info.vptr, n);
+                            let ok = match len {
+                                VL_G => (0..nal).all(|i| {
+                                    (0..=i).all(|j| {
+                                        copy_string_field(
+                                            src,
+                                            i * (i + 1) / 2 + j,
+                                            &mut a.text,
+                                            alleles2gt(line.map[i], line.map[j]),
+                                        )
+                                    })
+                                }),
+                                _ => {
+                                    let from = (len == VL_A) as usize;
+                                    (from..nal).all(|i| {
+                                        copy_string_field(
+                                            src,
+                                            i - from,
+                                            &mut a.text,
+                                            line.map[i] - from,
+                                        )
+                                    })
+                                }
+                            };
+                            if !ok {
+                                return Err(Error::Record {
+                                    path: inp.path.clone(),
+                                    record: line.number,
+                                    locus: locus_of(&line.rec),
+                                    msg: format!(
+                                        "INFO/{}: wrong number of fields for its Number",
+                                        String::from_utf8_lossy(&key)
+                                    ),
+                                });
+                            }
+                            continue;
+                        }
+                        let src = widen(ty, info.vptr, n);
+                        match len {
+                            VL_A | VL_R => {
+                                let from = (len == VL_A) as usize;
+                                for (s, i) in (from..nal).enumerate() {
+                                    let Some(&v) = src.get(s) else { break };
+                                    if is_end(v, float) || is_missing(v, float) {
+                                        break; // bcftools stops at the first missing value
+                                    }
+                                    if let Some(t) = a.vals.get_mut(line.map[i] - from) {
+                                        *t = v;
+                                    }
+                                }
+                            }
+                            _ => {
+                                'outer: for i in 0..nal {
+                                    for j in 0..=i {
+                                        let Some(&v) = src.get(i * (i + 1) / 2 + j) else {
+                                            break 'outer;
+                                        };
+                                        if is_end(v, float) {
+                                            break 'outer;
+                                        }
+                                        if is_missing(v, float) {
+                                            continue;
+                                        }
+                                        let kn = alleles2gt(line.map[i], line.map[j]);
+                                        if let Some(t) = a.vals.get_mut(kn) {
+                                            *t = v;
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        continue;
+                    }
+                    if seen.contains(&key) {
+                        continue;
+                    }
+                    seen.push(key.clone());
+                    // The first input's value, as it is.
+                    let (p, n, ht) = match ty {
+                        _ if n == 0 => (std::ptr::null::<u8>(), 1usize, htslib::BCF_HT_FLAG),
+                        htslib::BCF_BT_CHAR => (info.vptr as *const u8, n, htslib::BCF_HT_STR),
+                        _ => {
+                            let v = widen(ty, info.vptr, n);
+                            let ht = match float {
+                                true => htslib::BCF_HT_REAL,
+                                false => htslib::BCF_HT_INT,
+                            };
+                            let rc = htslib::bcf_update_info(
+                                hdr,
+                                o,
+                                ck.as_ptr(),
+                                v.as_ptr() as *const _,
+                                n as i32,
+                                ht as i32,
+                            );
+                            let _ = rc;
+                            continue;
+                        }
+                    };
+                    if ht == htslib::BCF_HT_STR {
+                        let s = std::slice::from_raw_parts(p, n);
+                        let s = &s[..s.iter().position(|&b| b == 0).unwrap_or(n)];
+                        let cs = c(s);
+                        htslib::bcf_update_info(
+                            hdr,
+                            o,
+                            ck.as_ptr(),
+                            cs.as_ptr() as *const _,
+                            1,
+                            ht as i32,
+                        );
+                    } else {
+                        let one: i32 = 1;
+                        htslib::bcf_update_info(
+                            hdr,
+                            o,
+                            ck.as_ptr(),
+                            &one as *const i32 as *const _,
+                            1,
+                            ht as i32,
+                        );
+                    }
+                }
+            }
+        }
+        for (r, vals, block, float) in sums {
+            let blocks = vals.len() / block.max(1);
+            let mut acc = vec![0i32; block];
+            let mut accf = vec![0f32; block];
+            for b in 0..blocks {
+                for j in 0..block {
+                    let v = vals[b * block + j];
+                    if float {
+                        let f = if is_missing(v, true) {
+                            0.0
+                        } else {
+                            f32::from_bits(v as u32)
+                        };
+                        accf[j] += f;
+                    } else {
+                        let x = if v == INT_MISSING { 0 } else { v };
+                        acc[j] = acc[j].wrapping_add(x);
+                    }
+                }
+            }
+            // SAFETY: `o` is live; the values hold `block` numbers of the type named.
+            unsafe {
+                match float {
+                    true => htslib::bcf_update_info(
+                        hdr,
+                        o,
+                        self.sum_rules[r].as_ptr(),
+                        accf.as_ptr() as *const _,
+                        block as i32,
+                        htslib::BCF_HT_REAL as i32,
+                    ),
+                    false => htslib::bcf_update_info(
+                        hdr,
+                        o,
+                        self.sum_rules[r].as_ptr(),
+                        acc.as_ptr() as *const _,
+                        block as i32,
+                        htslib::BCF_HT_INT as i32,
+                    ),
+                };
+            }
+        }
+        for a in agr {
+            let ck = c(&a.tag);
+            // SAFETY: `o` is live; the values match the type and count given.
+            unsafe {
+                if a.ht == htslib::BCF_HT_STR {
+                    let cs = c(&a.text);
+                    htslib::bcf_update_info(
+                        hdr,
+                        o,
+                        ck.as_ptr(),
+                        cs.as_ptr() as *const _,
+                        1,
+                        a.ht as i32,
+                    );
+                } else {
+                    htslib::bcf_update_info(
+                        hdr,
+                        o,
+                        ck.as_ptr(),
+                        a.vals.as_ptr() as *const _,
+                        a.vals.len() as i32,
+                        a.ht as i32,
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn merge_format(&mut self, out: &mut bcf::Record, n_out: usize) -> Result<()> {
+        let hdr = hp(&self.out_hdr);
+        let o = out.inner;
+        let ns_out = self.schema.samples.len();
+        // The tags in the order first met (GT first), and per input its field.
+        let mut tags: Vec<Vec<u8>> = Vec::new();
+        let mut has_gt = false;
+        for inp in &self.inputs {
+            let Some(j) = inp.cur else { continue };
+            let rec = inp.lines[j].rec.inner;
+            let ih = hp(inp.lines[j].rec.header());
+            // SAFETY: the record and header are live; fmt entries read within n_fmt.
+            unsafe {
+                htslib::bcf_unpack(rec, htslib::BCF_UN_FMT as i32);
+                for k in 0..(*rec).n_fmt() as usize {
+                    let f = &*(*rec).d.fmt.add(k);
+                    let key = id_key(ih, f.id).to_vec();
+                    if key == b"GT" {
+                        has_gt = true;
+                    } else if !tags.contains(&key) {
+                        tags.push(key);
+                    }
+                }
+            }
+        }
+        // SAFETY: `o` is live.
+        unsafe { (*o).set_n_sample(ns_out as u32) };
+        if has_gt {
+            self.merge_gt(out)?;
+        }
+        // AC and AN from the merged genotypes.
+        // SAFETY: `o` is live with `n_out` alleles.
+        unsafe {
+            let mut ac = vec![0i32; n_out];
+            if htslib::bcf_calc_ac(hdr, o, ac.as_mut_ptr(), htslib::BCF_UN_FMT as i32) > 0 {
+                let an: i32 = ac.iter().sum();
+                htslib::bcf_update_info(
+                    hdr,
+                    o,
+                    c(b"AN").as_ptr(),
+                    &an as *const i32 as *const _,
+                    1,
+                    htslib::BCF_HT_INT as i32,
+                );
+                htslib::bcf_update_info(
+                    hdr,
+                    o,
+                    c(b"AC").as_ptr(),
+                    ac[1..].as_ptr() as *const _,
+                    (n_out - 1) as i32,
+                    htslib::BCF_HT_INT as i32,
+                );
+            }
+        }
+        for tag in tags {
+            self.merge_field(out, &tag, n_out)?;
+        }
+        Ok(())
+    }
+
+    /// The field `tag` of input `i`'s staged line: (type, values per sample, raw).
+    fn field(&self, i: usize, tag: &[u8]) -> Option<(u32, usize, usize, *const u8, i32)> {
+        let inp = &self.inputs[i];
+        let line = &inp.lines[inp.cur?];
+        let ih = hp(line.rec.header());
+        // SAFETY: the record and header are live.
+        unsafe {
+            let f = htslib::bcf_get_fmt(ih, line.rec.inner, c(tag).as_ptr());
+            if f.is_null() || (*f).p.is_null() {
+                return None;
+            }
+            Some((
+                (*f).type_ as u32,
+                (*f).n as usize,
+                (*f).size as usize,
+                (*f).p,
+                (*f).id,
+            ))
+        }
+    }
+
+    fn merge_gt(&mut self, out: &mut bcf::Record) -> Result<()> {
+        let mut nsize = 0usize;
+        let mut fields = Vec::new();
+        for i in 0..self.inputs.len() {
+            let f = self.field(i, b"GT");
+            if let Some((ty, n, _, p, _)) = f {
+                // SAFETY: `p` holds `n` values of `ty` per sample.
+                let v = unsafe { widen(ty, p, n * self.inputs[i].samples) };
+                let used = v
+                    .chunks(n.max(1))
+                    .map(|s| s.iter().take_while(|&&x| x != INT_END).count())
+                    .max()
+                    .unwrap_or(0);
+                nsize = nsize.max(used);
+                fields.push(Some((v, n)));
+            } else {
+                fields.push(None);
+            }
+        }
+        let nsize = nsize.max(1);
+        self.ploidy.iter_mut().for_each(|p| *p = 0);
+        let mut gt = Vec::with_capacity(nsize * self.schema.samples.len());
+        let mut s0 = 0;
+        for (i, f) in fields.into_iter().enumerate() {
+            let ns = self.inputs[i].samples;
+            let Some((v, n)) = f else {
+                for s in 0..ns {
+                    gt.extend(std::iter::repeat_n(0, nsize));
+                    self.ploidy[s0 + s] = nsize as i32;
+                }
+                s0 += ns;
+                continue;
+            };
+            let map = self.inputs[i].cur.map(|j| &self.inputs[i].lines[j].map);
+            let differ = map.is_some_and(|m| m.iter().enumerate().skip(1).any(|(k, &x)| x != k));
+            for s in 0..ns {
+                let mut k = 0;
+                while k < n {
+                    let x = v[s * n + k];
+                    if x == INT_END {
+                        break;
+                    }
+                    self.ploidy[s0 + s] += 1;
+                    gt.push(match (x >> 1) == 0 {
+                        true => 0,
+                        false if !differ => x,
+                        false => {
+                            let al = (x >> 1) - 1;
+                            let al = match al <= 0 {
+                                true => al + 1,
+                                false => {
+                                    map.and_then(|m| m.get(al as usize))
+                                        .map_or(al, |&m| m as i32)
+                                        + 1
+                                }
+                            };
+                            (al << 1) | (x & 1)
+                        }
+                    });
+                    k += 1;
+                }
+                gt.extend(std::iter::repeat_n(INT_END, nsize.saturating_sub(k)));
+            }
+            s0 += ns;
+        }
+        out.push_format_integer(b"GT", &gt)
+            .map_err(|e| self.fail(&format!("cannot set FORMAT/GT ({e})")))
+    }
+
+    fn merge_field(&mut self, out: &mut bcf::Record, tag: &[u8], n_out: usize) -> Result<()> {
+        let ih_len = |i: usize, id: i32| {
+            let ih = hp(self.inputs[i].lines[self.inputs[i].cur.expect("staged")]
+                .rec
+                .header());
+            // SAFETY: `id` is one of this input header's ids.
+            unsafe { id_length(ih, htslib::BCF_HL_FMT, id) }
+        };
+        let mut length = 0u32;
+        let mut nsize = 0usize;
+        let mut ty = u32::MAX;
+        for i in 0..self.inputs.len() {
+            let Some((t, n, _, _, id)) = self.field(i, tag) else {
+                continue;
+            };
+            ty = t;
+            let l = ih_len(i, id);
+            match l {
+                VL_G => {
+                    length = VL_G;
+                    nsize = n_out * (n_out + 1) / 2;
+                    break;
+                }
+                VL_A => {
+                    length = VL_A;
+                    nsize = n_out - 1;
+                    break;
+                }
+                VL_R => {
+                    length = VL_R;
+                    nsize = n_out;
+                    break;
+                }
+                _ => nsize = nsize.max(n),
+            }
+        }
+        if ty == htslib::BCF_BT_CHAR {
+            return self.merge_strings(out, tag, length, nsize);
+        }
+        let ns_out = self.schema.samples.len();
+        let mut tmp = vec![0i32; ns_out * nsize];
+        let mut float = false;
+        let mut s0 = 0;
+        for i in 0..self.inputs.len() {
+            let ns = self.inputs[i].samples;
+            let Some((t, n, _, p, _)) = self.field(i, tag) else {
+                float = float || ty == htslib::BCF_BT_FLOAT;
+                for s in 0..ns {
+                    let row = &mut tmp[(s0 + s) * nsize..(s0 + s + 1) * nsize];
+                    row.fill(end(ty == htslib::BCF_BT_FLOAT));
+                    if let Some(x) = row.first_mut() {
+                        *x = missing(ty == htslib::BCF_BT_FLOAT);
+                    }
+                }
+                s0 += ns;
+                continue;
+            };
+            float = t == htslib::BCF_BT_FLOAT;
+            let line = &self.inputs[i].lines[self.inputs[i].cur.expect("staged")];
+            let nal = line.rec.allele_count() as usize;
+            let bad = |what: &str| Error::Record {
+                path: self.inputs[i].path.clone(),
+                record: line.number,
+                locus: locus_of(&line.rec),
+                msg: format!(
+                    "FORMAT/{} has {n} values where Number={what} and {nal} alleles call for \
+                     another count: --merge cannot place them (fix the field, or drop it with \
+                     `bcftools annotate -x FORMAT/{}`)",
+                    String::from_utf8_lossy(tag),
+                    String::from_utf8_lossy(tag)
+                ),
+            };
+            match length {
+                VL_G if n != 1 && n != nal * (nal + 1) / 2 && n != nal => return Err(bad("G")),
+                VL_A if n != 1 && n != nal - 1 => return Err(bad("A")),
+                VL_R if n != 1 && n != nal => return Err(bad("R")),
+                _ => {}
+            }
+            // SAFETY: `p` holds `n` values of `t` per sample.
+            let v = unsafe { widen(t, p, n * ns) };
+            let map = &line.map;
+            let differ = map.iter().enumerate().skip(1).any(|(k, &x)| x != k);
+            let (mis, fill) = (missing(float), end(float));
+            let allelic = matches!(length, VL_G | VL_A | VL_R);
+            for s in 0..ns {
+                let src = &v[s * n..(s + 1) * n];
+                let row = &mut tmp[(s0 + s) * nsize..(s0 + s + 1) * nsize];
+                if !allelic || (nal == n_out && !differ) {
+                    let mut l = 0;
+                    while l < n && l < nsize {
+                        if is_end(src[l], float) {
+                            break;
+                        }
+                        row[l] = if is_missing(src[l], float) {
+                            mis
+                        } else {
+                            src[l]
+                        };
+                        l += 1;
+                    }
+                    row[l..].fill(fill);
+                    continue;
+                }
+                if nsize == 0 {
+                    continue;
+                }
+                if (is_missing(src[0], float) && n == 1) || (n >= 2 && is_end(src[1], float)) {
+                    row.fill(fill);
+                    row[0] = mis;
+                    continue;
+                }
+                if length == VL_G {
+                    let haploid = self.ploidy[s0 + s] == 1;
+                    let ng = if haploid {
+                        n_out
+                    } else {
+                        n_out * (n_out + 1) / 2
+                    };
+                    row[..ng.min(nsize)].fill(mis);
+                    row[ng.min(nsize)..].fill(fill);
+                    if haploid {
+                        for io in 0..nal {
+                            let Some(&x) = src.get(io) else { break };
+                            if is_end(x, float) {
+                                break;
+                            }
+                            row[map[io]] = if is_missing(x, float) { mis } else { x };
+                        }
+                    } else {
+                        'g: for io in 0..nal {
+                            for jo in 0..=io {
+                                let Some(&x) = src.get(io * (io + 1) / 2 + jo) else {
+                                    break 'g;
+                                };
+                                if is_end(x, float) {
+                                    break 'g;
+                                }
+                                let kn = alleles2gt(map[io], map[jo]);
+                                row[kn] = if is_missing(x, float) { mis } else { x };
+                            }
+                        }
+                    }
+                } else {
+                    let from = (length == VL_A) as usize;
+                    row.fill(mis);
+                    for (k, io) in (from..nal).enumerate() {
+                        let Some(&x) = src.get(k) else { break };
+                        if is_end(x, float) {
+                            break;
+                        }
+                        row[map[io] - from] = if is_missing(x, float) { mis } else { x };
+                    }
+                }
+            }
+            s0 += ns;
+        }
+        let r = match float {
+            true => {
+                let f: Vec<f32> = tmp.iter().map(|&x| f32::from_bits(x as u32)).collect();
+                out.push_format_float(tag, &f)
+            }
+            false => out.push_format_integer(tag, &tmp),
+        };
+        r.map_err(|e| {
+            self.fail(&format!(
+                "cannot set FORMAT/{} ({e})",
+                String::from_utf8_lossy(tag)
+            ))
+        })
+    }
+
+    fn merge_strings(
+        &mut self,
+        out: &mut bcf::Record,
+        tag: &[u8],
+        length: u32,
+        nsize: usize,
+    ) -> Result<()> {
+        let ns_out = self.schema.samples.len();
+        let init = match length {
+            0 | VL_VAR => b".".to_vec(),
+            _ => {
+                let mut t = b".".to_vec();
+                for _ in 1..nsize {
+                    t.extend_from_slice(b",.");
+                }
+                t
+            }
+        };
+        let mut strs = vec![init; ns_out];
+        let mut s0 = 0;
+        let n_out = out.allele_count() as usize;
+        for i in 0..self.inputs.len() {
+            let ns = self.inputs[i].samples;
+            let Some((_, n, size, p, _)) = self.field(i, tag) else {
+                s0 += ns;
+                continue;
+            };
+            let line = &self.inputs[i].lines[self.inputs[i].cur.expect("staged")];
+            let nal = line.rec.allele_count() as usize;
+            let differ = line.map.iter().enumerate().skip(1).any(|(k, &x)| x != k);
+            // SAFETY: `p` holds `size` bytes per sample.
+            let raw = unsafe { std::slice::from_raw_parts(p, size * ns) };
+            for s in 0..ns {
+                let src = &raw[s * size..s * size + n.min(size)];
+                let dst = &mut strs[s0 + s];
+                if matches!(length, 0 | VL_VAR) || (nal == n_out && !differ) {
+                    *dst = src.to_vec();
+                    continue;
+                }
+                if length == VL_G {
+                    return Err(Error::Record {
+                        path: self.inputs[i].path.clone(),
+                        record: line.number,
+                        locus: locus_of(&line.rec),
+                        msg: format!(
+                            "FORMAT/{} is a Number=G string, which bcftools merge cannot join \
+                             across alleles either (drop it with `bcftools annotate -x`)",
+                            String::from_utf8_lossy(tag)
+                        ),
+                    });
+                }
+                let from = (length == VL_A) as usize;
+                for io in from..nal {
+                    copy_string_field(src, io - from, dst, line.map[io] - from);
+                }
+            }
+            s0 += ns;
+        }
+        let refs: Vec<&[u8]> = strs
+            .iter()
+            .map(|s| &s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())])
+            .collect();
+        out.push_format_string(tag, &refs).map_err(|e| {
+            self.fail(&format!(
+                "cannot set FORMAT/{} ({e})",
+                String::from_utf8_lossy(tag)
+            ))
+        })
+    }
+}
+
+/// The variant types htslib finds in a record (`bcf_has_variant_types`, overlap match).
+fn variant_types(rec: &mut bcf::Record) -> i32 {
+    // SAFETY: the record is live and owned.
+    let t = unsafe {
+        htslib::bcf_has_variant_types(
+            rec.inner,
+            htslib::VCF_ANY,
+            htslib::bcf_variant_match_bcf_match_overlap,
+        )
+    };
+    t.max(0)
+}
+
+fn locus_of(rec: &bcf::Record) -> String {
+    let name = contig_name(rec.header(), rec.rid().unwrap_or(0)).unwrap_or(b"?");
+    format!("{}:{}", String::from_utf8_lossy(name), rec.pos() + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alleles_join_as_bcftools() {
+        let mut b = vec![b"ACGT".to_vec(), b"A".to_vec()];
+        let mut a = vec![b"ACG".to_vec(), b"AC".to_vec(), b"A".to_vec()];
+        let mut map = Vec::new();
+        merge_alleles(&mut a, &mut map, &mut b).unwrap();
+        assert_eq!(
+            b,
+            vec![
+                b"ACGT".to_vec(),
+                b"A".to_vec(),
+                b"ACT".to_vec(),
+                b"AT".to_vec()
+            ]
+        );
+        assert_eq!(map, vec![0, 2, 3]);
+        let mut als = vec![b"GTTT".to_vec(), b"GTT".to_vec()];
+        normalize_alleles(&mut als);
+        assert_eq!(als, vec![b"GT".to_vec(), b"G".to_vec()]);
+    }
+
+    #[test]
+    fn string_fields_fill_missing_slots_only() {
+        let mut dst = b".,.,.".to_vec();
+        assert!(copy_string_field(b"x,yy", 1, &mut dst, 2));
+        assert_eq!(dst, b".,.,yy");
+        assert!(copy_string_field(b"z", 0, &mut dst, 2));
+        assert_eq!(dst, b".,.,yy");
+    }
+}

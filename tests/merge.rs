@@ -1,0 +1,234 @@
+//! `convert --merge` against `bcftools merge` (the oracle): call sets split by samples
+//! (`bcftools view -s`), then edited so the inputs disagree — sites missing from some,
+//! other ALTs at the same position (SNP beside SNP, SNP beside indel), FORMAT and INFO
+//! fields only some declare, contigs only some have — merged back by svar2 and by
+//! `bcftools merge --no-version` (default `-m both`, and `-m none`): the stores are
+//! digest-equal. And what is refused: a sample name in two inputs (bcftools too),
+//! unless --force-samples; unsorted inputs; a subset with --merge.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// `svar2 convert --merge[=MODE] inputs` and `bcftools merge [-m MODE] inputs`
+/// converted: their digests.
+fn merged_both_ways(inputs: &[PathBuf], mode: &str, extra: &[&str], d: &Path) -> (String, String) {
+    let ours = d.join(format!("ours-{mode}.zarr"));
+    let theirs = d.join(format!("theirs-{mode}.zarr"));
+    let via = d.join(format!("via-{mode}.vcf.gz"));
+    for p in [&ours, &theirs] {
+        let _ = std::fs::remove_dir_all(p);
+    }
+    let out = svar2()
+        .args(["convert", "-q", &format!("--merge={mode}")])
+        .args(extra)
+        .args(inputs)
+        .arg(&ours)
+        .output()
+        .expect("svar2 runs");
+    assert!(
+        out.status.success(),
+        "convert --merge={mode} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let oracle = std::process::Command::new("bcftools")
+        .args(["merge", "--no-version", "-m", mode])
+        .args(extra)
+        .args(inputs)
+        .args(["-Oz", "-o"])
+        .arg(&via)
+        .output()
+        .expect("bcftools runs");
+    assert!(
+        oracle.status.success(),
+        "bcftools merge: {}",
+        String::from_utf8_lossy(&oracle.stderr)
+    );
+    convert(&via, &theirs, &[]);
+    (digest(&ours), digest(&theirs))
+}
+
+fn assert_merge_equal(inputs: &[PathBuf], extra: &[&str], d: &Path) {
+    for mode in ["both", "none"] {
+        let (a, b) = merged_both_ways(inputs, mode, extra, d);
+        assert_eq!(
+            a, b,
+            "convert --merge={mode} {inputs:?} differs from converting bcftools merge -m {mode}"
+        );
+    }
+}
+
+/// Writes `samples` of `src` (filtered by `filter`, then piped through `edit`, an awk
+/// program or `cat`) to an indexed `name`.
+fn part(src: &Path, d: &Path, name: &str, samples: &str, filter: &str, edit: &str) -> PathBuf {
+    let out = d.join(name);
+    sh_ok(&format!(
+        "bcftools view --no-version -s '{samples}' {filter} {src} | {edit} | bgzip > {out} \
+         && bcftools index -f {out}",
+        src = src.display(),
+        out = out.display()
+    ));
+    out
+}
+
+/// Changes ALT at some positions: a SNP to another base, a SNP to an insertion.
+const NEW_ALTS: &str = r#"awk 'BEGIN{OFS="\t"} /^#/{print;next} $2==100{$5="C"} $2==1000{$5="TA"} $2==6{$5="G,A"} {print}'"#;
+
+#[test]
+fn split_fixtures_merge_back_as_bcftools_merge() {
+    if !tools(
+        "split_fixtures_merge_back_as_bcftools_merge",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let all = bgzip_indexed(&data("all_fields.vcf"));
+    let a = part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
+    let b = part(&all, d, "b.vcf.gz", "样本3,s-4 x", "", "cat");
+    // The same sites: the split call set comes back whole.
+    assert_merge_equal(&[a.clone(), b.clone()], &[], d);
+    // Sites only some inputs have, in either order.
+    let fewer = part(
+        &all,
+        d,
+        "fewer.vcf.gz",
+        "样本3,s-4 x",
+        "-e 'POS==200 || POS==2000'",
+        "cat",
+    );
+    assert_merge_equal(&[a.clone(), fewer.clone()], &[], d);
+    assert_merge_equal(&[fewer.clone(), a.clone()], &[], d);
+    // Other ALTs at one position: joined (-m both) or apart (-m none).
+    let alts = part(&all, d, "alts.vcf.gz", "样本3,s-4 x", "", NEW_ALTS);
+    assert_merge_equal(&[a.clone(), alts.clone()], &[], d);
+    // FORMAT and INFO fields one input lacks.
+    let fewer_fields = d.join("fields.vcf.gz");
+    sh_ok(&format!(
+        "bcftools annotate --no-version -x FORMAT/PL,FORMAT/GQ,INFO/AF -Oz -o {0} {1} && \
+         bcftools index -f {0}",
+        fewer_fields.display(),
+        b.display()
+    ));
+    assert_merge_equal(&[a.clone(), fewer_fields.clone()], &[], d);
+    assert_merge_equal(&[fewer_fields, a.clone()], &[], d);
+    // A contig only the second input declares, one it lacks.
+    let contigs = part(
+        &all,
+        d,
+        "contigs.vcf.gz",
+        "样本3,s-4 x",
+        "-t ^chrX",
+        r###"awk '/^##contig=<ID=chrX/{next} /^##contig=<ID=chrUn/{print "##contig=<ID=chr9,length=5>"} {print}'"###,
+    );
+    assert_merge_equal(&[a.clone(), contigs], &[], d);
+    // A name in two inputs: refused as bcftools refuses it, kept as 3:NAME with
+    // --force-samples.
+    let refused = svar2()
+        .args(["convert", "-q", "--merge"])
+        .args([&a, &fewer, &alts])
+        .arg(d.join("dup.zarr"))
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let msg = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        msg.contains("样本3") && msg.contains("--force-samples") && msg.contains("alts.vcf.gz"),
+        "{msg}"
+    );
+    assert!(!d.join("dup.zarr").join("zarr.json").exists());
+    assert_merge_equal(&[a, fewer, alts], &["--force-samples"], d);
+}
+
+#[test]
+fn format_heavy_call_sets_merge_as_bcftools_merge() {
+    if !tools(
+        "format_heavy_call_sets_merge_as_bcftools_merge",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let gz = format_call_set(d, "calls", 30, 1500, "GT:AD:DP:GQ:PL:VAF:PS:FT", 3);
+    let names = sh_ok(&format!("bcftools query -l {}", gz.display()));
+    let names: Vec<&str> = names.lines().collect();
+    let (g1, g2, g3) = (
+        names[..10].join(","),
+        names[10..20].join(","),
+        names[20..].join(","),
+    );
+    let p1 = part(&gz, d, "p1.vcf.gz", &g1, "", "cat");
+    let p2 = part(&gz, d, "p2.vcf.gz", &g2, "-i 'POS%4!=0'", "cat");
+    let bcf = d.join("p2.bcf");
+    sh_ok(&format!(
+        "bcftools view -Ob -o {0} {1} && bcftools index -f {0}",
+        bcf.display(),
+        p2.display()
+    ));
+    // Every seventh site's ALT changed where biallelic: AD, PL and VAF placed by allele.
+    let p3 = part(
+        &gz,
+        d,
+        "p3.vcf.gz",
+        &g3,
+        "",
+        r#"awk 'BEGIN{OFS="\t"} /^#/{print;next} $2%7==0 && $5!~/,/ {$5=($4=="A"?"T":"A")} {print}'"#,
+    );
+    assert_merge_equal(&[p1, bcf, p3], &[], d);
+}
+
+#[test]
+fn merge_refuses_what_it_cannot_join() {
+    if !tools("merge_refuses_what_it_cannot_join", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let all = bgzip_indexed(&data("all_fields.vcf"));
+    let a = part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
+    // Records out of order (a VCF is not checked by bcftools view, only by merge).
+    let unsorted = d.join("unsorted.vcf.gz");
+    sh_ok(&format!(
+        "bcftools view --no-version -s '样本3,s-4 x' {} | awk '/^#/{{print;next}} \
+         {{l[NR]=$0}} END{{for(i=NR;i>0;i--) if(i in l) print l[i]}}' | bgzip > {}",
+        all.display(),
+        unsorted.display()
+    ));
+    let out = svar2()
+        .args(["convert", "-q", "--merge"])
+        .args([&a, &unsorted])
+        .arg(d.join("u.zarr"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        msg.contains("unsorted.vcf.gz") && msg.contains("sort"),
+        "{msg}"
+    );
+    for (flags, needle) in [
+        (vec!["--merge", "-s", "NA00001"], "subset"),
+        (vec!["--merge=all"], "-m all"),
+    ] {
+        let out = svar2()
+            .args(["convert", "-q"])
+            .args(&flags)
+            .args([&a, &unsorted])
+            .arg(d.join("x.zarr"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{flags:?} was accepted");
+        let msg = String::from_utf8_lossy(&out.stderr);
+        assert!(msg.contains(needle), "{flags:?}: {msg}");
+    }
+    let one = svar2()
+        .args(["convert", "-q", "--merge"])
+        .arg(&a)
+        .arg(d.join("one.zarr"))
+        .output()
+        .unwrap();
+    assert!(!one.status.success());
+    assert!(String::from_utf8_lossy(&one.stderr).contains("two or more"));
+}
