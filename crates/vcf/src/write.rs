@@ -761,8 +761,9 @@ impl Sink {
                     bgzf_write(&mut out, header.as_bytes(), &name)?;
                     out
                 } else {
-                    // SAFETY: a fresh header parsed from our own text; checked.
-                    let hdr = unsafe { htslib::bcf_hdr_init(c"w".as_ptr()) };
+                    // SAFETY: a fresh header parsed from our own text; checked. Made in
+                    // mode "r": "w" would add a second ##fileformat (VCFv4.2) before ours.
+                    let hdr = unsafe { htslib::bcf_hdr_init(c"r".as_ptr()) };
                     let text = CString::new(header)
                         .map_err(|_| Error::Inputs("a NUL in the header".into()))?;
                     // SAFETY: hdr is fresh, text NUL-terminated.
