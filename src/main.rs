@@ -7,6 +7,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod append;
 mod bench_read;
 mod convert;
 mod digest;
@@ -51,6 +52,11 @@ enum Command {
     /// the root zarr.json last. Refuses, naming them, while partitions are missing,
     /// failed or running. The store equals a single `svar2 convert`'s.
     Finalize(finalize::Args),
+    /// Add samples to an existing directory store: its records and the new inputs
+    /// joined as `bcftools merge` joins them, written with the store's layout beside
+    /// it and swapped in whole (a reader sees the old version or the new, never a
+    /// mixture; a second append at the same time is refused).
+    Append(append::Args),
     /// Show a Zarr v2 or v3 store's layout (any VCF Zarr store: svar2's, bio2zarr's):
     /// per array its shape, type, decoded chunk, shard, codecs, bytes, files, whether
     /// svar2's GPU path decodes it, and what a --patch costs; reads no array data.
@@ -144,6 +150,7 @@ fn main() -> ExitCode {
         Command::Convert(a) => convert::run(a, quiet),
         Command::Plan(a) => plan::run(a),
         Command::Finalize(a) => finalize::run(a, quiet),
+        Command::Append(a) => append::run(a, quiet),
         Command::Inspect(a) => inspect::run(a),
         Command::Rechunk(a) => rechunk::run(a, quiet),
         Command::Read(a) => read::run(a),

@@ -1,0 +1,329 @@
+//! `svar2 append STORE NEW...`: new samples into an existing store, as a new version
+//! swapped in whole. The store's records are printed as BCF (`svar2 view`, which
+//! converts back to the same bytes), joined with the new inputs as `bcftools merge`
+//! joins them (`convert --merge`), and converted with the store's layout beside it;
+//! then one `renameat2(RENAME_EXCHANGE)` puts the new version where the old one was.
+//! So the result is the store converting `bcftools merge` of the old and new inputs
+//! gives, whatever the sites: a reader opening the store sees the old version or the
+//! new one, never a mixture; `kill -9` at any point leaves one of the two whole (the
+//! staging folder beside it is cleared by the next append); a second append at the
+//! same time is refused (the store directory's lock).
+//!
+//! The cost grows with the store, not with the samples added: every shard is
+//! written again. (Writing only the new samples' shard columns needs the same sites
+//! and the same widths in every field — a later change.)
+
+mod swap;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use svar2_planner::geometry::Requested;
+use svar2_planner::request::{BudgetRequest, LayoutRequest};
+use svar2_vcf::merge::MergeRequest;
+
+/// What can stop an append: the store (unreadable, of a kind append cannot grow, in
+/// use), the export of its records, the conversion, or the swap.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Reader(#[from] svar2_reader::Error),
+    #[error(transparent)]
+    View(#[from] svar2_view::Error),
+    #[error(transparent)]
+    Convert(#[from] svar2_convert::Error),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store cannot be appended to as asked (named, with what to do).
+    #[error("{0}")]
+    Request(String),
+    /// Another append (or a conversion) holds the store.
+    #[error("{0}")]
+    Busy(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.into(),
+        source,
+    }
+}
+
+/// How to append.
+#[derive(Debug, Clone, Default)]
+pub struct AppendOptions {
+    /// How records at one position are joined (`bcftools merge -m`), and whether a
+    /// sample name already in the store is kept as `K:NAME` (`--force-samples`).
+    pub merge: MergeRequest,
+    /// Memory and threads for the conversion of the new version.
+    pub budget: BudgetRequest,
+    pub progress: bool,
+}
+
+/// What an append did.
+#[derive(Debug, Clone, Default)]
+pub struct Appended {
+    pub records: u64,
+    pub samples_before: u64,
+    pub samples_after: u64,
+    pub seconds: f64,
+    /// Bytes the new version holds (every one of them written).
+    pub store_bytes: u64,
+}
+
+/// The staging folder beside `store`: the old records as BCF, the new version while
+/// it is written, and after the swap the old version until it is removed.
+pub fn staging_of(store: &Path) -> PathBuf {
+    let mut name = store.file_name().unwrap_or_default().to_os_string();
+    name.push(".svar2-append");
+    store.with_file_name(name)
+}
+
+const EXPORT: &str = "old.bcf";
+const NEW: &str = "new.zarr";
+
+/// Appends the samples of `inputs` (VCF/BCF, each sorted, samples not in the store)
+/// to the directory store `store`.
+pub fn append(store: &Path, inputs: &[PathBuf], o: &AppendOptions) -> Result<Appended> {
+    let t0 = Instant::now();
+    let store = &svar2_store::replace::without_trailing_slash(store);
+    check_kind(store, inputs)?;
+    let _lock = lock(store)?;
+    let staging = staging_of(store);
+    clear_staging(&staging)?;
+    std::fs::create_dir(&staging).map_err(io(&staging))?;
+    // A failure leaves the old store as it was: the staging folder goes.
+    let result = write_new_version(store, &staging, inputs, o);
+    let (records, before, after) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = clear_staging(&staging);
+            return Err(e);
+        }
+    };
+    let new = staging.join(NEW);
+    swap::exchange(store, &new).map_err(io(store))?;
+    // `new` now holds the old version: svar2's to remove, as the store it replaced.
+    clear_staging(&staging)?;
+    let store_bytes = disk_bytes(store);
+    Ok(Appended {
+        records,
+        samples_before: before,
+        samples_after: after,
+        seconds: t0.elapsed().as_secs_f64(),
+        store_bytes,
+    })
+}
+
+/// Refuses stores append cannot grow in place, and inputs inside the store.
+fn check_kind(store: &Path, inputs: &[PathBuf]) -> Result<()> {
+    if svar2_storage::bucket::is_bucket_url(store) {
+        return Err(Error::Request(format!(
+            "{}: append grows a directory store (a bucket store's new version would need \
+             every key written again under the old one's readers): convert --merge the \
+             inputs into a new prefix instead",
+            store.display()
+        )));
+    }
+    if svar2_storage::zip::is_zip_file(store) {
+        return Err(Error::Request(format!(
+            "{}: a zip store is written once and whole: append to a directory store (svar2 \
+             rechunk it into one), or convert --merge into a new .zip",
+            store.display()
+        )));
+    }
+    let meta = std::fs::symlink_metadata(store).map_err(|e| {
+        Error::Request(format!(
+            "{}: {e}: append grows an existing store (svar2 convert makes one)",
+            store.display()
+        ))
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(Error::Request(format!(
+            "{}: a symbolic link; append swaps the store's directory, so give the path it \
+             points to",
+            store.display()
+        )));
+    }
+    if !store.join("zarr.json").is_file() {
+        return Err(Error::Request(format!(
+            "{}: not a complete Zarr store (no root zarr.json)",
+            store.display()
+        )));
+    }
+    if inputs.is_empty() {
+        return Err(Error::Request("append: no input files".into()));
+    }
+    for input in inputs {
+        svar2_store::replace::refuse_overlap(input, store, "input file")
+            .map_err(|e| Error::Request(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Holds the store directory's lock (the one a conversion writing it holds), so a
+/// second append, or a conversion replacing it, is refused while this one runs.
+fn lock(store: &Path) -> Result<std::fs::File> {
+    let f = std::fs::File::open(store).map_err(io(store))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Busy(format!(
+            "{}: another svar2 process is appending to it or writing it: wait for it to end",
+            store.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::Io {
+            path: store.into(),
+            source: e,
+        }),
+    }
+}
+
+/// Removes a staging folder left by this or an earlier append (killed before it
+/// cleared it): only the entries an append makes there; anything else is refused.
+fn clear_staging(staging: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(staging) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(staging)(e)),
+    };
+    let ours = [EXPORT, "old.bcf.csi", NEW];
+    for entry in entries {
+        let entry = entry.map_err(io(staging))?;
+        let name = entry.file_name();
+        if !ours.iter().any(|o| name == *o) {
+            return Err(Error::Request(format!(
+                "{}: holds {} which svar2 did not put there; remove the folder yourself if \
+                 it is not needed",
+                staging.display(),
+                name.to_string_lossy()
+            )));
+        }
+    }
+    std::fs::remove_dir_all(staging).map_err(io(staging))
+}
+
+/// Exports the store's records, merges the new inputs in and converts the result into
+/// `staging/new.zarr` with the store's layout: (records, samples before, after).
+fn write_new_version(
+    store: &Path,
+    staging: &Path,
+    inputs: &[PathBuf],
+    o: &AppendOptions,
+) -> Result<(u64, u64, u64)> {
+    let opened = svar2_reader::Store::open_with(store, svar2_reader::store::Access::Stream)?;
+    let before = opened.sample_names().len() as u64;
+    let layout = layout_of(&opened, before);
+    let threads = o
+        .budget
+        .threads
+        .unwrap_or_else(|| svar2_planner::host::Host::system().cores().usable);
+    let reader = svar2_reader::Reader::new(threads, 4)?;
+    let export = staging.join(EXPORT);
+    tracing::info!("{}: its records into {}", store.display(), export.display());
+    svar2_view::view(
+        &opened,
+        &reader,
+        &svar2_view::ViewOptions {
+            regions: Vec::new(),
+            targets: None,
+            samples: None,
+            genotypes: true,
+            header_only: false,
+            no_header: false,
+            output: Some(export.clone()),
+            kind: svar2_vcf::write::OutputType::BcfRaw,
+            write_index: false,
+            threads,
+            update_info: true,
+            filter: None,
+            fill_tags: Vec::new(),
+        },
+    )?;
+    drop(opened);
+    let mut all = vec![export];
+    all.extend(inputs.iter().cloned());
+    let options = svar2_convert::Options {
+        request: svar2_convert::planning::PlanRequest {
+            layout,
+            budget: o.budget.clone(),
+            readers: None,
+            probe: false,
+            allow_truncated: false,
+            subset: Default::default(),
+            merge: Some(o.merge),
+        },
+        force: false,
+        progress: o.progress,
+        contig_order: Default::default(),
+    };
+    let new = staging.join(NEW);
+    let summary = svar2_convert::convert_inputs(&all, &new, &options).map_err(|e| {
+        // The store's records are read from the export: name the store instead.
+        Error::Request(e.to_string().replace(
+            &staging.join(EXPORT).display().to_string(),
+            &store.display().to_string(),
+        ))
+    })?;
+    let after = svar2_reader::Store::open_with(&new, svar2_reader::store::Access::Stream)?
+        .sample_names()
+        .len() as u64;
+    Ok((summary.records, before, after))
+}
+
+/// The layout the new version is written with: the store's own (svar2 records it),
+/// except a samples chunk or shard the old sample count clamped (equal to it), which
+/// the planner chooses again for the new count. A store of another tool gets
+/// svar2's default layout.
+fn layout_of(store: &svar2_reader::Store, samples: u64) -> LayoutRequest {
+    let recorded = store
+        .group()
+        .attributes
+        .get("svar2")
+        .and_then(|s| s.get("layout"))
+        .cloned();
+    let Some(l) = recorded else {
+        tracing::warn!(
+            "the store was not written by svar2 (no layout recorded): the new version has \
+             svar2's default layout"
+        );
+        return LayoutRequest::default();
+    };
+    let get = |k: &str| l.get(k).and_then(serde_json::Value::as_u64);
+    let sample_axis = |k: &str| get(k).filter(|&v| v != samples);
+    LayoutRequest {
+        requested: Requested {
+            variants_chunk: get("variants_chunk"),
+            samples_chunk: sample_axis("samples_chunk"),
+            variants_shard: get("variants_shard"),
+            samples_shard: sample_axis("samples_shard"),
+        },
+        zstd_level: l
+            .get("zstd_level")
+            .and_then(serde_json::Value::as_i64)
+            .map_or(1, |z| z as i32),
+        ..LayoutRequest::default()
+    }
+}
+
+fn disk_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(_) => total += e.metadata().map_or(0, |m| m.len()),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
