@@ -204,7 +204,11 @@ fn clear_staging(staging: &Path) -> Result<()> {
             )));
         }
     }
-    std::fs::remove_dir_all(staging).map_err(io(staging))
+    match std::fs::remove_dir_all(staging) {
+        // (An append that just swapped may be clearing it at the same moment.)
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(staging)(e)),
+        _ => Ok(()),
+    }
 }
 
 /// Exports the store's records, merges the new inputs in and converts the result into

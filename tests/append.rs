@@ -1,0 +1,281 @@
+//! `svar2 append` against `bcftools merge`: a store of some samples, grown by one
+//! batch and then another, equals converting the inputs `bcftools merge` joined in
+//! the same steps, with the same layout. An append killed at any moment leaves the
+//! old store (digest, `verify` clean) or the new one, and the next append finishes
+//! the job; two at once: one is refused. What cannot be appended to is refused by
+//! name. And the ground it stands on: a store printed as BCF converts back to the
+//! same bytes.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// Explicit layout: the appended store keeps its own, so the oracle gets the same.
+const LAYOUT: &[&str] = &[
+    "--variants-chunk",
+    "3",
+    "--variants-shard",
+    "6",
+    "--samples-chunk",
+    "1",
+    "--samples-shard",
+    "1",
+];
+
+fn part(src: &Path, d: &Path, name: &str, samples: &str, filter: &str, edit: &str) -> PathBuf {
+    let out = d.join(name);
+    sh_ok(&format!(
+        "bcftools view --no-version -s '{samples}' {filter} {src} | {edit} | bgzip > {out} \
+         && bcftools index -f {out}",
+        src = src.display(),
+        out = out.display()
+    ));
+    out
+}
+
+fn bcftools_merge(inputs: &[&Path], out: &Path) {
+    let list: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+    sh_ok(&format!(
+        "bcftools merge --no-version -Oz -o {0} {1} && bcftools index -f {0}",
+        out.display(),
+        list.join(" ")
+    ));
+}
+
+fn append(store: &Path, inputs: &[&Path]) -> std::process::Output {
+    svar2()
+        .args(["append", "-q"])
+        .arg(store)
+        .args(inputs)
+        .output()
+        .expect("svar2 runs")
+}
+
+fn append_ok(store: &Path, inputs: &[&Path]) {
+    let out = append(store, inputs);
+    assert!(
+        out.status.success(),
+        "append {inputs:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn appending_batches_equals_converting_bcftools_merge() {
+    if !tools(
+        "appending_batches_equals_converting_bcftools_merge",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let all = bgzip_indexed(&data("all_fields.vcf"));
+    let a = part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
+    // Sites the store lacks and ALTs it does not have: through the merge's rules.
+    let b = part(
+        &all,
+        d,
+        "b.vcf.gz",
+        "样本3",
+        "-e 'POS==200'",
+        r#"awk 'BEGIN{OFS="\t"} /^#/{print;next} $2==100{$5="C"} {print}'"#,
+    );
+    let c = part(&all, d, "c.vcf.gz", "s-4 x", "-e 'POS==2000'", "cat");
+    let store = d.join("grown.zarr");
+    convert(&a, &store, LAYOUT);
+    // The store printed as BCF converts back to the very same bytes.
+    let printed = d.join("printed.bcf");
+    sh_ok(&format!(
+        "{} view -Ob -o {} {}",
+        env!("CARGO_BIN_EXE_svar2"),
+        printed.display(),
+        store.display()
+    ));
+    let again = d.join("again.zarr");
+    convert(&printed, &again, LAYOUT);
+    assert_eq!(digest(&again), digest(&store), "view -Ob then convert");
+
+    append_ok(&store, &[&b]);
+    let ab = d.join("ab.vcf.gz");
+    bcftools_merge(&[&a, &b], &ab);
+    let oracle = d.join("ab.zarr");
+    convert(&ab, &oracle, LAYOUT);
+    assert_eq!(digest(&store), digest(&oracle), "one batch appended");
+    assert!(
+        !d.join("grown.zarr.svar2-append").exists(),
+        "staging left behind"
+    );
+
+    append_ok(&store, &[&c]);
+    let abc = d.join("abc.vcf.gz");
+    bcftools_merge(&[&ab, &c], &abc);
+    let oracle = d.join("abc.zarr");
+    convert(&abc, &oracle, LAYOUT);
+    assert_eq!(digest(&store), digest(&oracle), "a second batch appended");
+    let v = svar2().arg("verify").arg(&store).output().unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+
+    // A sample already in the store: refused by name, the store untouched.
+    let before = digest(&store);
+    let out = append(&store, &[&b]);
+    assert!(!out.status.success());
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        msg.contains("样本3") && msg.contains("--force-samples"),
+        "{msg}"
+    );
+    assert_eq!(digest(&store), before);
+    assert!(!d.join("grown.zarr.svar2-append").exists());
+}
+
+#[test]
+fn append_refuses_what_it_cannot_grow() {
+    if !tools("append_refuses_what_it_cannot_grow", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let all = bgzip_indexed(&data("all_fields.vcf"));
+    let a = part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
+    let b = part(&all, d, "b.vcf.gz", "样本3", "", "cat");
+    let zip = d.join("a.vcz.zip");
+    convert(&a, &zip, &[]);
+    let store = d.join("a.zarr");
+    convert(&a, &store, &[]);
+    let link = d.join("link.zarr");
+    std::os::unix::fs::symlink(&store, &link).unwrap();
+    for (target, needle) in [
+        (zip.clone(), "written once"),
+        (PathBuf::from("s3://bucket/store"), "directory store"),
+        (link.clone(), "symbolic link"),
+        (d.join("missing.zarr"), "existing store"),
+        (d.to_path_buf(), "not a complete Zarr store"),
+    ] {
+        let out = append(&target, &[&b]);
+        assert!(
+            !out.status.success(),
+            "{} was appended to",
+            target.display()
+        );
+        let msg = String::from_utf8_lossy(&out.stderr);
+        assert!(msg.contains(needle), "{}: {msg}", target.display());
+    }
+    // A staging folder holding something svar2 did not put there is left alone.
+    let staging = d.join("a.zarr.svar2-append");
+    std::fs::create_dir(&staging).unwrap();
+    std::fs::write(staging.join("notes.txt"), "mine").unwrap();
+    let out = append(&store, &[&b]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("notes.txt"));
+    assert!(staging.join("notes.txt").exists());
+}
+
+/// The corpus split: a store of its first 500 samples and a batch of the next 100
+/// (about a second to append).
+fn corpus_store(test: &str, d: &Path) -> Option<(PathBuf, PathBuf, String, String)> {
+    let sim = need_corpus(test, "sim.bcf")?;
+    if !tools(test, &[Tool::Bcftools]) {
+        return None;
+    }
+    let names = sh_ok(&format!("bcftools query -l {}", sim.display()));
+    let names: Vec<&str> = names.lines().collect();
+    let subset = |name: &str, samples: &[&str], filter: &str| {
+        let list = d.join(format!("{name}.samples"));
+        std::fs::write(&list, samples.join("\n")).unwrap();
+        let out = d.join(name);
+        sh_ok(&format!(
+            "bcftools view --no-version -S {0} {filter} -Ob -o {1} {2} && bcftools index -f {1}",
+            list.display(),
+            out.display(),
+            sim.display()
+        ));
+        out
+    };
+    let old = subset("old.bcf", &names[..500], "");
+    let batch = subset("batch.bcf", &names[500..600], "-i 'POS%4!=0'");
+    let pristine = d.join("pristine.zarr");
+    convert(&old, &pristine, &[]);
+    let grown = d.join("grown.zarr");
+    sh_ok(&format!("cp -a {} {}", pristine.display(), grown.display()));
+    append_ok(&grown, &[&batch]);
+    let (old_digest, new_digest) = (digest(&pristine), digest(&grown));
+    Some((pristine, batch, old_digest, new_digest))
+}
+
+#[test]
+fn an_append_killed_at_any_point_leaves_one_whole_version() {
+    let test = "an_append_killed_at_any_point_leaves_one_whole_version";
+    let dir = test_dir();
+    let d = dir.path();
+    let Some((pristine, batch, old, new)) = corpus_store(test, d) else {
+        return;
+    };
+    let store = d.join("store.zarr");
+    for delay_ms in [50, 400, 900, 1600] {
+        let _ = std::fs::remove_dir_all(&store);
+        sh_ok(&format!("cp -a {} {}", pristine.display(), store.display()));
+        let mut child = svar2()
+            .args(["append", "-q"])
+            .arg(&store)
+            .arg(&batch)
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let now = digest(&store);
+        assert!(
+            now == old || now == new,
+            "killed after {delay_ms} ms: a third store"
+        );
+        let v = svar2().arg("verify").arg(&store).output().unwrap();
+        assert!(
+            v.status.success(),
+            "killed after {delay_ms} ms: verify failed"
+        );
+        if now == old {
+            // The next append clears what the killed one left, and finishes.
+            append_ok(&store, &[&batch]);
+            assert_eq!(digest(&store), new, "append after a kill at {delay_ms} ms");
+        }
+    }
+}
+
+#[test]
+fn two_appends_at_once_one_is_refused() {
+    let test = "two_appends_at_once_one_is_refused";
+    let dir = test_dir();
+    let d = dir.path();
+    let Some((pristine, batch, _, new)) = corpus_store(test, d) else {
+        return;
+    };
+    let store = d.join("store.zarr");
+    sh_ok(&format!("cp -a {} {}", pristine.display(), store.display()));
+    let run = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_svar2"));
+        c.args(["append", "-q"]).arg(&store).arg(&batch);
+        c.stderr(std::process::Stdio::piped()).spawn().unwrap()
+    };
+    let (first, second) = (run(), run());
+    let (a, b) = (
+        first.wait_with_output().unwrap(),
+        second.wait_with_output().unwrap(),
+    );
+    let oks = [a.status.success(), b.status.success()];
+    assert_eq!(
+        oks.iter().filter(|&&x| x).count(),
+        1,
+        "exactly one append runs"
+    );
+    let refused = if oks[0] { &b } else { &a };
+    let msg = String::from_utf8_lossy(&refused.stderr);
+    // Refused while the first runs (its lock), or after it (the samples are in).
+    assert!(
+        msg.contains("another svar2 process") || msg.contains("also in an earlier input"),
+        "{msg}"
+    );
+    assert_eq!(digest(&store), new);
+}
