@@ -254,7 +254,7 @@ fn write_new_version(
     let options = svar2_convert::Options {
         request: svar2_convert::planning::PlanRequest {
             layout,
-            budget: o.budget.clone(),
+            budget: o.budget,
             readers: None,
             probe: false,
             allow_truncated: false,
