@@ -113,6 +113,18 @@ pub fn convert(e: svar2_convert::Error) -> PyErr {
     }
 }
 
+pub fn append(e: svar2_append::Error) -> PyErr {
+    use svar2_append::Error as A;
+    match e {
+        A::Convert(e) => convert(e),
+        A::Reader(e) => reader(e),
+        A::View(e) => view(e),
+        A::Request(m) => PyValueError::new_err(m),
+        A::Records(m) => InputError::new_err(m),
+        e => Error::new_err(e.to_string()),
+    }
+}
+
 pub fn rechunk(e: svar2_rechunk::Error) -> PyErr {
     match e {
         svar2_rechunk::Error::Store(e) => store(e),

@@ -55,6 +55,7 @@ fn _svar2(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(usable_cores, m)?)?;
     m.add_function(wrap_pyfunction!(ops::convert, m)?)?;
     m.add_function(wrap_pyfunction!(ops::rechunk, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::append, m)?)?;
     m.add_function(wrap_pyfunction!(ops::inspect, m)?)?;
     m.add_function(wrap_pyfunction!(ops::digest, m)?)?;
     Ok(())

@@ -213,6 +213,51 @@ pub fn convert<'py>(
     Ok(d)
 }
 
+/// Adds the samples of `inputs` (a path or a list; VCF/BCF, each sorted, samples not
+/// in the store) to the directory store `store`, as `svar2 append` does: the store's
+/// records and the inputs joined as `bcftools merge` joins them (`merge`: "both", its
+/// default, or "none"), written with the store's layout beside it and swapped in
+/// whole. Returns a dict: records, samples_before, samples_after, seconds,
+/// store_bytes. A store append cannot grow (zip, bucket, link) raises ValueError.
+#[pyfunction]
+#[pyo3(signature = (store, inputs, *, merge = "both", force_samples = false,
+    max_mem = "auto", threads = None, progress = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn append<'py>(
+    py: Python<'py>,
+    store: PathBuf,
+    inputs: &Bound<'py, PyAny>,
+    merge: &str,
+    force_samples: bool,
+    max_mem: &str,
+    threads: Option<usize>,
+    progress: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let inputs = inputs_of(inputs)?;
+    let collapse = merge.parse().map_err(|e: String| errors::value(e))?;
+    let (_, budget) = requests(None, 1.5, None, None, None, None, 1, max_mem, threads)?;
+    let o = svar2_append::AppendOptions {
+        merge: svar2_vcf::merge::MergeRequest {
+            collapse,
+            force_samples,
+        },
+        budget,
+        progress,
+    };
+    svar2_vcf::source::quiet_htslib();
+    // Like a conversion, an append runs to its end (or error); the GIL is released.
+    let never = AtomicBool::new(false);
+    let s = crate::wait::interruptible(py, &never, || svar2_append::append(&store, &inputs, &o))?
+        .map_err(errors::append)?;
+    let d = PyDict::new(py);
+    d.set_item("records", s.records)?;
+    d.set_item("samples_before", s.samples_before)?;
+    d.set_item("samples_after", s.samples_after)?;
+    d.set_item("seconds", s.seconds)?;
+    d.set_item("store_bytes", s.store_bytes)?;
+    Ok(d)
+}
+
 /// Rewrites any VCF Zarr store (v2 or v3) at `input` in svar2's layout for `patch`
 /// at `output`, as `svar2 rechunk` does. With `dry_run`, returns the plan (the dict
 /// `--dry-run --json` prints) and writes nothing; else a summary dict.

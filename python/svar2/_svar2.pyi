@@ -161,6 +161,7 @@ def convert(
     targets_file: Optional[PathLike] = None,
     force_samples: bool = False,
     no_update: bool = False,
+    merge: Union[bool, str, None] = None,
 ) -> dict[str, Any]:
     """VCF/BCF -> VCF Zarr, as ``svar2 convert``; ``output`` is a directory, a
     ``.vcz.zip`` file (written whole, moved into place) or ``s3://bucket/path``.
@@ -169,7 +170,29 @@ def convert(
     bcftools' comma string with ``^``), ``regions``, ``targets``, ``include``/``exclude``,
     ``samples_file``, ``regions_file``, ``targets_file``, ``force_samples`` and
     ``no_update`` subset as bcftools view's -s, -r, -t, -i/-e, -S, -R, -T,
-    --force-samples and -I."""
+    --force-samples and -I. ``merge`` (``True`` or ``"both"``, or ``"none"``): the
+    inputs are of different samples, joined as ``bcftools merge`` (``-m both``, its
+    default, or ``-m none``) joins them, as ``convert --merge``; ``force_samples`` then
+    keeps a name met twice as ``K:NAME``."""
+
+def append(
+    store: PathLike,
+    inputs: Union[PathLike, Sequence[PathLike]],
+    *,
+    merge: str = "both",
+    force_samples: bool = False,
+    max_mem: str = "auto",
+    threads: Optional[int] = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Adds the samples of ``inputs`` (VCF/BCF, each sorted, samples not in the
+    store) to the directory store ``store``, as ``svar2 append``: the store's records
+    and the inputs joined as ``bcftools merge`` joins them (``merge``: ``"both"`` or
+    ``"none"``), written with the store's layout beside it and swapped in whole (a
+    reader sees the old version or the new one). Returns records, samples_before,
+    samples_after, seconds and store_bytes. A zip or bucket store, a symbolic link or
+    a sample already in the store (without ``force_samples``) raise ``ValueError`` /
+    ``svar2.InputError``."""
 
 def rechunk(
     input: PathLike,

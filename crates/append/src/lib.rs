@@ -40,6 +40,10 @@ pub enum Error {
     /// The store cannot be appended to as asked (named, with what to do).
     #[error("{0}")]
     Request(String),
+    /// The store's records could not be joined with the inputs (the message names the
+    /// store and the record).
+    #[error("{0}")]
+    Records(String),
     /// Another append (or a conversion) holds the store.
     #[error("{0}")]
     Busy(String),
@@ -267,11 +271,14 @@ fn write_new_version(
     };
     let new = staging.join(NEW);
     let summary = svar2_convert::convert_inputs(&all, &new, &options).map_err(|e| {
-        // The store's records are read from the export: name the store instead.
-        Error::Request(e.to_string().replace(
-            &staging.join(EXPORT).display().to_string(),
-            &store.display().to_string(),
-        ))
+        // A message about the store's records names the export: name the store.
+        let export = staging.join(EXPORT).display().to_string();
+        match e.to_string() {
+            m if m.contains(&export) => {
+                Error::Records(m.replace(&export, &store.display().to_string()))
+            }
+            _ => Error::Convert(e),
+        }
     })?;
     let after = svar2_reader::Store::open_with(&new, svar2_reader::store::Access::Stream)?
         .sample_names()
