@@ -3,7 +3,7 @@
 //! other ALTs at the same position (SNP beside SNP, SNP beside indel), FORMAT and INFO
 //! fields only some declare, contigs only some have — merged back by svar2 and by
 //! `bcftools merge --no-version` (default `-m both`, and `-m none`): the stores are
-//! digest-equal. And what is refused: a sample name in two inputs (bcftools too),
+//! digest-equal, in the contig order bcftools' synced reader walks the indexes. And what is refused: a sample name in two inputs (bcftools too),
 //! unless --force-samples; unsorted inputs; a subset with --merge.
 
 mod common;
@@ -122,7 +122,27 @@ fn split_fixtures_merge_back_as_bcftools_merge() {
         "-t ^chrX",
         r###"awk '/^##contig=<ID=chrX/{next} /^##contig=<ID=chrUn/{print "##contig=<ID=chr9,length=5>"} {print}'"###,
     );
-    assert_merge_equal(&[a.clone(), contigs], &[], d);
+    assert_merge_equal(&[a.clone(), contigs.clone()], &[], d);
+    assert_merge_equal(&[contigs.clone(), a.clone()], &[], d);
+    // Headers listing the contigs in other orders, VCF.gz beside BCF: the output
+    // follows the order bcftools' synced reader walks the indexes.
+    let reordered = part(
+        &all,
+        d,
+        "reordered.vcf.gz",
+        "NA00001,Zoë",
+        "",
+        r###"awk '/^##contig=<ID=chr3/{next} /^##contig=<ID=chr1,/{print "##contig=<ID=chr3,length=198295559>"} {print}'"###,
+    );
+    let bcf = d.join("contigs.bcf");
+    sh_ok(&format!(
+        "bcftools view -Ob -o {0} {1} && bcftools index -f {0}",
+        bcf.display(),
+        contigs.display()
+    ));
+    assert_merge_equal(&[reordered.clone(), b.clone()], &[], d);
+    assert_merge_equal(&[b.clone(), reordered], &[], d);
+    assert_merge_equal(&[bcf, a.clone()], &[], d);
     // A name in two inputs: refused as bcftools refuses it, kept as 3:NAME with
     // --force-samples.
     let refused = svar2()

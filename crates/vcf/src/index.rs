@@ -41,7 +41,7 @@ fn cpath(p: &Path) -> Option<CString> {
 }
 
 /// The index files beside `input` that exist, CSI first.
-fn index_paths(input: &Path) -> Vec<(PathBuf, IndexKind)> {
+pub(crate) fn index_paths(input: &Path) -> Vec<(PathBuf, IndexKind)> {
     [("csi", IndexKind::Csi), ("tbi", IndexKind::Tbi)]
         .into_iter()
         .filter_map(|(ext, kind)| {
@@ -200,6 +200,30 @@ impl Index {
                     idx,
                 })
             }
+        }
+    }
+
+    /// The contig names a tabix index lists, in its order (the order htslib's synced
+    /// reader walks a VCF.gz, so `bcftools merge`'s); `None` for a BCF's CSI.
+    pub fn tabix_names(&self) -> Option<Vec<Vec<u8>>> {
+        if self.tbx.is_null() {
+            return None;
+        }
+        let mut n: c_int = 0;
+        // SAFETY: the tabix handle is live; the name table is checked for null, each
+        // name copied, and the table freed once (the names are the index's).
+        unsafe {
+            let names = htslib::tbx_seqnames(self.tbx, &mut n);
+            if names.is_null() {
+                return Some(Vec::new());
+            }
+            let out = (0..n.max(0) as usize)
+                .map(|i| *names.add(i))
+                .filter(|p| !p.is_null())
+                .map(|p| CStr::from_ptr(p).to_bytes().to_vec())
+                .collect();
+            crate::hts::free(names as *mut std::ffi::c_void);
+            Some(out)
         }
     }
 

@@ -21,7 +21,7 @@ use rust_htslib::bcf::Read;
 use rust_htslib::htslib;
 use std::collections::VecDeque;
 use std::ffi::{CStr, CString};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Which records at one position are joined (`bcftools merge -m`).
@@ -84,10 +84,39 @@ struct Line {
     skip: u8,
 }
 
+/// An input read from start to end, or contig by contig through its index.
+enum Src {
+    Stream(bcf::Reader),
+    Indexed(bcf::IndexedReader),
+}
+
+impl Src {
+    fn header(&self) -> &HeaderView {
+        match self {
+            Src::Stream(r) => r.header(),
+            Src::Indexed(r) => r.header(),
+        }
+    }
+
+    fn empty_record(&self) -> bcf::Record {
+        match self {
+            Src::Stream(r) => r.empty_record(),
+            Src::Indexed(r) => r.empty_record(),
+        }
+    }
+
+    fn read(&mut self, rec: &mut bcf::Record) -> Option<rust_htslib::errors::Result<()>> {
+        match self {
+            Src::Stream(r) => r.read(rec),
+            Src::Indexed(r) => r.read(rec),
+        }
+    }
+}
+
 /// One input: its reader, the record read ahead, the records at the position.
 struct Input {
     path: PathBuf,
-    reader: bcf::Reader,
+    reader: Src,
     samples: usize,
     ahead: Option<bcf::Record>,
     ahead_number: u64,
@@ -119,6 +148,11 @@ pub struct Merger {
     ploidy: Vec<i32>,
     /// INFO tags summed (bcftools' default rules: DP and DP4 where declared).
     sum_rules: Vec<CString>,
+    /// When every input is indexed: the contigs in the order bcftools' synced reader
+    /// walks them (each input's — a BCF's header contigs, a VCF.gz's index names —
+    /// joined in input order), and the next one to read.
+    contigs: Option<Vec<Vec<u8>>>,
+    next_contig: usize,
 }
 
 /// A header's pointer, for htslib's calls.
@@ -395,10 +429,7 @@ impl Merger {
                     msg: "no such file".into(),
                 });
             }
-            let reader = bcf::Reader::from_path(path).map_err(|e| Error::Open {
-                path: path.clone(),
-                msg: format!("not a VCF (plain or bgzipped) or BCF file ({e})"),
-            })?;
+            let reader = open_input(path)?;
             let hr = hp(reader.header());
             let prefix = (i + 1).to_string();
             // SAFETY: both headers are live; htslib copies what it merges.
@@ -473,6 +504,7 @@ impl Merger {
                 sum_rules.push(t);
             }
         }
+        let contigs = synced_order(&inputs);
         let out = Arc::new(out);
         let current = bcf::Record::new(out.clone());
         let n = schema.samples.len();
@@ -489,9 +521,13 @@ impl Merger {
             var_types: 0,
             ploidy: vec![0; n],
             sum_rules,
+            contigs,
+            next_contig: 0,
         };
-        for i in 0..m.inputs.len() {
-            m.advance(i)?;
+        if m.contigs.is_none() {
+            for i in 0..m.inputs.len() {
+                m.advance(i)?;
+            }
         }
         Ok(m)
     }
@@ -596,6 +632,39 @@ impl Merger {
         Ok(())
     }
 
+    /// Indexed inputs: every input positioned at the start of the next contig of the
+    /// synced order that any holds; `false` when none is left (or not indexed).
+    fn fetch_next_contig(&mut self) -> Result<bool> {
+        let Some(n_contigs) = self.contigs.as_ref().map(Vec::len) else {
+            return Ok(false);
+        };
+        while self.next_contig < n_contigs {
+            let name = self.contigs.as_ref().expect("indexed")[self.next_contig].clone();
+            self.next_contig += 1;
+            let mut any = false;
+            for i in 0..self.inputs.len() {
+                let inp = &mut self.inputs[i];
+                inp.ahead = None;
+                inp.last = None;
+                let Src::Indexed(r) = &mut inp.reader else {
+                    continue;
+                };
+                let Ok(rid) = r.header().name2rid(&name) else {
+                    continue;
+                };
+                if r.fetch(rid, 0, None).is_err() {
+                    continue; // no records there
+                }
+                self.advance(i)?;
+                any |= self.inputs[i].ahead.is_some();
+            }
+            if any {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     fn key(&self, i: usize) -> Option<(i32, i64)> {
         let inp = &self.inputs[i];
         let rec = inp.ahead.as_ref()?;
@@ -605,8 +674,13 @@ impl Merger {
     /// Merges every input's records at the next position into `ready`; `false` at
     /// the end of every input.
     fn merge_position(&mut self) -> Result<bool> {
-        let Some(min) = (0..self.inputs.len()).filter_map(|i| self.key(i)).min() else {
-            return Ok(false);
+        let min = loop {
+            if let Some(min) = (0..self.inputs.len()).filter_map(|i| self.key(i)).min() {
+                break min;
+            }
+            if !self.fetch_next_contig()? {
+                return Ok(false);
+            }
         };
         for i in 0..self.inputs.len() {
             self.inputs[i].lines.clear();
@@ -1540,6 +1614,72 @@ impl Merger {
                 String::from_utf8_lossy(tag)
             ))
         })
+    }
+}
+
+/// Opens one input: through its index when it has one (`<path>.csi`, or `.tbi` for
+/// VCF.gz), else as a stream.
+fn open_input(path: &Path) -> Result<Src> {
+    let open_err = |e: rust_htslib::errors::Error| Error::Open {
+        path: path.into(),
+        msg: format!("not a VCF (plain or bgzipped) or BCF file ({e})"),
+    };
+    if crate::index::index_paths(path)
+        .iter()
+        .any(|(p, _)| p.is_file())
+    {
+        if let Ok(r) = bcf::IndexedReader::from_path(path) {
+            return Ok(Src::Indexed(r));
+        }
+    }
+    bcf::Reader::from_path(path)
+        .map(Src::Stream)
+        .map_err(open_err)
+}
+
+/// The contig order htslib's synced reader walks indexed inputs in (bcftools merge's
+/// output order): each input's contigs — a VCF.gz's as its tabix index lists them, a
+/// BCF's as its header declares them — new names appended in input order. `None`
+/// unless every input is indexed (they are then read as streams, in the merged
+/// header's contig order).
+fn synced_order(inputs: &[Input]) -> Option<Vec<Vec<u8>>> {
+    let mut order: Vec<Vec<u8>> = Vec::new();
+    for inp in inputs {
+        if !matches!(inp.reader, Src::Indexed(_)) {
+            return None;
+        }
+        let names = match crate::index::Index::load(&inp.path, true).and_then(|i| i.tabix_names()) {
+            Some(names) if is_text(&inp.path) => names,
+            _ => {
+                let h = inp.reader.header();
+                (0..h.contig_count())
+                    .filter_map(|r| h.rid2name(r).ok().map(<[u8]>::to_vec))
+                    .collect()
+            }
+        };
+        for n in names {
+            if !order.contains(&n) {
+                order.push(n);
+            }
+        }
+    }
+    Some(order)
+}
+
+/// Whether `path` is VCF text (plain or bgzipped), as htslib detects it.
+fn is_text(path: &Path) -> bool {
+    let Ok(c) = CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: a plain open, format read, close; null checked.
+    unsafe {
+        let fp = htslib::hts_open(c.as_ptr(), c"r".as_ptr());
+        if fp.is_null() {
+            return false;
+        }
+        let text = (*htslib::hts_get_format(fp)).format == htslib::htsExactFormat_vcf;
+        htslib::hts_close(fp);
+        text
     }
 }
 
