@@ -12,7 +12,8 @@
 //! (records into batches; BCF FORMAT numbers in bulk), `direct` (text lines straight
 //! into batches, by htslib's rules), `block` (records as a store holds them: dense,
 //! padded), `region` (bcftools' regions and targets), `subset` (`bcftools view`'s
-//! subsetting, record by record, at conversion), `source` (the streaming reader;
+//! subsetting, record by record, at conversion), `merge` (`bcftools merge` at
+//! conversion: inputs of different samples joined record by record), `source` (the streaming reader;
 //! inputs one after another), `pieces` (index-driven readers over pieces of contigs,
 //! in order), `write` (VCF text, VCF.gz and BCF from blocks, the header rebuilt),
 //! `query` (`bcftools query -f` formats);
