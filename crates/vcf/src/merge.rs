@@ -1252,14 +1252,12 @@ impl Merger {
         }
         // SAFETY: `o` is live.
         unsafe { (*o).set_n_sample(ns_out as u32) };
+        // AC and AN from the merged genotypes (counted as htslib's bcf_calc_ac counts,
+        // which would exit the process on an allele past the record's).
         if has_gt {
-            self.merge_gt(out)?;
-        }
-        // AC and AN from the merged genotypes.
-        // SAFETY: `o` is live with `n_out` alleles.
-        unsafe {
-            let mut ac = vec![0i32; n_out];
-            if htslib::bcf_calc_ac(hdr, o, ac.as_mut_ptr(), htslib::BCF_UN_FMT as i32) > 0 {
+            let ac = self.merge_gt(out, n_out)?;
+            // SAFETY: `o` is live with `n_out` alleles; `ac` holds one count for each.
+            unsafe {
                 let an: i32 = ac.iter().sum();
                 htslib::bcf_update_info(
                     hdr,
@@ -1306,7 +1304,9 @@ impl Merger {
         }
     }
 
-    fn merge_gt(&mut self, out: &mut bcf::Record) -> Result<()> {
+    /// The merged GT (bcftools' `merge_GT`) into `out`; returns the count of each of
+    /// the `n_out` alleles.
+    fn merge_gt(&mut self, out: &mut bcf::Record, n_out: usize) -> Result<Vec<i32>> {
         let mut nsize = 0usize;
         let mut fields = Vec::new();
         for i in 0..self.inputs.len() {
@@ -1326,6 +1326,7 @@ impl Merger {
             }
         }
         let nsize = nsize.max(1);
+        let mut ac = vec![0i32; n_out];
         self.ploidy.iter_mut().for_each(|p| *p = 0);
         let mut gt = Vec::with_capacity(nsize * self.schema.samples.len());
         let mut s0 = 0;
@@ -1349,7 +1350,7 @@ impl Merger {
                         break;
                     }
                     self.ploidy[s0 + s] += 1;
-                    gt.push(match (x >> 1) == 0 {
+                    let y = match (x >> 1) == 0 {
                         true => 0,
                         false if !differ => x,
                         false => {
@@ -1364,7 +1365,29 @@ impl Merger {
                             };
                             (al << 1) | (x & 1)
                         }
-                    });
+                    };
+                    if y >> 1 != 0 {
+                        match ac.get_mut(((y >> 1) - 1) as usize) {
+                            Some(c) => *c += 1,
+                            None => {
+                                let inp = &self.inputs[i];
+                                let line = &inp.lines[inp.cur.expect("staged")];
+                                return Err(Error::Record {
+                                    path: inp.path.clone(),
+                                    record: line.number,
+                                    locus: locus_of(&line.rec),
+                                    msg: format!(
+                                        "sample {} has GT allele {} and the record {} \
+                                         alleles: fix the input's genotypes",
+                                        s + 1,
+                                        (x >> 1) - 1,
+                                        line.rec.allele_count()
+                                    ),
+                                });
+                            }
+                        }
+                    }
+                    gt.push(y);
                     k += 1;
                 }
                 gt.extend(std::iter::repeat_n(INT_END, nsize.saturating_sub(k)));
@@ -1372,7 +1395,8 @@ impl Merger {
             s0 += ns;
         }
         out.push_format_integer(b"GT", &gt)
-            .map_err(|e| self.fail(&format!("cannot set FORMAT/GT ({e})")))
+            .map_err(|e| self.fail(&format!("cannot set FORMAT/GT ({e})")))?;
+        Ok(ac)
     }
 
     fn merge_field(&mut self, out: &mut bcf::Record, tag: &[u8], n_out: usize) -> Result<()> {
