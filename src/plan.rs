@@ -52,6 +52,13 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             return Err("--partitions needs the output store: INPUT... OUTPUT".into());
         };
         let request = a.planning.request(false);
+        if request.merge.is_some() {
+            return Err(
+                "--partitions with --merge is not supported: convert --merge in one \
+                        task (its contigs are merged side by side)"
+                    .into(),
+            );
+        }
         if !request.subset.is_empty() {
             return Err(
                 "--partitions with -s/-r/-t/-i/-e is not supported: convert the subset \

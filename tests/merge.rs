@@ -12,7 +12,13 @@ use std::path::{Path, PathBuf};
 
 /// `svar2 convert --merge[=MODE] inputs` and `bcftools merge [-m MODE] inputs`
 /// converted: their digests.
-fn merged_both_ways(inputs: &[PathBuf], mode: &str, extra: &[&str], d: &Path) -> (String, String) {
+fn merged_both_ways(
+    inputs: &[PathBuf],
+    mode: &str,
+    extra: &[&str],
+    threads: &str,
+    d: &Path,
+) -> (String, String) {
     let ours = d.join(format!("ours-{mode}.zarr"));
     let theirs = d.join(format!("theirs-{mode}.zarr"));
     let via = d.join(format!("via-{mode}.vcf.gz"));
@@ -20,7 +26,13 @@ fn merged_both_ways(inputs: &[PathBuf], mode: &str, extra: &[&str], d: &Path) ->
         let _ = std::fs::remove_dir_all(p);
     }
     let out = svar2()
-        .args(["convert", "-q", &format!("--merge={mode}")])
+        .args([
+            "convert",
+            "-q",
+            &format!("--merge={mode}"),
+            "--threads",
+            threads,
+        ])
         .args(extra)
         .args(inputs)
         .arg(&ours)
@@ -48,13 +60,18 @@ fn merged_both_ways(inputs: &[PathBuf], mode: &str, extra: &[&str], d: &Path) ->
     (digest(&ours), digest(&theirs))
 }
 
+/// Both modes; one thread (the reader merges) and four (contigs merged side by side
+/// on `merge-K` workers when the inputs are indexed).
 fn assert_merge_equal(inputs: &[PathBuf], extra: &[&str], d: &Path) {
     for mode in ["both", "none"] {
-        let (a, b) = merged_both_ways(inputs, mode, extra, d);
-        assert_eq!(
-            a, b,
-            "convert --merge={mode} {inputs:?} differs from converting bcftools merge -m {mode}"
-        );
+        for threads in ["1", "4"] {
+            let (a, b) = merged_both_ways(inputs, mode, extra, threads, d);
+            assert_eq!(
+                a, b,
+                "convert --merge={mode} --threads {threads} {inputs:?} differs from converting \
+                 bcftools merge -m {mode}"
+            );
+        }
     }
 }
 

@@ -150,6 +150,9 @@ pub fn plan_reader(reader: &VcfReader, request: &PlanRequest) -> Result<PlanRepo
 pub fn plan_inputs(inputs: &[PathBuf], request: &PlanRequest) -> Result<PlanReport> {
     svar2_vcf::truncation::check_complete(inputs, request.allow_truncated)?;
     set_read_limits(request);
+    if let Some(m) = request.merge {
+        return plan_reader(&VcfReader::merge(inputs, m, 1)?, request);
+    }
     match inputs {
         [] => Err(Error::Usage("no input files".into())),
         [one] if !svar2_vcf::inputs::is_stdin(one) => make_plan(one, request),
@@ -362,6 +365,9 @@ fn probe_skipped(
     }
     if !request.subset.is_empty() {
         return Some("a subset is read by one streaming reader".into());
+    }
+    if request.merge.is_some() {
+        return Some("--merge reads its inputs side by side, by contig".into());
     }
     if index.is_none() {
         return Some("it reads through an index, and there is none".into());

@@ -153,6 +153,8 @@ pub struct Merger {
     /// joined in input order), and the next one to read.
     contigs: Option<Vec<Vec<u8>>>,
     next_contig: usize,
+    /// One past the last contig this merger reads (a worker reads one at a time).
+    contig_end: usize,
 }
 
 /// A header's pointer, for htslib's calls.
@@ -521,6 +523,7 @@ impl Merger {
             var_types: 0,
             ploidy: vec![0; n],
             sum_rules,
+            contig_end: contigs.as_ref().map_or(0, Vec::len),
             contigs,
             next_contig: 0,
         };
@@ -552,6 +555,34 @@ impl Merger {
         self.current = self.ready.pop_front().expect("one is ready");
         self.made += 1;
         Ok(Some((self.made - 1, &self.current)))
+    }
+
+    /// The number of contigs an indexed merge reads (`None`: the inputs stream).
+    pub fn contig_count(&self) -> Option<usize> {
+        self.contigs.as_ref().map(Vec::len)
+    }
+
+    /// Merges contig `c` of the synced order alone, handing each record to `sink`
+    /// (which says `false` to stop). For workers merging contigs side by side.
+    fn merge_contig(&mut self, c: usize, sink: &mut dyn FnMut(bcf::Record) -> bool) -> Result<()> {
+        self.next_contig = c;
+        self.contig_end = c + 1;
+        self.ready.clear();
+        for inp in &mut self.inputs {
+            inp.ahead = None;
+        }
+        loop {
+            while self.ready.is_empty() {
+                if !self.merge_position()? {
+                    return Ok(());
+                }
+            }
+            while let Some(rec) = self.ready.pop_front() {
+                if !sink(rec) {
+                    return Ok(());
+                }
+            }
+        }
     }
 
     /// Reads input `i`'s next record into `ahead`, checking the order.
@@ -635,10 +666,10 @@ impl Merger {
     /// Indexed inputs: every input positioned at the start of the next contig of the
     /// synced order that any holds; `false` when none is left (or not indexed).
     fn fetch_next_contig(&mut self) -> Result<bool> {
-        let Some(n_contigs) = self.contigs.as_ref().map(Vec::len) else {
+        if self.contigs.is_none() {
             return Ok(false);
-        };
-        while self.next_contig < n_contigs {
+        }
+        while self.next_contig < self.contig_end {
             let name = self.contigs.as_ref().expect("indexed")[self.next_contig].clone();
             self.next_contig += 1;
             let mut any = false;
@@ -1638,6 +1669,204 @@ impl Merger {
                 String::from_utf8_lossy(tag)
             ))
         })
+    }
+}
+
+/// Records a worker sends in one message.
+const SENT_TOGETHER: usize = 64;
+
+/// What a worker sends for its contig.
+enum Msg {
+    /// Records in order (sent [`SENT_TOGETHER`] at a time: one message per record
+    /// costs the handing thread more than the records).
+    Records(Vec<bcf::Record>),
+    Failed(Error),
+    /// The contig is complete (a channel closed without it: the worker died).
+    Done,
+}
+
+/// Indexed inputs merged by `merge-K` worker threads, one contig at a time each (in
+/// the synced order, the next free contig to the next free worker), the records
+/// handed out contig by contig in order: the merge's work spreads over the workers,
+/// the caller's thread only takes records. Each contig's records wait in a bounded
+/// queue (~16 MiB of calls), so memory stays bounded whatever the contig sizes.
+pub struct ParallelMerge {
+    main: Merger,
+    queues: Vec<crossbeam_channel::Receiver<Msg>>,
+    at: usize,
+    /// The records of the message being handed out.
+    pending: std::vec::IntoIter<bcf::Record>,
+    current: bcf::Record,
+    made: u64,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl ParallelMerge {
+    /// `main` (opened) gives the header; `workers` more mergers are opened for the
+    /// threads. `None` when the inputs are not all indexed or there is one contig.
+    fn start(
+        main: Merger,
+        paths: &[PathBuf],
+        req: MergeRequest,
+        workers: usize,
+    ) -> Result<std::result::Result<ParallelMerge, Merger>> {
+        let Some(n) = main.contig_count().filter(|&n| n > 1 && workers > 1) else {
+            return Ok(Err(main));
+        };
+        let workers = workers.min(n);
+        let mut mergers = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            mergers.push(Merger::open(paths, req)?);
+        }
+        // ~16 MiB of queued calls per contig queue (8 bytes per sample and record).
+        let per_record = (main.schema.samples.len() * 8).max(64);
+        let capacity = (16 << 20) / per_record / SENT_TOGETHER;
+        let capacity = capacity.clamp(2, 64);
+        let (senders, queues): (Vec<_>, Vec<_>) = (0..n)
+            .map(|_| crossbeam_channel::bounded::<Msg>(capacity))
+            .unzip();
+        let senders: Arc<Vec<std::sync::Mutex<Option<crossbeam_channel::Sender<Msg>>>>> = Arc::new(
+            senders
+                .into_iter()
+                .map(|s| std::sync::Mutex::new(Some(s)))
+                .collect(),
+        );
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut handles = Vec::with_capacity(workers);
+        for (k, mut m) in mergers.into_iter().enumerate() {
+            let (senders, next, stop) = (senders.clone(), next.clone(), stop.clone());
+            let work = move || {
+                use std::sync::atomic::Ordering::Relaxed;
+                loop {
+                    let c = next.fetch_add(1, Relaxed);
+                    if c >= n || stop.load(Relaxed) {
+                        return;
+                    }
+                    let Some(tx) = senders[c].lock().map(|mut s| s.take()).unwrap_or(None) else {
+                        return;
+                    };
+                    let mut batch = Vec::with_capacity(SENT_TOGETHER);
+                    let merged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        m.merge_contig(c, &mut |rec| {
+                            batch.push(rec);
+                            if batch.len() < SENT_TOGETHER {
+                                return true;
+                            }
+                            let full =
+                                std::mem::replace(&mut batch, Vec::with_capacity(SENT_TOGETHER));
+                            !stop.load(Relaxed) && tx.send(Msg::Records(full)).is_ok()
+                        })
+                    }));
+                    if !batch.is_empty() && tx.send(Msg::Records(batch)).is_err() {
+                        return;
+                    }
+                    let last = match merged {
+                        Ok(Ok(())) => Msg::Done,
+                        Ok(Err(e)) => Msg::Failed(e),
+                        Err(_) => Msg::Failed(Error::Internal(
+                            "internal error: a merge worker stopped; nothing was kept — please \
+                             report it"
+                                .into(),
+                        )),
+                    };
+                    let failed = !matches!(last, Msg::Done);
+                    if tx.send(last).is_err() || failed {
+                        return;
+                    }
+                }
+            };
+            let h = std::thread::Builder::new()
+                .name(format!("merge-{k}"))
+                .spawn(work)
+                .map_err(|e| Error::Internal(format!("cannot start a merge thread: {e}")))?;
+            handles.push(h);
+        }
+        let current = bcf::Record::new(main.out_hdr.clone());
+        Ok(Ok(ParallelMerge {
+            main,
+            queues,
+            at: 0,
+            pending: Vec::new().into_iter(),
+            current,
+            made: 0,
+            stop,
+            workers: handles,
+        }))
+    }
+
+    fn next_record(&mut self) -> Result<Option<(u64, &bcf::Record)>> {
+        while self.at < self.queues.len() {
+            if let Some(rec) = self.pending.next() {
+                self.current = rec;
+                self.made += 1;
+                return Ok(Some((self.made - 1, &self.current)));
+            }
+            match self.queues[self.at].recv() {
+                Ok(Msg::Records(recs)) => self.pending = recs.into_iter(),
+                Ok(Msg::Failed(e)) => return Err(e),
+                Ok(Msg::Done) => self.at += 1,
+                Err(_) => {
+                    return Err(Error::Internal(
+                        "internal error: a merge worker ended without finishing its contig; \
+                         nothing was kept — please report it"
+                            .into(),
+                    ))
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl Drop for ParallelMerge {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        // Workers blocked on a full queue wake when it is dropped.
+        self.queues.clear();
+        for h in self.workers.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A merge as the streaming reader takes it: on its thread, or by workers.
+pub enum MergedStream {
+    Serial(Box<Merger>),
+    Parallel(Box<ParallelMerge>),
+}
+
+impl MergedStream {
+    /// Opens the inputs (see [`Merger::open`]); with `workers` > 1 and indexed inputs
+    /// of more than one contig, the contigs are merged side by side.
+    pub fn open(paths: &[PathBuf], req: MergeRequest, workers: usize) -> Result<MergedStream> {
+        let main = Merger::open(paths, req)?;
+        Ok(match ParallelMerge::start(main, paths, req, workers)? {
+            Ok(p) => MergedStream::Parallel(Box::new(p)),
+            Err(m) => MergedStream::Serial(Box::new(m)),
+        })
+    }
+
+    pub fn schema(&self) -> &Schema {
+        match self {
+            MergedStream::Serial(m) => &m.schema,
+            MergedStream::Parallel(p) => &p.main.schema,
+        }
+    }
+
+    pub fn header(&self) -> &HeaderView {
+        match self {
+            MergedStream::Serial(m) => m.header(),
+            MergedStream::Parallel(p) => p.main.header(),
+        }
+    }
+
+    pub fn next_record(&mut self) -> Result<Option<(u64, &bcf::Record)>> {
+        match self {
+            MergedStream::Serial(m) => m.next_record(),
+            MergedStream::Parallel(p) => p.next_record(),
+        }
     }
 }
 

@@ -68,7 +68,7 @@ enum Inner {
     /// The text, and the direct parse's lookups for the reader's schema.
     Text(Box<TextReader>, Box<Direct>),
     /// Inputs of different samples joined as `bcftools merge` joins them.
-    Merge(Box<crate::merge::Merger>),
+    Merge(Box<crate::merge::MergedStream>),
 }
 
 impl VcfReader {
@@ -151,9 +151,14 @@ impl VcfReader {
 
     /// Inputs of different samples read side by side and joined as `bcftools merge`
     /// joins them (`convert --merge`): one stream of records in the merged header.
-    pub fn merge(paths: &[PathBuf], req: crate::merge::MergeRequest) -> Result<VcfReader> {
-        let m = crate::merge::Merger::open(paths, req)?;
-        let schema = m.schema.clone();
+    /// `workers`: threads merging contigs side by side (indexed inputs).
+    pub fn merge(
+        paths: &[PathBuf],
+        req: crate::merge::MergeRequest,
+        workers: usize,
+    ) -> Result<VcfReader> {
+        let m = crate::merge::MergedStream::open(paths, req, workers)?;
+        let schema = m.schema().clone();
         Ok(VcfReader {
             path: paths[0].clone(),
             inner: Inner::Merge(Box::new(m)),
