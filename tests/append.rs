@@ -163,6 +163,13 @@ fn append_refuses_what_it_cannot_grow() {
         let msg = String::from_utf8_lossy(&out.stderr);
         assert!(msg.contains(needle), "{}: {msg}", target.display());
     }
+    // A file of the user's inside the store: the old version would go with it.
+    std::fs::write(store.join("NOTES.txt"), "mine").unwrap();
+    let out = append(&store, &[&b]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NOTES.txt"));
+    assert_eq!(std::fs::read(store.join("NOTES.txt")).unwrap(), b"mine");
+    std::fs::remove_file(store.join("NOTES.txt")).unwrap();
     // A staging folder holding something svar2 did not put there is left alone.
     let staging = d.join("a.zarr.svar2-append");
     std::fs::create_dir(&staging).unwrap();

@@ -175,7 +175,25 @@ fn split_fixtures_merge_back_as_bcftools_merge() {
         "{msg}"
     );
     assert!(!d.join("dup.zarr").join("zarr.json").exists());
-    assert_merge_equal(&[a, fewer, alts], &["--force-samples"], d);
+    assert_merge_equal(&[a.clone(), fewer, alts], &["--force-samples"], d);
+    // Sites only (no samples anywhere): AC and AN summed, as bcftools' rules do then.
+    let sites_a = part(
+        &all,
+        d,
+        "sites_a.vcf.gz",
+        "^NA00001,Zoë,样本3,s-4 x",
+        "",
+        "cat",
+    );
+    let sites_b = part(
+        &all,
+        d,
+        "sites_b.vcf.gz",
+        "^NA00001,Zoë,样本3,s-4 x",
+        "-e 'POS==300'",
+        NEW_ALTS,
+    );
+    assert_merge_equal(&[sites_a, sites_b], &[], d);
 }
 
 #[test]
@@ -260,6 +278,54 @@ fn merge_refuses_what_it_cannot_join() {
         let msg = String::from_utf8_lossy(&out.stderr);
         assert!(msg.contains(needle), "{flags:?}: {msg}");
     }
+    // A tag without its ## line (read through the index or as a stream) and a field
+    // declared with another Type: one clear error each, never a crash or a silent PASS.
+    let undeclared_vcf = d.join("undeclared.vcf");
+    std::fs::write(
+        &undeclared_vcf,
+        "##fileformat=VCFv4.2\n##contig=<ID=chr1,length=248956422>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"d\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tb\n\
+         chr1\t100\t.\tA\tC\t10\tnope\t.\tGT\t0/1\n",
+    )
+    .unwrap();
+    let undeclared = bgzip_indexed(&undeclared_vcf);
+    for (second, needle) in [
+        (&undeclared, "FILTER"),
+        (&undeclared_vcf, "FILTER nope is not declared"),
+    ] {
+        let out = svar2()
+            .args(["convert", "-q", "--merge", "--threads", "1"])
+            .args([&a, second])
+            .arg(d.join("undeclared.zarr"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", second.display());
+        let msg = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            msg.contains(needle) && msg.contains("not declared"),
+            "{msg}"
+        );
+    }
+    let typed = d.join("typed.vcf");
+    sh_ok(&format!(
+        "bcftools view --no-version -s 样本3 -e 'POS==300' {} | sed 's/ID=NS,Number=1,Type=Integer/ID=NS,Number=1,Type=Float/' > {}",
+        all.display(),
+        typed.display()
+    ));
+    let out = svar2()
+        .args(["convert", "-q", "--merge"])
+        .args([&a, &typed])
+        .arg(d.join("typed.zarr"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        msg.contains("INFO/NS") && msg.contains("another Type"),
+        "{msg}"
+    );
+
     let one = svar2()
         .args(["convert", "-q", "--merge"])
         .arg(&a)

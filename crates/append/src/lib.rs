@@ -89,6 +89,7 @@ pub fn staging_of(store: &Path) -> PathBuf {
 }
 
 const EXPORT: &str = "old.bcf";
+const EXPORT_INDEX: &str = "old.bcf.csi";
 const NEW: &str = "new.zarr";
 
 /// Appends the samples of `inputs` (VCF/BCF, each sorted, samples not in the store)
@@ -160,6 +161,8 @@ fn check_kind(store: &Path, inputs: &[PathBuf]) -> Result<()> {
             store.display()
         )));
     }
+    // The old version is removed once swapped out: nothing of the user's may be in it.
+    svar2_store::dir::check_only_store(store).map_err(|e| Error::Request(e.to_string()))?;
     if inputs.is_empty() {
         return Err(Error::Request("append: no input files".into()));
     }
@@ -195,7 +198,7 @@ fn clear_staging(staging: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io(staging)(e)),
     };
-    let ours = [EXPORT, "old.bcf.csi", NEW];
+    let ours = [EXPORT, EXPORT_INDEX, NEW];
     for entry in entries {
         let entry = entry.map_err(io(staging))?;
         let name = entry.file_name();
@@ -244,8 +247,10 @@ fn write_new_version(
             header_only: false,
             no_header: false,
             output: Some(export.clone()),
-            kind: svar2_vcf::write::OutputType::BcfRaw,
-            write_index: false,
+            // Compressed (uncompressed BCF is ~17x the store on disk) and indexed, so the
+            // merge reads it contig by contig in bcftools' order like any indexed input.
+            kind: svar2_vcf::write::OutputType::Bcf,
+            write_index: true,
             threads,
             update_info: true,
             filter: None,

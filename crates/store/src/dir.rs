@@ -165,6 +165,25 @@ pub fn check_output(root: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a directory store that holds anything but Zarr metadata and chunk keys:
+/// what a new version replaces whole (`svar2 append`) must not take a user's files
+/// with it. The entry in the way is named.
+pub fn check_only_store(root: &Path) -> Result<()> {
+    let why = match classify(root)? {
+        Existing::Store => return Ok(()),
+        Existing::Foreign(what) => what,
+        Existing::Interrupted => "is an interrupted conversion".into(),
+        Existing::Empty => "is empty".into(),
+    };
+    Err(Error::NotStore {
+        path: root.into(),
+        msg: format!(
+            "{why}; append replaces the store's directory with a new version, so it must \
+             hold only the store (Zarr metadata and chunk keys): move other files out first"
+        ),
+    })
+}
+
 /// Removes a directory's entries, never following a symbolic link (a link is
 /// unlinked, never entered), keeping the directory (its lock is on that inode), and
 /// the in-progress marker last: killed half-way, what is left is still marked as

@@ -177,13 +177,49 @@ unsafe fn id_length(hdr: *const htslib::bcf_hdr_t, hl: u32, id: i32) -> u32 {
     (((*(*pair).val).info[hl as usize] >> 8) & 0xf) as u32
 }
 
-/// The name of dictionary id `id`.
+/// The name of tag `id` of line kind `hl` (`BCF_HL_FLT`/`INFO`/`FMT`) in an input's
+/// header `ih`, checked declared there and in the merged header `out`: a tag htslib met
+/// in a record without its `##` line (an index reader's header lacks it, a stream's got
+/// a stand-in after the headers were merged) is an error naming it.
 ///
 /// # Safety
-/// As [`id_length`].
-unsafe fn id_key<'a>(hdr: *const htslib::bcf_hdr_t, id: i32) -> &'a [u8] {
-    let pair = (*hdr).id[htslib::BCF_DT_ID as usize].add(id as usize);
-    CStr::from_ptr((*pair).key).to_bytes()
+/// Both headers are live.
+unsafe fn declared_tag(
+    ih: *const htslib::bcf_hdr_t,
+    out: *const htslib::bcf_hdr_t,
+    id: i32,
+    hl: u32,
+) -> std::result::Result<Vec<u8>, String> {
+    let kind = match hl {
+        htslib::BCF_HL_FLT => "FILTER",
+        htslib::BCF_HL_INFO => "INFO",
+        _ => "FORMAT",
+    };
+    let undeclared = |name: &str| {
+        format!(
+            "{kind} {name} is not declared in the header: add its ##{kind} line (e.g. \
+             `bcftools annotate -h lines.txt`)"
+        )
+    };
+    let n = (*ih).n[htslib::BCF_DT_ID as usize];
+    if id < 0 || id >= n {
+        return Err(undeclared("(a tag)"));
+    }
+    let pair = (*ih).id[htslib::BCF_DT_ID as usize].add(id as usize);
+    if (*pair).key.is_null() {
+        return Err(undeclared("(a tag)"));
+    }
+    let name = CStr::from_ptr((*pair).key).to_bytes().to_vec();
+    let shown = String::from_utf8_lossy(&name).into_owned();
+    if (*pair).val.is_null() || (*(*pair).val).hrec[hl as usize].is_null() {
+        return Err(undeclared(&shown));
+    }
+    let oid = htslib::bcf_hdr_id2int(out, htslib::BCF_DT_ID as i32, c(&name).as_ptr());
+    let opair = (*out).id[htslib::BCF_DT_ID as usize].add(oid.max(0) as usize);
+    if oid < 0 || (*opair).val.is_null() || (*(*opair).val).hrec[hl as usize].is_null() {
+        return Err(undeclared(&shown));
+    }
+    Ok(name)
 }
 
 /// Typed values (`BCF_BT_*`) widened to i32 sentinels (or f32 bits for floats).
@@ -488,10 +524,20 @@ impl Merger {
             let v = htslib::bcf_hdr_get_version(hp(inputs[0].reader.header()));
             htslib::bcf_hdr_set_version(out.as_ptr(), v);
         }
+        for inp in &inputs {
+            check_definitions(&inp.path, hp(inp.reader.header()), hp(&out))?;
+        }
         let raw = crate::schema::raw_header(&out);
         let schema = Schema::from_header(&paths[0], &out, &raw)?;
         let mut sum_rules = Vec::new();
-        for tag in [&b"DP"[..], b"DP4"] {
+        // bcftools' default rules: DP and DP4 summed; without samples (nothing to count
+        // AC and AN from) AN and AC summed too.
+        let no_samples = schema.samples.is_empty();
+        let tags: &[&[u8]] = match no_samples {
+            true => &[b"DP", b"DP4", b"AN", b"AC"],
+            false => &[b"DP", b"DP4"],
+        };
+        for &tag in tags {
             let t = c(tag);
             // SAFETY: `out` is live.
             let declared = unsafe {
@@ -925,10 +971,18 @@ impl Merger {
             let rec = &inp.lines[j].rec;
             let ih = hp(rec.header());
             for f in rec.filters() {
-                // SAFETY: `ih` and `hdr` are live; `f` is one of `ih`'s filter ids.
+                // SAFETY: `ih` and `hdr` are live; the id is checked against `ih`.
                 let id = unsafe {
-                    let name = id_key(ih, f.0 as i32);
-                    htslib::bcf_hdr_id2int(hdr, htslib::BCF_DT_ID as i32, c(name).as_ptr())
+                    let name =
+                        declared_tag(ih, hdr, f.0 as i32, htslib::BCF_HL_FLT).map_err(|msg| {
+                            Error::Record {
+                                path: inp.path.clone(),
+                                record: inp.lines[j].number,
+                                locus: locus_of(rec),
+                                msg,
+                            }
+                        })?;
+                    htslib::bcf_hdr_id2int(hdr, htslib::BCF_DT_ID as i32, c(&name).as_ptr())
                 };
                 if id >= 0 && !flt.contains(&id) {
                     flt.push(id);
@@ -984,9 +1038,18 @@ impl Merger {
                     if info.vptr.is_null() {
                         continue;
                     }
-                    let key = id_key(ih, info.key).to_vec();
-                    if key == b"AC" || key == b"AN" {
-                        continue;
+                    let key =
+                        declared_tag(ih, hdr, info.key, htslib::BCF_HL_INFO).map_err(|msg| {
+                            Error::Record {
+                                path: inp.path.clone(),
+                                record: line.number,
+                                locus: locus_of(&line.rec),
+                                msg,
+                            }
+                        })?;
+                    let summed = |t: &[u8]| self.sum_rules.iter().any(|r| r.as_bytes() == t);
+                    if (key == b"AC" || key == b"AN") && !summed(&key) {
+                        continue; // counted again from the merged genotypes
                     }
                     let ck = c(&key);
                     let oid = htslib::bcf_hdr_id2int(hdr, htslib::BCF_DT_ID as i32, ck.as_ptr());
@@ -1001,7 +1064,44 @@ impl Merger {
                         if ty == htslib::BCF_BT_CHAR || n == 0 {
                             continue;
                         }
-                        let v = widen(ty, info.vptr, n);
+                        let mut v = widen(ty, info.vptr, n);
+                        let mut n = n;
+                        if matches!(len, VL_A | VL_R | VL_G) {
+                            // Placed by allele, as bcftools' rules place them.
+                            let nal = line.rec.allele_count() as usize;
+                            let map = &line.map;
+                            let (size, slots): (usize, Vec<usize>) = match len {
+                                VL_A => (n_out - 1, (1..nal).map(|i| map[i] - 1).collect()),
+                                VL_R => (n_out, (0..nal).map(|i| map[i]).collect()),
+                                _ if n == nal => (n_out, (0..nal).map(|i| map[i]).collect()),
+                                _ => (
+                                    n_out * (n_out + 1) / 2,
+                                    (0..nal)
+                                        .flat_map(|i| (0..=i).map(move |j| (i, j)))
+                                        .map(|(i, j)| alleles2gt(map[i], map[j]))
+                                        .collect(),
+                                ),
+                            };
+                            if v.len() != slots.len() {
+                                return Err(Error::Record {
+                                    path: inp.path.clone(),
+                                    record: line.number,
+                                    locus: locus_of(&line.rec),
+                                    msg: format!(
+                                        "INFO/{} has {} values, not the {} its Number and the \
+                                         alleles call for",
+                                        String::from_utf8_lossy(&key),
+                                        v.len(),
+                                        slots.len()
+                                    ),
+                                });
+                            }
+                            let mut block = vec![missing(float); size];
+                            for (x, s) in v.iter().zip(slots) {
+                                block[s] = *x;
+                            }
+                            (v, n) = (block, size);
+                        }
                         match sums.iter_mut().find(|s| s.0 == r) {
                             None => sums.push((r, v, n, float)),
                             Some(s) => {
@@ -1272,7 +1372,13 @@ impl Merger {
                 htslib::bcf_unpack(rec, htslib::BCF_UN_FMT as i32);
                 for k in 0..(*rec).n_fmt() as usize {
                     let f = &*(*rec).d.fmt.add(k);
-                    let key = id_key(ih, f.id).to_vec();
+                    let key = declared_tag(ih, hp(&self.out_hdr), f.id, htslib::BCF_HL_FMT)
+                        .map_err(|msg| Error::Record {
+                            path: inp.path.clone(),
+                            record: inp.lines[j].number,
+                            locus: locus_of(&inp.lines[j].rec),
+                            msg,
+                        })?;
                     if key == b"GT" {
                         has_gt = true;
                     } else if !tags.contains(&key) {
@@ -1868,6 +1974,56 @@ impl MergedStream {
             MergedStream::Parallel(p) => p.next_record(),
         }
     }
+}
+
+/// Refuses an input that declares an INFO or FORMAT field with another Type or Number
+/// than the merged header (the first input's): its values would be read as the other
+/// type (bcftools merge writes garbage there).
+fn check_definitions(
+    path: &Path,
+    ih: *const htslib::bcf_hdr_t,
+    out: *const htslib::bcf_hdr_t,
+) -> Result<()> {
+    // SAFETY: both headers are live; ids are read within `n` and checked for null.
+    unsafe {
+        let n = (*ih).n[htslib::BCF_DT_ID as usize].max(0) as usize;
+        for id in 0..n {
+            let pair = (*ih).id[htslib::BCF_DT_ID as usize].add(id);
+            if (*pair).key.is_null() || (*pair).val.is_null() {
+                continue;
+            }
+            for (hl, kind) in [
+                (htslib::BCF_HL_INFO, "INFO"),
+                (htslib::BCF_HL_FMT, "FORMAT"),
+            ] {
+                if (*(*pair).val).hrec[hl as usize].is_null() {
+                    continue;
+                }
+                let oid = htslib::bcf_hdr_id2int(out, htslib::BCF_DT_ID as i32, (*pair).key);
+                if oid < 0 {
+                    continue;
+                }
+                let opair = (*out).id[htslib::BCF_DT_ID as usize].add(oid as usize);
+                if (*opair).val.is_null() || (*(*opair).val).hrec[hl as usize].is_null() {
+                    continue;
+                }
+                // Type, Number kind and number (the column type bits left out).
+                let mine = (*(*pair).val).info[hl as usize] >> 4;
+                let merged = (*(*opair).val).info[hl as usize] >> 4;
+                if mine != merged {
+                    let name = CStr::from_ptr((*pair).key).to_string_lossy();
+                    return Err(Error::Inputs(format!(
+                        "{}: {kind}/{name} is declared with another Type or Number than in an \
+                         earlier input: --merge cannot join its values (make the ##{kind} \
+                         lines agree, e.g. with `bcftools reheader -h`, or drop the field \
+                         with `bcftools annotate -x {kind}/{name}`)",
+                        path.display()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Opens one input: through its index when it has one (`<path>.csi`, or `.tbi` for
