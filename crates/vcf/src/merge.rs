@@ -1778,6 +1778,10 @@ impl Merger {
     }
 }
 
+/// The most input handles a parallel merge opens in all (workers x inputs): well under
+/// the usual 1024 open files, and ~70 MiB of htslib read buffers.
+const MAX_OPEN_INPUTS: usize = 512;
+
 /// Records a worker sends in one message.
 const SENT_TOGETHER: usize = 64;
 
@@ -1820,7 +1824,12 @@ impl ParallelMerge {
         let Some(n) = main.contig_count().filter(|&n| n > 1 && workers > 1) else {
             return Ok(Err(main));
         };
-        let workers = workers.min(n);
+        // Every worker opens every input: keep the open files (and their read buffers,
+        // ~130 KiB each) to [`MAX_OPEN_INPUTS`] in all.
+        let workers = workers.min(n).min((MAX_OPEN_INPUTS / paths.len()).max(1));
+        if workers < 2 {
+            return Ok(Err(main));
+        }
         let mut mergers = Vec::with_capacity(workers);
         for _ in 0..workers {
             mergers.push(Merger::open(paths, req)?);
