@@ -249,7 +249,7 @@ fn write_new_version(
             output: Some(export.clone()),
             // Compressed (uncompressed BCF is ~17x the store on disk) and indexed, so the
             // merge reads it contig by contig in bcftools' order like any indexed input.
-            kind: svar2_vcf::write::OutputType::Bcf,
+            kind: svar2_vcf::write::OutputType::BcfFast,
             write_index: true,
             threads,
             update_info: true,

@@ -617,6 +617,9 @@ pub enum OutputType {
     Bcf,
     /// `u`: uncompressed BCF.
     BcfRaw,
+    /// BCF at BGZF level 1 (no `-O` letter): svar2's own scratch files (append's
+    /// export of a store), 3x faster to write than `b` at a little more disk.
+    BcfFast,
 }
 
 impl OutputType {
@@ -734,10 +737,11 @@ impl Sink {
                 }
                 out
             }
-            OutputType::VcfGz | OutputType::Bcf | OutputType::BcfRaw => {
+            OutputType::VcfGz | OutputType::Bcf | OutputType::BcfRaw | OutputType::BcfFast => {
                 let mode = match kind {
                     OutputType::VcfGz => c"wz",
                     OutputType::Bcf => c"wb",
+                    OutputType::BcfFast => c"wb1",
                     _ => c"wbu",
                 };
                 let target = CString::new(
