@@ -163,6 +163,15 @@ fn append_refuses_what_it_cannot_grow() {
         let msg = String::from_utf8_lossy(&out.stderr);
         assert!(msg.contains(needle), "{}: {msg}", target.display());
     }
+    // inspect says what an append costs each kind of store.
+    for (target, needle) in [
+        (&store, "writes a new version of the whole store"),
+        (&zip, "written once"),
+    ] {
+        let out = svar2().arg("inspect").arg(target).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(needle), "{}: {text}", target.display());
+    }
     // A file of the user's inside the store: the old version would go with it.
     std::fs::write(store.join("NOTES.txt"), "mine").unwrap();
     let out = append(&store, &[&b]);

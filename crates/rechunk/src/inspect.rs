@@ -30,6 +30,8 @@ pub struct StoreReport {
     pub arrays: Vec<ArrayReport>,
     pub files: u64,
     pub stored_bytes: u64,
+    /// What `svar2 append` would cost this store (one sentence).
+    pub append: String,
 }
 
 /// The decode amplification of `patch` on an array: along `variants` and, when it has
@@ -74,7 +76,39 @@ pub fn inspect(root: &Path, patch: Option<PatchShape>) -> svar2_store::Result<St
         arrays,
         files,
         stored_bytes,
+        append: append_cost(root, stored_bytes),
     })
+}
+
+/// What adding samples to the store at `root` costs (`svar2 append`): a new version of
+/// the whole store (its records merged with the new samples), or why it cannot be
+/// grown in place.
+fn append_cost(root: &Path, stored_bytes: u64) -> String {
+    if svar2_storage::bucket::is_bucket_url(root) {
+        return "append: not in place for a bucket store (its keys would change under its \
+                readers): `svar2 convert --merge` the inputs into a new prefix"
+            .into();
+    }
+    if svar2_storage::zip::is_zip_file(root) {
+        return "append: a zip store is written once: rechunk it into a directory store, or \
+                `svar2 convert --merge` into a new .zip"
+            .into();
+    }
+    let svar2 = std::fs::read(root.join("zarr.json")).is_ok_and(|b| {
+        serde_json::from_slice::<serde_json::Value>(&b)
+            .is_ok_and(|v| v["attributes"]["svar2"]["layout"].is_object())
+    });
+    format!(
+        "append: `svar2 append` writes a new version of the whole store ({} of chunks, \
+         every record merged with the new samples) beside it and swaps it in; {}",
+        bytes(stored_bytes),
+        match svar2 {
+            true =>
+                "it keeps this layout (a samples chunk or shard the sample count clamped \
+                     is chosen again)",
+            false => "written by another tool, it gets svar2's default layout",
+        }
+    )
 }
 
 fn dims(v: &[u64]) -> String {
@@ -170,6 +204,7 @@ impl StoreReport {
                 );
             }
         }
+        let _ = writeln!(s, "{}", self.append);
         s
     }
 }
