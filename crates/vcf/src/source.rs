@@ -469,7 +469,8 @@ impl VcfReader {
                 };
                 // A line that fails to parse at the very end: the input was cut there.
                 let end = t.line_end(&path);
-                if end != LineEnd::Terminated && t.stream_cut_short(&path) {
+                let cut = end != LineEnd::Terminated && t.stream_cut_short(&path);
+                if cut {
                     if !self.allow_truncated {
                         return Err(Error::Truncated {
                             path,
@@ -481,7 +482,13 @@ impl VcfReader {
                         return Ok(Step::End);
                     }
                 }
-                let msg = match end.note() {
+                // A file's last line whose end is not known failed on its own: the file
+                // passed the truncation check (its BGZF end-of-file block is there), so
+                // no "cut short" note; standard input's gets it.
+                let note = end
+                    .note()
+                    .filter(|_| cut || end != LineEnd::Last || crate::inputs::is_stdin(&path));
+                let msg = match note {
                     Some(note) => format!("{msg}; {note}"),
                     None => msg,
                 };
