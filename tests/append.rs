@@ -24,17 +24,6 @@ const LAYOUT: &[&str] = &[
     "1",
 ];
 
-fn part(src: &Path, d: &Path, name: &str, samples: &str, filter: &str, edit: &str) -> PathBuf {
-    let out = d.join(name);
-    sh_ok(&format!(
-        "bcftools view --no-version -s '{samples}' {filter} {src} | {edit} | bgzip > {out} \
-         && bcftools index -f {out}",
-        src = src.display(),
-        out = out.display()
-    ));
-    out
-}
-
 fn bcftools_merge(inputs: &[&Path], out: &Path) {
     let list: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
     sh_ok(&format!(
@@ -73,9 +62,9 @@ fn appending_batches_equals_converting_bcftools_merge() {
     let dir = test_dir();
     let d = dir.path();
     let all = bgzip_indexed(&data("all_fields.vcf"));
-    let a = part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
+    let a = sample_part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
     // Sites the store lacks and ALTs it does not have: through the merge's rules.
-    let b = part(
+    let b = sample_part(
         &all,
         d,
         "b.vcf.gz",
@@ -83,7 +72,7 @@ fn appending_batches_equals_converting_bcftools_merge() {
         "-e 'POS==200'",
         r#"awk 'BEGIN{OFS="\t"} /^#/{print;next} $2==100{$5="C"} {print}'"#,
     );
-    let c = part(&all, d, "c.vcf.gz", "s-4 x", "-e 'POS==2000'", "cat");
+    let c = sample_part(&all, d, "c.vcf.gz", "s-4 x", "-e 'POS==2000'", "cat");
     let store = d.join("grown.zarr");
     convert(&a, &store, LAYOUT);
     // The store printed as BCF converts back to the very same bytes.
@@ -139,8 +128,8 @@ fn append_refuses_what_it_cannot_grow() {
     let dir = test_dir();
     let d = dir.path();
     let all = bgzip_indexed(&data("all_fields.vcf"));
-    let a = part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
-    let b = part(&all, d, "b.vcf.gz", "样本3", "", "cat");
+    let a = sample_part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
+    let b = sample_part(&all, d, "b.vcf.gz", "样本3", "", "cat");
     let zip = d.join("a.vcz.zip");
     convert(&a, &zip, &[]);
     let store = d.join("a.zarr");

@@ -75,19 +75,6 @@ fn assert_merge_equal(inputs: &[PathBuf], extra: &[&str], d: &Path) {
     }
 }
 
-/// Writes `samples` of `src` (filtered by `filter`, then piped through `edit`, an awk
-/// program or `cat`) to an indexed `name`.
-fn part(src: &Path, d: &Path, name: &str, samples: &str, filter: &str, edit: &str) -> PathBuf {
-    let out = d.join(name);
-    sh_ok(&format!(
-        "bcftools view --no-version -s '{samples}' {filter} {src} | {edit} | bgzip > {out} \
-         && bcftools index -f {out}",
-        src = src.display(),
-        out = out.display()
-    ));
-    out
-}
-
 /// Changes ALT at some positions: a SNP to another base, a SNP to an insertion.
 const NEW_ALTS: &str = r#"awk 'BEGIN{OFS="\t"} /^#/{print;next} $2==100{$5="C"} $2==1000{$5="TA"} $2==6{$5="G,A"} {print}'"#;
 
@@ -102,12 +89,12 @@ fn split_fixtures_merge_back_as_bcftools_merge() {
     let dir = test_dir();
     let d = dir.path();
     let all = bgzip_indexed(&data("all_fields.vcf"));
-    let a = part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
-    let b = part(&all, d, "b.vcf.gz", "样本3,s-4 x", "", "cat");
+    let a = sample_part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
+    let b = sample_part(&all, d, "b.vcf.gz", "样本3,s-4 x", "", "cat");
     // The same sites: the split call set comes back whole.
     assert_merge_equal(&[a.clone(), b.clone()], &[], d);
     // Sites only some inputs have, in either order.
-    let fewer = part(
+    let fewer = sample_part(
         &all,
         d,
         "fewer.vcf.gz",
@@ -118,7 +105,7 @@ fn split_fixtures_merge_back_as_bcftools_merge() {
     assert_merge_equal(&[a.clone(), fewer.clone()], &[], d);
     assert_merge_equal(&[fewer.clone(), a.clone()], &[], d);
     // Other ALTs at one position: joined (-m both) or apart (-m none).
-    let alts = part(&all, d, "alts.vcf.gz", "样本3,s-4 x", "", NEW_ALTS);
+    let alts = sample_part(&all, d, "alts.vcf.gz", "样本3,s-4 x", "", NEW_ALTS);
     assert_merge_equal(&[a.clone(), alts.clone()], &[], d);
     // FORMAT and INFO fields one input lacks.
     let fewer_fields = d.join("fields.vcf.gz");
@@ -131,7 +118,7 @@ fn split_fixtures_merge_back_as_bcftools_merge() {
     assert_merge_equal(&[a.clone(), fewer_fields.clone()], &[], d);
     assert_merge_equal(&[fewer_fields, a.clone()], &[], d);
     // A contig only the second input declares, one it lacks.
-    let contigs = part(
+    let contigs = sample_part(
         &all,
         d,
         "contigs.vcf.gz",
@@ -143,7 +130,7 @@ fn split_fixtures_merge_back_as_bcftools_merge() {
     assert_merge_equal(&[contigs.clone(), a.clone()], &[], d);
     // Headers listing the contigs in other orders, VCF.gz beside BCF: the output
     // follows the order bcftools' synced reader walks the indexes.
-    let reordered = part(
+    let reordered = sample_part(
         &all,
         d,
         "reordered.vcf.gz",
@@ -177,7 +164,7 @@ fn split_fixtures_merge_back_as_bcftools_merge() {
     assert!(!d.join("dup.zarr").join("zarr.json").exists());
     assert_merge_equal(&[a.clone(), fewer, alts], &["--force-samples"], d);
     // Sites only (no samples anywhere): AC and AN summed, as bcftools' rules do then.
-    let sites_a = part(
+    let sites_a = sample_part(
         &all,
         d,
         "sites_a.vcf.gz",
@@ -185,7 +172,7 @@ fn split_fixtures_merge_back_as_bcftools_merge() {
         "",
         "cat",
     );
-    let sites_b = part(
+    let sites_b = sample_part(
         &all,
         d,
         "sites_b.vcf.gz",
@@ -214,8 +201,8 @@ fn format_heavy_call_sets_merge_as_bcftools_merge() {
         names[10..20].join(","),
         names[20..].join(","),
     );
-    let p1 = part(&gz, d, "p1.vcf.gz", &g1, "", "cat");
-    let p2 = part(&gz, d, "p2.vcf.gz", &g2, "-i 'POS%4!=0'", "cat");
+    let p1 = sample_part(&gz, d, "p1.vcf.gz", &g1, "", "cat");
+    let p2 = sample_part(&gz, d, "p2.vcf.gz", &g2, "-i 'POS%4!=0'", "cat");
     let bcf = d.join("p2.bcf");
     sh_ok(&format!(
         "bcftools view -Ob -o {0} {1} && bcftools index -f {0}",
@@ -223,7 +210,7 @@ fn format_heavy_call_sets_merge_as_bcftools_merge() {
         p2.display()
     ));
     // Every seventh site's ALT changed where biallelic: AD, PL and VAF placed by allele.
-    let p3 = part(
+    let p3 = sample_part(
         &gz,
         d,
         "p3.vcf.gz",
@@ -242,7 +229,7 @@ fn merge_refuses_what_it_cannot_join() {
     let dir = test_dir();
     let d = dir.path();
     let all = bgzip_indexed(&data("all_fields.vcf"));
-    let a = part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
+    let a = sample_part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
     // Records out of order (a VCF is not checked by bcftools view, only by merge).
     let unsorted = d.join("unsorted.vcf.gz");
     sh_ok(&format!(

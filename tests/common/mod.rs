@@ -265,6 +265,27 @@ pub fn unequal_vcf(dir: &Path, name: &str, spec: &[&str]) -> PathBuf {
     vcf
 }
 
+/// `samples` (bcftools' -s list) of the indexed `src`, filtered by bcftools view flags
+/// `filter` and piped through `edit` (an awk program, or `cat`), as an indexed
+/// `dir/name` (.vcf.gz): the inputs the merge and append tests join back.
+pub fn sample_part(
+    src: &Path,
+    dir: &Path,
+    name: &str,
+    samples: &str,
+    filter: &str,
+    edit: &str,
+) -> PathBuf {
+    let out = dir.join(name);
+    sh_ok(&format!(
+        "bcftools view --no-version -s '{samples}' {filter} {src} | {edit} | bgzip > {out} \
+         && bcftools index -f {out}",
+        src = src.display(),
+        out = out.display()
+    ));
+    out
+}
+
 /// `vcf` bgzipped beside it (`.vcf.gz`) with a CSI index.
 pub fn bgzip_indexed(vcf: &Path) -> PathBuf {
     let gz = vcf.with_extension("vcf.gz");

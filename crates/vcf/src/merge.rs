@@ -280,6 +280,40 @@ fn alleles2gt(a: usize, b: usize) -> usize {
     }
 }
 
+/// Number=G values placed by the allele map, as bcftools' loops place them: the value
+/// of each pair of the input's alleles goes to the merged pair's slot, up to the first
+/// vector end; a missing value is written only with `write_missing` (FORMAT writes it,
+/// INFO skips it).
+fn place_by_genotype(
+    src: &[i32],
+    nal: usize,
+    map: &[usize],
+    float: bool,
+    write_missing: bool,
+    dst: &mut [i32],
+) {
+    for i in 0..nal {
+        for j in 0..=i {
+            let Some(&v) = src.get(i * (i + 1) / 2 + j) else {
+                return;
+            };
+            if is_end(v, float) {
+                return;
+            }
+            if is_missing(v, float) && !write_missing {
+                continue;
+            }
+            if let Some(t) = dst.get_mut(alleles2gt(map[i], map[j])) {
+                *t = if is_missing(v, float) {
+                    missing(float)
+                } else {
+                    v
+                };
+            }
+        }
+    }
+}
+
 /// bcftools' `vcmp`: compares alleles of records whose REFs differ in length.
 #[derive(Default)]
 struct Vcmp {
@@ -1211,25 +1245,7 @@ impl Merger {
                                     }
                                 }
                             }
-                            _ => {
-                                'outer: for i in 0..nal {
-                                    for j in 0..=i {
-                                        let Some(&v) = src.get(i * (i + 1) / 2 + j) else {
-                                            break 'outer;
-                                        };
-                                        if is_end(v, float) {
-                                            break 'outer;
-                                        }
-                                        if is_missing(v, float) {
-                                            continue;
-                                        }
-                                        let kn = alleles2gt(line.map[i], line.map[j]);
-                                        if let Some(t) = a.vals.get_mut(kn) {
-                                            *t = v;
-                                        }
-                                    }
-                                }
-                            }
+                            _ => place_by_genotype(&src, nal, &line.map, float, false, &mut a.vals),
                         }
                         continue;
                     }
@@ -1665,18 +1681,7 @@ impl Merger {
                             row[map[io]] = if is_missing(x, float) { mis } else { x };
                         }
                     } else {
-                        'g: for io in 0..nal {
-                            for jo in 0..=io {
-                                let Some(&x) = src.get(io * (io + 1) / 2 + jo) else {
-                                    break 'g;
-                                };
-                                if is_end(x, float) {
-                                    break 'g;
-                                }
-                                let kn = alleles2gt(map[io], map[jo]);
-                                row[kn] = if is_missing(x, float) { mis } else { x };
-                            }
-                        }
+                        place_by_genotype(src, nal, map, float, true, row);
                     }
                 } else {
                     let from = (length == VL_A) as usize;
