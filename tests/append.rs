@@ -61,7 +61,7 @@ fn appending_batches_equals_converting_bcftools_merge() {
     }
     let dir = test_dir();
     let d = dir.path();
-    let all = bgzip_indexed(&data("all_fields.vcf"));
+    let all = all_fields_indexed(d);
     let a = sample_part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
     // Sites the store lacks and ALTs it does not have: through the merge's rules.
     let b = sample_part(
@@ -127,7 +127,7 @@ fn append_refuses_what_it_cannot_grow() {
     }
     let dir = test_dir();
     let d = dir.path();
-    let all = bgzip_indexed(&data("all_fields.vcf"));
+    let all = all_fields_indexed(d);
     let a = sample_part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
     let b = sample_part(&all, d, "b.vcf.gz", "样本3", "", "cat");
     let zip = d.join("a.vcz.zip");

@@ -88,7 +88,7 @@ fn split_fixtures_merge_back_as_bcftools_merge() {
     }
     let dir = test_dir();
     let d = dir.path();
-    let all = bgzip_indexed(&data("all_fields.vcf"));
+    let all = all_fields_indexed(d);
     let a = sample_part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
     let b = sample_part(&all, d, "b.vcf.gz", "样本3,s-4 x", "", "cat");
     // The same sites: the split call set comes back whole.
@@ -228,7 +228,7 @@ fn merge_refuses_what_it_cannot_join() {
     }
     let dir = test_dir();
     let d = dir.path();
-    let all = bgzip_indexed(&data("all_fields.vcf"));
+    let all = all_fields_indexed(d);
     let a = sample_part(&all, d, "a.vcf.gz", "NA00001,Zoë", "", "cat");
     // Records out of order (a VCF is not checked by bcftools view, only by merge).
     let unsorted = d.join("unsorted.vcf.gz");

@@ -265,6 +265,14 @@ pub fn unequal_vcf(dir: &Path, name: &str, spec: &[&str]) -> PathBuf {
     vcf
 }
 
+/// tests/data/all_fields.vcf copied into `dir`, bgzipped and indexed there (tests
+/// running at once must not write beside the repository's copy).
+pub fn all_fields_indexed(dir: &Path) -> PathBuf {
+    let vcf = dir.join("all_fields.vcf");
+    std::fs::copy(data("all_fields.vcf"), &vcf).expect("copy the fixture");
+    bgzip_indexed(&vcf)
+}
+
 /// `samples` (bcftools' -s list) of the indexed `src`, filtered by bcftools view flags
 /// `filter` and piped through `edit` (an awk program, or `cat`), as an indexed
 /// `dir/name` (.vcf.gz): the inputs the merge and append tests join back.
