@@ -9,7 +9,8 @@ use svar2_planner::size::human;
 #[derive(clap::Args)]
 pub struct Args {
     /// INPUT... OUTPUT: the inputs (.vcf, .vcf.gz, .bcf; several files of one
-    /// call set, e.g. one per chromosome: same samples, each contig in one file;
+    /// call set, e.g. one per chromosome: same samples, each contig in one file, or
+    /// with --merge files of different samples;
     /// `-` reads VCF text from standard input), then the output store: a
     /// directory, a .zip file (`out.vcz.zip`: staged beside it, moved into place
     /// whole) or an s3://bucket/path URL; new, empty, or an interrupted svar2 store

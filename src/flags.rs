@@ -129,8 +129,8 @@ pub struct PlanningArgs {
     pub allow_truncated: bool,
     #[command(flatten)]
     pub subset: SubsetArgs,
-    /// The inputs are of different samples (each sorted, in the same contig order):
-    /// join them as `bcftools merge` does — the union of sites, absent samples as
+    /// The inputs are of different samples (each sorted; indexed inputs may list their
+    /// contigs in any order, unindexed ones in one order): join them as `bcftools merge` does — the union of sites, absent samples as
     /// missing calls, INFO by bcftools' default rules, AC/AN counted again — into one
     /// store. `--merge` joins like `bcftools merge` (`-m both`: SNPs with SNPs, indels
     /// with indels); `--merge=none` like `-m none` (only records of the same alleles).
