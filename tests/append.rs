@@ -106,6 +106,12 @@ fn appending_batches_equals_converting_bcftools_merge() {
     assert_eq!(digest(&store), digest(&oracle), "a second batch appended");
     let v = svar2().arg("verify").arg(&store).output().unwrap();
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+    // The grown store (and every oracle beside it) opens in xarray, as users will.
+    assert_xarray_opens(
+        "appending_batches_equals_converting_bcftools_merge",
+        d,
+        false,
+    );
 
     // A sample already in the store: refused by name, the store untouched.
     let before = digest(&store);
