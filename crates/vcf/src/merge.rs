@@ -1804,7 +1804,8 @@ enum Msg {
 /// the synced order, the next free contig to the next free worker), the records
 /// handed out contig by contig in order: the merge's work spreads over the workers,
 /// the caller's thread only takes records. Each contig's records wait in a bounded
-/// queue (~16 MiB of calls), so memory stays bounded whatever the contig sizes.
+/// queue (~64 MiB of calls over all workers), so memory stays bounded whatever the
+/// contig sizes.
 pub struct ParallelMerge {
     main: Merger,
     queues: Vec<crossbeam_channel::Receiver<Msg>>,
@@ -1839,9 +1840,10 @@ impl ParallelMerge {
         for _ in 0..workers {
             mergers.push(Merger::open(paths, req)?);
         }
-        // ~16 MiB of queued calls per contig queue (8 bytes per sample and record).
+        // ~64 MiB of queued records in all (8 bytes per sample and record, a GT-only
+        // estimate): only a worker's own contig queue fills while it waits.
         let per_record = (main.schema.samples.len() * 8).max(64);
-        let capacity = (16 << 20) / per_record / SENT_TOGETHER;
+        let capacity = (64 << 20) / workers / per_record / SENT_TOGETHER;
         let capacity = capacity.clamp(2, 64);
         let (senders, queues): (Vec<_>, Vec<_>) = (0..n)
             .map(|_| crossbeam_channel::bounded::<Msg>(capacity))
