@@ -215,7 +215,8 @@ def rechunk(
     """Any VCF Zarr store -> svar2's layout for a patch, as ``svar2 rechunk``."""
 
 def inspect(store: PathLike, patch: Optional[str] = None) -> dict[str, Any]:
-    """A store's layout, as ``svar2 inspect --json``."""
+    """A store's layout, as ``svar2 inspect --json`` (``"append"``: what
+    ``svar2.append`` would cost the store, or why it cannot grow in place)."""
 
 def digest(store: PathLike) -> str:
     """blake3 over every file of a store, as ``svar2 digest``."""
