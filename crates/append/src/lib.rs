@@ -98,6 +98,9 @@ pub fn append(store: &Path, inputs: &[PathBuf], o: &AppendOptions) -> Result<App
     let t0 = Instant::now();
     let store = &svar2_store::replace::without_trailing_slash(store);
     check_kind(store, inputs)?;
+    // Named by its own path (`.`, `a/..` name no folder the staging folder can sit
+    // beside), after the link check above looked at the path as given.
+    let store = &std::fs::canonicalize(store).map_err(io(store))?;
     let _lock = lock(store)?;
     let staging = staging_of(store);
     clear_staging(&staging)?;
@@ -114,7 +117,10 @@ pub fn append(store: &Path, inputs: &[PathBuf], o: &AppendOptions) -> Result<App
     let new = staging.join(NEW);
     swap::exchange(store, &new).map_err(io(store))?;
     // `new` now holds the old version: svar2's to remove, as the store it replaced.
-    clear_staging(&staging)?;
+    // The append is done whatever happens to the leftovers (the next one clears them).
+    if let Err(e) = clear_staging(&staging) {
+        tracing::warn!("the new version is in place, but its leftovers stay: {e}");
+    }
     let store_bytes = disk_bytes(store);
     Ok(Appended {
         records,
