@@ -182,6 +182,28 @@ fn append_refuses_what_it_cannot_grow() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("notes.txt"));
     assert!(staging.join("notes.txt").exists());
+    // ... even under the name of svar2's own export, or as an input there.
+    std::fs::remove_file(staging.join("notes.txt")).unwrap();
+    std::fs::copy(&b, staging.join("old.bcf")).unwrap();
+    for inputs in [vec![b.as_path()], vec![staging.join("old.bcf").as_path()]] {
+        let out = append(&store, &inputs);
+        assert!(!out.status.success(), "{inputs:?}");
+        assert_eq!(
+            std::fs::read(staging.join("old.bcf")).unwrap(),
+            std::fs::read(&b).unwrap()
+        );
+    }
+    // A symbolic link at the staging folder's name is not followed, nor removed.
+    std::fs::remove_dir_all(&staging).unwrap();
+    let elsewhere = d.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &staging).unwrap();
+    let out = append(&store, &[&b]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("symbolic link"));
+    assert!(std::fs::symlink_metadata(&staging)
+        .unwrap()
+        .file_type()
+        .is_symlink());
 }
 
 /// The corpus split: a store of its first 500 samples and a batch of the next 100

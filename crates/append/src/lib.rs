@@ -88,6 +88,9 @@ pub fn staging_of(store: &Path) -> PathBuf {
     store.with_file_name(name)
 }
 
+/// Written first into a staging folder svar2 makes: only a folder holding it is one
+/// svar2 may clear (a folder of that name the user made, or filled, is left alone).
+const MARKER: &str = ".svar2-append";
 const EXPORT: &str = "old.bcf";
 const EXPORT_INDEX: &str = "old.bcf.csi";
 const NEW: &str = "new.zarr";
@@ -103,8 +106,14 @@ pub fn append(store: &Path, inputs: &[PathBuf], o: &AppendOptions) -> Result<App
     let store = &std::fs::canonicalize(store).map_err(io(store))?;
     let _lock = lock(store)?;
     let staging = staging_of(store);
+    for input in inputs {
+        svar2_store::replace::refuse_overlap(input, &staging, "input file")
+            .map_err(|e| Error::Request(e.to_string()))?;
+    }
+    check_writable(store)?;
     clear_staging(&staging)?;
     std::fs::create_dir(&staging).map_err(io(&staging))?;
+    std::fs::write(staging.join(MARKER), "svar2 append staging\n").map_err(io(&staging))?;
     // A failure leaves the old store as it was: the staging folder goes.
     let result = write_new_version(store, &staging, inputs, o);
     let (records, before, after) = match result {
@@ -179,6 +188,27 @@ fn check_kind(store: &Path, inputs: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a store whose directory (or the one holding it) this process cannot write:
+/// the swap needs both, and would fail only after the whole new version was written.
+fn check_writable(store: &Path) -> Result<()> {
+    let parent = store.parent().unwrap_or(Path::new("/"));
+    for dir in [store, parent] {
+        let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+            continue;
+        };
+        // SAFETY: a NUL-terminated path alive for the call.
+        if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+            return Err(Error::Request(format!(
+                "{}: not writable by this user; append swaps the store's directory for a \
+                 new version written beside it, which needs write permission on the store's \
+                 directory and the one holding it",
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Holds the store directory's lock (the one a conversion writing it holds), so a
 /// second append, or a conversion replacing it, is refused while this one runs.
 fn lock(store: &Path) -> Result<std::fs::File> {
@@ -199,14 +229,33 @@ fn lock(store: &Path) -> Result<std::fs::File> {
 /// Removes a staging folder left by this or an earlier append (killed before it
 /// cleared it): only the entries an append makes there; anything else is refused.
 fn clear_staging(staging: &Path) -> Result<()> {
-    let entries = match std::fs::read_dir(staging) {
-        Ok(e) => e,
+    let not_ours = |what: &str| {
+        Error::Request(format!(
+            "{}: {what}, not a staging folder svar2 made (append writes one there): move \
+             it away",
+            staging.display()
+        ))
+    };
+    match std::fs::symlink_metadata(staging) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io(staging)(e)),
-    };
-    let ours = [EXPORT, EXPORT_INDEX, NEW];
+        Ok(m) if m.file_type().is_symlink() => return Err(not_ours("a symbolic link")),
+        Ok(m) if !m.is_dir() => return Err(not_ours("a file")),
+        Ok(_) => {}
+    }
+    let entries = std::fs::read_dir(staging).map_err(io(staging))?;
+    let entries: Vec<_> = entries
+        .collect::<std::io::Result<_>>()
+        .map_err(io(staging))?;
+    // Killed between making the folder and marking it: empty, and removed as such.
+    if let Some(first) = entries.first().filter(|_| !staging.join(MARKER).is_file()) {
+        return Err(not_ours(&format!(
+            "a folder holding {} without svar2's marker",
+            first.file_name().to_string_lossy()
+        )));
+    }
+    let ours = [MARKER, EXPORT, EXPORT_INDEX, NEW];
     for entry in entries {
-        let entry = entry.map_err(io(staging))?;
         let name = entry.file_name();
         if !ours.iter().any(|o| name == *o) {
             return Err(Error::Request(format!(

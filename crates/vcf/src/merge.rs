@@ -2073,9 +2073,11 @@ fn synced_order(inputs: &[Input]) -> Option<Vec<Vec<u8>>> {
         if !matches!(inp.reader, Src::Indexed(_)) {
             return None;
         }
-        let names = match crate::index::Index::load(&inp.path, true).and_then(|i| i.tabix_names()) {
-            Some(names) if is_text(&inp.path) => names,
-            _ => {
+        // (A BCF's CSI is not loaded as tabix: htslib would log a bad index header.)
+        let tabix = || crate::index::Index::load(&inp.path, true).and_then(|i| i.tabix_names());
+        let names = match is_text(&inp.path).then(tabix).flatten() {
+            Some(names) => names,
+            None => {
                 let h = inp.reader.header();
                 (0..h.contig_count())
                     .filter_map(|r| h.rid2name(r).ok().map(<[u8]>::to_vec))
