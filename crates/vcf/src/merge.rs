@@ -1321,26 +1321,23 @@ impl Merger {
                     }
                 }
             }
-            // SAFETY: `o` is live; the values hold `block` numbers of the type named.
+            let (values, ht) = match float {
+                true => (
+                    accf.as_ptr() as *const std::ffi::c_void,
+                    htslib::BCF_HT_REAL,
+                ),
+                false => (acc.as_ptr() as *const std::ffi::c_void, htslib::BCF_HT_INT),
+            };
+            // SAFETY: `o` is live; `values` holds `block` numbers of the type named.
             unsafe {
-                match float {
-                    true => htslib::bcf_update_info(
-                        hdr,
-                        o,
-                        self.sum_rules[r].as_ptr(),
-                        accf.as_ptr() as *const _,
-                        block as i32,
-                        htslib::BCF_HT_REAL as i32,
-                    ),
-                    false => htslib::bcf_update_info(
-                        hdr,
-                        o,
-                        self.sum_rules[r].as_ptr(),
-                        acc.as_ptr() as *const _,
-                        block as i32,
-                        htslib::BCF_HT_INT as i32,
-                    ),
-                };
+                htslib::bcf_update_info(
+                    hdr,
+                    o,
+                    self.sum_rules[r].as_ptr(),
+                    values,
+                    block as i32,
+                    ht as i32,
+                );
             }
         }
         for a in agr {
