@@ -38,15 +38,25 @@ pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
     };
     let s = svar2_append::append(&a.store, &a.inputs, &o)?;
     if !quiet {
+        let how = match s.first_sample_written {
+            0 => format!(
+                "{} written: a new version, swapped in whole",
+                human(s.store_bytes)
+            ),
+            first => format!(
+                "the store's sites: sample columns {first}.. and the variant arrays written, \
+                 {} of {}; the rest is the old version's files",
+                human(s.bytes_written),
+                human(s.store_bytes)
+            ),
+        };
         eprintln!(
-            "svar2: {} -> {} samples, {} records in {:.2} s -> {} ({} written: a new version, \
-             swapped in whole)",
+            "svar2: {} -> {} samples, {} records in {:.2} s -> {} ({how})",
             s.samples_before,
             s.samples_after,
             s.records,
             s.seconds,
             a.store.display(),
-            human(s.store_bytes)
         );
     }
     Ok(())

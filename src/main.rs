@@ -55,7 +55,10 @@ enum Command {
     /// Add samples to an existing directory store: its records and the new inputs
     /// joined as `bcftools merge` joins them, written with the store's layout beside
     /// it and swapped in whole (a reader sees the old version or the new, never a
-    /// mixture; a second append at the same time is refused).
+    /// mixture; a second append at the same time is refused). When the new samples
+    /// have the store's sites, only the sample columns from the store's last sample
+    /// shard on are written; a store converted with `--samples-shard` well under its
+    /// sample count appends cheaply (`svar2 inspect` says how cheaply).
     Append(append::Args),
     /// Show a Zarr v2 or v3 store's layout (any VCF Zarr store: svar2's, bio2zarr's):
     /// per array its shape, type, decoded chunk, shard, codecs, bytes, files, whether

@@ -206,9 +206,15 @@ fn append_refuses_what_it_cannot_grow() {
         .is_symlink());
 }
 
-/// The corpus split: a store of its first 500 samples and a batch of the next 100
-/// (about a second to append).
-fn corpus_store(test: &str, d: &Path) -> Option<(PathBuf, PathBuf, String, String)> {
+/// The corpus split: a store of its first 500 samples (converted with `layout`) and a
+/// batch of the next 100 at three quarters of its sites (about a second to append;
+/// the store's sites, so a layout of several sample shards appends by the same-sites
+/// path).
+fn corpus_store(
+    test: &str,
+    d: &Path,
+    layout: &[&str],
+) -> Option<(PathBuf, PathBuf, String, String)> {
     let sim = need_corpus(test, "sim.bcf")?;
     if !tools(test, &[Tool::Bcftools]) {
         return None;
@@ -230,7 +236,7 @@ fn corpus_store(test: &str, d: &Path) -> Option<(PathBuf, PathBuf, String, Strin
     let old = subset("old.bcf", &names[..500], "");
     let batch = subset("batch.bcf", &names[500..600], "-i 'POS%4!=0'");
     let pristine = d.join("pristine.zarr");
-    convert(&old, &pristine, &[]);
+    convert(&old, &pristine, layout);
     let grown = d.join("grown.zarr");
     sh_ok(&format!("cp -a {} {}", pristine.display(), grown.display()));
     append_ok(&grown, &[&batch]);
@@ -243,17 +249,30 @@ fn an_append_killed_at_any_point_leaves_one_whole_version() {
     let test = "an_append_killed_at_any_point_leaves_one_whole_version";
     let dir = test_dir();
     let d = dir.path();
-    let Some((pristine, batch, old, new)) = corpus_store(test, d) else {
-        return;
-    };
+    // Both paths: the whole store written again (one sample shard), and only the
+    // last sample shard's columns (the earlier ones linked from the old version).
+    for layout in [
+        &[][..],
+        &["--samples-chunk", "100", "--samples-shard", "100"][..],
+    ] {
+        let d = &d.join(layout.len().to_string());
+        std::fs::create_dir_all(d).unwrap();
+        let Some((pristine, batch, old, new)) = corpus_store(test, d, layout) else {
+            return;
+        };
+        kill_at_points(&pristine, &batch, &old, &new, d);
+    }
+}
+
+fn kill_at_points(pristine: &Path, batch: &Path, old: &str, new: &str, d: &Path) {
     let store = d.join("store.zarr");
-    for delay_ms in [50, 400, 900, 1600] {
+    for delay_ms in [50, 300, 700, 1200] {
         let _ = std::fs::remove_dir_all(&store);
         sh_ok(&format!("cp -a {} {}", pristine.display(), store.display()));
         let mut child = svar2()
             .args(["append", "-q"])
             .arg(&store)
-            .arg(&batch)
+            .arg(batch)
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(delay_ms));
@@ -271,7 +290,7 @@ fn an_append_killed_at_any_point_leaves_one_whole_version() {
         );
         if now == old {
             // The next append clears what the killed one left, and finishes.
-            append_ok(&store, &[&batch]);
+            append_ok(&store, &[batch]);
             assert_eq!(digest(&store), new, "append after a kill at {delay_ms} ms");
         }
     }
@@ -282,7 +301,7 @@ fn two_appends_at_once_one_is_refused() {
     let test = "two_appends_at_once_one_is_refused";
     let dir = test_dir();
     let d = dir.path();
-    let Some((pristine, batch, _, new)) = corpus_store(test, d) else {
+    let Some((pristine, batch, _, new)) = corpus_store(test, d, &[]) else {
         return;
     };
     let store = d.join("store.zarr");
@@ -311,4 +330,85 @@ fn two_appends_at_once_one_is_refused() {
         "{msg}"
     );
     assert_eq!(digest(&store), new);
+}
+
+/// New samples with the store's sites (a joint-called batch): only the sample columns
+/// from the store's last sample shard on are written, the earlier columns' files are
+/// the old version's (same inode), and the store equals converting `bcftools merge`
+/// of the inputs. Where a merge of every sample would change the old samples' cells
+/// (a sparse field only earlier samples have at a record), the whole store is
+/// written again, with the same result.
+#[test]
+fn same_sites_append_writes_only_the_last_sample_shard() {
+    let test = "same_sites_append_writes_only_the_last_sample_shard";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let src = format_call_set(d, "fmt", 30, 1500, "GT:AD:DP:GQ:PL:VAF:PS:FT", 3);
+    let names =
+        |r: std::ops::Range<usize>| r.map(|i| format!("s{i}")).collect::<Vec<_>>().join(",");
+    let layout = [
+        "--variants-chunk",
+        "128",
+        "--variants-shard",
+        "256",
+        "--samples-chunk",
+        "2",
+        "--samples-shard",
+        "6",
+    ];
+    let a = sample_part(&src, d, "a.vcf.gz", &names(0..20), "", "cat");
+    let b = sample_part(&src, d, "b.vcf.gz", &names(20..30), "", "cat");
+    let store = d.join("store.zarr");
+    convert(&a, &store, &layout);
+    let inode = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p).unwrap().ino()
+    };
+    let kept = store.join("call_AD/c/0/0/0");
+    let rewritten = store.join("call_AD/c/0/3/0");
+    let (kept_ino, rewritten_ino) = (inode(&kept), inode(&rewritten));
+    let out = svar2().arg("append").arg(&store).arg(&b).output().unwrap();
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{msg}");
+    assert!(
+        msg.contains("the store's sites: sample columns 18.."),
+        "{msg}"
+    );
+    assert_eq!(
+        inode(&kept),
+        kept_ino,
+        "an earlier column's shard was written"
+    );
+    assert_ne!(
+        inode(&rewritten),
+        rewritten_ino,
+        "the last column not written"
+    );
+    let ab = d.join("ab.vcf.gz");
+    bcftools_merge(&[&a, &b], &ab);
+    let oracle = d.join("ab.zarr");
+    convert(&ab, &oracle, &layout);
+    assert_eq!(digest(&store), digest(&oracle), "same-sites append");
+    let v = svar2().arg("verify").arg(&store).output().unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+
+    // PS (a phase set) is sparse: at some record only samples before the last
+    // column have one. The whole store is written, and still equals the oracle.
+    let layout = ["--samples-chunk", "5", "--samples-shard", "10"];
+    let a = sample_part(&src, d, "a2.vcf.gz", &names(0..25), "", "cat");
+    let b = sample_part(&src, d, "b2.vcf.gz", &names(25..30), "", "cat");
+    let store = d.join("store2.zarr");
+    convert(&a, &store, &layout);
+    let out = svar2().arg("append").arg(&store).arg(&b).output().unwrap();
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{msg}");
+    assert!(msg.contains("a new version, swapped in whole"), "{msg}");
+    let ab = d.join("ab2.vcf.gz");
+    bcftools_merge(&[&a, &b], &ab);
+    let oracle = d.join("ab2.zarr");
+    convert(&ab, &oracle, &layout);
+    assert_eq!(digest(&store), digest(&oracle), "append through the merge");
 }

@@ -217,8 +217,11 @@ pub fn convert<'py>(
 /// in the store) to the directory store `store`, as `svar2 append` does: the store's
 /// records and the inputs joined as `bcftools merge` joins them (`merge`: "both", its
 /// default, or "none"), written with the store's layout beside it and swapped in
-/// whole. Returns a dict: records, samples_before, samples_after, seconds,
-/// store_bytes. A store append cannot grow (zip, bucket, link) raises ValueError.
+/// whole. When the inputs have the store's sites, only the sample columns from the
+/// store's last sample shard on are written (`first_sample_written`; the earlier
+/// columns' files are the old version's). Returns a dict: records, samples_before,
+/// samples_after, seconds, store_bytes, bytes_written, first_sample_written. A store
+/// append cannot grow (zip, bucket, link) raises ValueError.
 #[pyfunction]
 #[pyo3(signature = (store, inputs, *, merge = "both", force_samples = false,
     max_mem = "auto", threads = None, progress = false))]
@@ -255,6 +258,8 @@ pub fn append<'py>(
     d.set_item("samples_after", s.samples_after)?;
     d.set_item("seconds", s.seconds)?;
     d.set_item("store_bytes", s.store_bytes)?;
+    d.set_item("bytes_written", s.bytes_written)?;
+    d.set_item("first_sample_written", s.first_sample_written)?;
     Ok(d)
 }
 

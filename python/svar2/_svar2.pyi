@@ -189,8 +189,11 @@ def append(
     store) to the directory store ``store``, as ``svar2 append``: the store's records
     and the inputs joined as ``bcftools merge`` joins them (``merge``: ``"both"`` or
     ``"none"``), written with the store's layout beside it and swapped in whole (a
-    reader sees the old version or the new one). Returns records, samples_before,
-    samples_after, seconds and store_bytes. A zip or bucket store, a symbolic link or
+    reader sees the old version or the new one). When the inputs have the store's
+    sites (a joint-called batch), only the sample columns from the store's last
+    sample shard on are written and the rest are the old version's files, linked.
+    Returns records, samples_before, samples_after, seconds, store_bytes,
+    bytes_written and first_sample_written (0: the whole store). A zip or bucket store, a symbolic link or
     a sample already in the store (without ``force_samples``) raise ``ValueError`` /
     ``svar2.InputError``."""
 

@@ -13,6 +13,7 @@
 //! written again. (Writing only the new samples' shard columns needs the same sites
 //! and the same widths in every field — a later change.)
 
+mod same_sites;
 mod swap;
 
 use std::path::{Path, PathBuf};
@@ -31,6 +32,9 @@ pub enum Error {
     View(#[from] svar2_view::Error),
     #[error(transparent)]
     Convert(#[from] svar2_convert::Error),
+    /// Reading the store's chunks (a damaged one is named).
+    #[error(transparent)]
+    Store(#[from] svar2_store::Error),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -76,8 +80,14 @@ pub struct Appended {
     pub samples_before: u64,
     pub samples_after: u64,
     pub seconds: f64,
-    /// Bytes the new version holds (every one of them written).
+    /// Bytes the new version holds.
     pub store_bytes: u64,
+    /// Bytes written: the whole store, or (when the new samples had the store's
+    /// sites) the sample columns from `first_sample_written` on and the arrays on the
+    /// variants axis, the earlier columns' files being the old version's, linked.
+    pub bytes_written: u64,
+    /// The first sample whose columns were written (0: the whole store).
+    pub first_sample_written: u64,
 }
 
 /// The staging folder beside `store`: the old records as BCF, the new version while
@@ -116,8 +126,8 @@ pub fn append(store: &Path, inputs: &[PathBuf], o: &AppendOptions) -> Result<App
     std::fs::write(staging.join(MARKER), "svar2 append staging\n").map_err(io(&staging))?;
     // A failure leaves the old store as it was: the staging folder goes.
     let result = write_new_version(store, &staging, inputs, o);
-    let (records, before, after) = match result {
-        Ok(r) => r,
+    let version = match result {
+        Ok(v) => v,
         Err(e) => {
             let _ = clear_staging(&staging);
             return Err(e);
@@ -132,11 +142,13 @@ pub fn append(store: &Path, inputs: &[PathBuf], o: &AppendOptions) -> Result<App
     }
     let store_bytes = disk_bytes(store);
     Ok(Appended {
-        records,
-        samples_before: before,
-        samples_after: after,
+        records: version.records,
+        samples_before: version.samples_before,
+        samples_after: version.samples_after,
         seconds: t0.elapsed().as_secs_f64(),
         store_bytes,
+        bytes_written: version.bytes_written,
+        first_sample_written: version.first_sample_written,
     })
 }
 
@@ -254,7 +266,14 @@ fn clear_staging(staging: &Path) -> Result<()> {
             first.file_name().to_string_lossy()
         )));
     }
-    let ours = [MARKER, EXPORT, EXPORT_INDEX, NEW];
+    let ours = [
+        MARKER,
+        EXPORT,
+        EXPORT_INDEX,
+        NEW,
+        same_sites::TAIL,
+        same_sites::TAIL_INDEX,
+    ];
     for entry in entries {
         let name = entry.file_name();
         if !ours.iter().any(|o| name == *o) {
@@ -273,37 +292,83 @@ fn clear_staging(staging: &Path) -> Result<()> {
     }
 }
 
-/// Exports the store's records, merges the new inputs in and converts the result into
-/// `staging/new.zarr` with the store's layout: (records, samples before, after).
+/// Writes the new version into `staging/new.zarr`: by the same-sites path when it
+/// applies, else the store's records exported whole, merged with the new inputs and
+/// converted with the store's layout.
 fn write_new_version(
     store: &Path,
     staging: &Path,
     inputs: &[PathBuf],
     o: &AppendOptions,
-) -> Result<(u64, u64, u64)> {
+) -> Result<Version> {
     let opened = svar2_reader::Store::open_with(store, svar2_reader::store::Access::Stream)?;
     let before = opened.sample_names().len() as u64;
-    let layout = layout_of(&opened, before);
     let threads = o
         .budget
         .threads
         .unwrap_or_else(|| svar2_planner::host::Host::system().cores().usable);
+    let new = staging.join(NEW);
+    if let Some(w) = same_sites::try_write(store, &opened, staging, &new, inputs, o, threads)? {
+        return Ok(Version {
+            records: w.records,
+            samples_before: before,
+            samples_after: w.samples_after,
+            bytes_written: w.bytes_written,
+            first_sample_written: w.first_sample,
+        });
+    }
     let reader = svar2_reader::Reader::new(threads, 4)?;
     let export = staging.join(EXPORT);
     tracing::info!("{}: its records into {}", store.display(), export.display());
+    self::export(&opened, &reader, &export, None, threads)?;
+    let options = convert_options(&opened, before, o, None);
+    drop(opened);
+    let mut all = vec![export.clone()];
+    all.extend(inputs.iter().cloned());
+    let summary = svar2_convert::convert_inputs(&all, &new, &options)
+        .map_err(|e| name_store(e, &export, store))?;
+    let after = svar2_reader::Store::open_with(&new, svar2_reader::store::Access::Stream)?
+        .sample_names()
+        .len() as u64;
+    Ok(Version {
+        records: summary.records,
+        samples_before: before,
+        samples_after: after,
+        bytes_written: summary.store_bytes,
+        first_sample_written: 0,
+    })
+}
+
+/// What writing the new version did.
+struct Version {
+    records: u64,
+    samples_before: u64,
+    samples_after: u64,
+    bytes_written: u64,
+    first_sample_written: u64,
+}
+
+/// Prints the store's records (of the sample columns `samples`, all when `None`) as
+/// compressed, indexed BCF at `path`, so the merge reads it contig by contig in
+/// bcftools' order like any indexed input (uncompressed BCF is ~17x the store).
+fn export(
+    opened: &svar2_reader::Store,
+    reader: &svar2_reader::Reader,
+    path: &Path,
+    samples: Option<Vec<u64>>,
+    threads: usize,
+) -> Result<()> {
     svar2_view::view(
-        &opened,
-        &reader,
+        opened,
+        reader,
         &svar2_view::ViewOptions {
             regions: Vec::new(),
             targets: None,
-            samples: None,
+            samples,
             genotypes: true,
             header_only: false,
             no_header: false,
-            output: Some(export.clone()),
-            // Compressed (uncompressed BCF is ~17x the store on disk) and indexed, so the
-            // merge reads it contig by contig in bcftools' order like any indexed input.
+            output: Some(path.to_path_buf()),
             kind: svar2_vcf::write::OutputType::BcfFast,
             write_index: true,
             threads,
@@ -312,10 +377,28 @@ fn write_new_version(
             fill_tags: Vec::new(),
         },
     )?;
-    drop(opened);
-    let mut all = vec![export];
-    all.extend(inputs.iter().cloned());
-    let options = svar2_convert::Options {
+    Ok(())
+}
+
+/// The conversion of the new version: the store's layout (`geometry` when it is
+/// kept exactly), merged as asked.
+fn convert_options(
+    opened: &svar2_reader::Store,
+    before: u64,
+    o: &AppendOptions,
+    geometry: Option<svar2_store::grid::Geometry>,
+) -> svar2_convert::Options {
+    let mut layout = layout_of(opened, before);
+    if let Some(g) = geometry {
+        layout.requested = Requested {
+            variants_chunk: Some(g.variants_chunk),
+            samples_chunk: Some(g.samples_chunk),
+            variants_shard: Some(g.variants_shard),
+            samples_shard: Some(g.samples_shard),
+        };
+        layout.zstd_level = g.zstd_level;
+    }
+    svar2_convert::Options {
         request: svar2_convert::planning::PlanRequest {
             layout,
             budget: o.budget,
@@ -328,22 +411,18 @@ fn write_new_version(
         force: false,
         progress: o.progress,
         contig_order: Default::default(),
-    };
-    let new = staging.join(NEW);
-    let summary = svar2_convert::convert_inputs(&all, &new, &options).map_err(|e| {
-        // A message about the store's records names the export: name the store.
-        let export = staging.join(EXPORT).display().to_string();
-        match e.to_string() {
-            m if m.contains(&export) => {
-                Error::Records(m.replace(&export, &store.display().to_string()))
-            }
-            _ => Error::Convert(e),
+    }
+}
+
+/// A message about the store's exported records names the export: name the store.
+fn name_store(e: svar2_convert::Error, export: &Path, store: &Path) -> Error {
+    let export = export.display().to_string();
+    match e.to_string() {
+        m if m.contains(&export) => {
+            Error::Records(m.replace(&export, &store.display().to_string()))
         }
-    })?;
-    let after = svar2_reader::Store::open_with(&new, svar2_reader::store::Access::Stream)?
-        .sample_names()
-        .len() as u64;
-    Ok((summary.records, before, after))
+        _ => Error::Convert(e),
+    }
 }
 
 /// The layout the new version is written with: the store's own (svar2 records it),

@@ -426,6 +426,27 @@ pub fn convert_inputs(
     output: &Path,
     options: &Options,
 ) -> Result<Summary> {
+    convert_call_set(inputs, output, options, None)
+}
+
+/// Converts the inputs into the sample columns of a store after `later`'s (see
+/// [`crate::later`]): the store `output` becomes is the existing one with the inputs'
+/// samples after its first `later.samples_before`.
+pub fn convert_later_columns(
+    inputs: &[std::path::PathBuf],
+    output: &Path,
+    options: &Options,
+    later: std::sync::Arc<crate::later::LaterColumns>,
+) -> Result<Summary> {
+    convert_call_set(inputs, output, options, Some(later))
+}
+
+fn convert_call_set(
+    inputs: &[std::path::PathBuf],
+    output: &Path,
+    options: &Options,
+    later: Option<std::sync::Arc<crate::later::LaterColumns>>,
+) -> Result<Summary> {
     let t0 = Instant::now();
     check_inputs(inputs)?;
     // Nothing is written before the output is known to be writable (and to hold no
@@ -439,7 +460,10 @@ pub fn convert_inputs(
     tracing::info!("plan\n{}", report.render().trim_end());
     schema.add_undeclared_contigs(&report.undeclared_contigs);
     let set = ArraySet::new(&schema);
-    let geometry = normalise(report.geometry(), schema.samples.len() as u64);
+    let geometry = match &later {
+        Some(l) => l.geometry,
+        None => normalise(report.geometry(), schema.samples.len() as u64),
+    };
     // Inputs cut short that the user chose to convert (others were refused above).
     let cut = options.request.allow_truncated
         && inputs
@@ -462,6 +486,9 @@ pub fn convert_inputs(
         geometry,
         store,
     );
+    if let Some(l) = later {
+        writer.write_later_columns(l);
+    }
     run_pipeline(
         input,
         reading,

@@ -7,6 +7,7 @@ pub mod arrays;
 pub mod chunk;
 pub mod convert;
 pub mod error;
+pub mod later;
 pub mod partition;
 mod pipeline;
 pub mod planning;

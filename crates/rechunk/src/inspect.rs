@@ -58,6 +58,7 @@ pub fn inspect(root: &Path, patch: Option<PatchShape>) -> svar2_store::Result<St
     let zarr_format = arrays.first().map_or(3, |a| a.zarr_format);
     let files = arrays.iter().map(|a| a.files).sum();
     let stored_bytes = arrays.iter().map(|a| a.stored_bytes).sum();
+    let append = append_cost(root, &arrays);
     let arrays = arrays
         .into_iter()
         .map(|layout| ArrayReport {
@@ -76,14 +77,15 @@ pub fn inspect(root: &Path, patch: Option<PatchShape>) -> svar2_store::Result<St
         arrays,
         files,
         stored_bytes,
-        append: append_cost(root, stored_bytes),
+        append,
     })
 }
 
-/// What adding samples to the store at `root` costs (`svar2 append`): a new version of
-/// the whole store (its records merged with the new samples), or why it cannot be
-/// grown in place.
-fn append_cost(root: &Path, stored_bytes: u64) -> String {
+/// What adding samples to the store at `root` costs (`svar2 append`): with the
+/// store's sites, the sample columns from its last sample shard on; otherwise a new
+/// version of the whole store (its records merged with the new samples); or why it
+/// cannot be grown in place.
+fn append_cost(root: &Path, arrays: &[ArrayLayout]) -> String {
     if svar2_storage::bucket::is_bucket_url(root) {
         return "append: not in place for a bucket store (its keys would change under its \
                 readers): `svar2 convert --merge` the inputs into a new prefix"
@@ -94,20 +96,52 @@ fn append_cost(root: &Path, stored_bytes: u64) -> String {
                 `svar2 convert --merge` into a new .zip"
             .into();
     }
-    let svar2 = std::fs::read(root.join("zarr.json")).is_ok_and(|b| {
-        serde_json::from_slice::<serde_json::Value>(&b)
-            .is_ok_and(|v| v["attributes"]["svar2"]["layout"].is_object())
-    });
+    let stored: u64 = arrays.iter().map(|a| a.stored_bytes).sum();
+    let layout = std::fs::read(root.join("zarr.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v["attributes"]["svar2"]["layout"].as_object().cloned());
+    let whole = format!(
+        "other sites write a new version of the whole store ({} of chunks, every record \
+         merged with the new samples) beside it and swap it in",
+        bytes(stored)
+    );
+    let Some(layout) = layout else {
+        return format!("append: {whole}; written by another tool, it gets svar2's default layout");
+    };
+    let samples = arrays
+        .iter()
+        .find(|a| a.name == "sample_id")
+        .and_then(|a| a.shape.first().copied())
+        .unwrap_or(0);
+    let ss = layout
+        .get("samples_shard")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(samples)
+        .max(1);
+    if samples <= ss {
+        return format!(
+            "append: its {samples} samples are one sample shard, so every append writes a \
+             new version of the whole store ({} of chunks) beside it and swaps it in; \
+             convert with --samples-shard well under the sample count and new samples \
+             with the store's sites write only the last sample shard's columns",
+            bytes(stored)
+        );
+    }
+    let first = (samples - 1) / ss * ss;
+    let per_sample =
+        |a: &&ArrayLayout| a.dimension_names.len() >= 2 && a.dimension_names[1] == "samples";
+    let kept: u64 = arrays
+        .iter()
+        .filter(per_sample)
+        .map(|a| (a.stored_bytes as u128 * first as u128 / samples as u128) as u64)
+        .sum();
     format!(
-        "append: `svar2 append` writes a new version of the whole store ({} of chunks, \
-         every record merged with the new samples) beside it and swaps it in; {}",
-        bytes(stored_bytes),
-        match svar2 {
-            true =>
-                "it keeps this layout (a samples chunk or shard the sample count clamped \
-                     is chosen again)",
-            false => "written by another tool, it gets svar2's default layout",
-        }
+        "append: new samples with the store's sites write sample columns {first}.. and \
+         the variant arrays (about {} of its {} of chunks, plus the new samples' own; \
+         the rest is linked); {whole}, keeping this layout",
+        bytes(stored - kept),
+        bytes(stored)
     )
 }
 

@@ -39,7 +39,11 @@ impl Writer {
     /// Writes `sample_id` on the same samples grid as the call arrays (readers such as
     /// vcztools take the samples chunk size from it).
     pub(super) fn write_sample_ids(&mut self) -> Result<()> {
-        let samples = self.schema.samples.clone();
+        let mut samples = self
+            .later
+            .as_ref()
+            .map_or_else(Vec::new, |l| l.samples_before.clone());
+        samples.extend(self.schema.samples.iter().cloned());
         let (samples_chunk, ss) = (
             self.geometry.samples_chunk as usize,
             self.geometry.samples_shard as usize,
@@ -118,7 +122,7 @@ impl Writer {
         self.check_shared_dimensions(&finals)?;
         self.rewrite_outgrown(&finals)?;
         let n = self.records;
-        let s = self.n_samples() as u64;
+        let s = self.total_samples();
         for (a, spec) in self.set.arrays.iter().enumerate() {
             let meta = spec.metadata(&finals[a], n, s, &self.geometry);
             self.store.write_json(&spec.name, &meta.to_json())?;
@@ -225,7 +229,58 @@ impl Writer {
                 }
             }
         });
+        if let Some(later) = self.later.clone() {
+            self.link_earlier_columns(&later)?;
+        }
         // Written last: its presence is what marks the store complete.
         Ok(self.store.finish(&root)?)
     }
+
+    /// Links the existing store's shard files of the sample columns before those
+    /// written (no byte copied), so the store's record of its shards counts them.
+    fn link_earlier_columns(&mut self, later: &crate::later::LaterColumns) -> Result<()> {
+        let first = later.first_shard();
+        for spec in self.set.arrays.iter().filter(|a| a.per_sample) {
+            let rows = later.store.join(&spec.name).join("c");
+            let Ok(entries) = std::fs::read_dir(&rows) else {
+                continue;
+            };
+            for row in entries {
+                let row = row.map_err(|e| Error::io(&rows, e))?;
+                let Some(r) = row.file_name().to_str().and_then(|n| n.parse::<u64>().ok()) else {
+                    continue;
+                };
+                for j in 0..first {
+                    let from = row.path().join(j.to_string());
+                    let to = self.store.shard_path(&spec.name, &[r, j]);
+                    link_tree(&from, &to)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Hard-links the file `from` (or every file under the directory `from`) to `to`;
+/// nothing there is nothing linked.
+fn link_tree(from: &Path, to: &Path) -> Result<()> {
+    let meta = match std::fs::symlink_metadata(from) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(from, e)),
+        Ok(m) => m,
+    };
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(from).map_err(|e| Error::io(from, e))? {
+            let entry = entry.map_err(|e| Error::io(from, e))?;
+            link_tree(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        return Ok(());
+    }
+    if !meta.is_file() {
+        return Ok(());
+    }
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    std::fs::hard_link(from, to).map_err(|e| Error::io(to, e))
 }

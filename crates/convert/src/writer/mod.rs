@@ -146,6 +146,8 @@ pub(crate) struct Writer {
     /// Region index rows, each tagged with its inner chunk (sorted at the end).
     region: Vec<[i64; 6]>,
     rewritten: u64,
+    /// Set when only the later sample columns of an existing store are written.
+    later: Option<std::sync::Arc<crate::later::LaterColumns>>,
 }
 
 impl Writer {
@@ -182,7 +184,24 @@ impl Writer {
             history: (0..n_arrays).map(|_| Default::default()).collect(),
             region: Vec::new(),
             rewritten: 0,
+            later: None,
         }
+    }
+
+    /// Writes only the sample columns after `later.samples_before`, under at least
+    /// the existing store's layouts, with its earlier columns linked in at the end.
+    pub(crate) fn write_later_columns(
+        &mut self,
+        later: std::sync::Arc<crate::later::LaterColumns>,
+    ) {
+        later.seed(&self.set, &mut self.stats);
+        self.later = Some(later);
+    }
+
+    /// Samples in the finished store (those before the columns written, if any).
+    fn total_samples(&self) -> u64 {
+        let before = self.later.as_ref().map_or(0, |l| l.samples_before.len());
+        (before + self.n_samples()) as u64
     }
 
     /// Records written so far.
@@ -271,7 +290,10 @@ impl Writer {
     /// its chunks are encoded under are fixed here. Batches are admitted and
     /// committed in the same order, so the bytes do not depend on how many are
     /// encoded at once.
-    pub(crate) fn admit(&mut self, batch: Batch) -> Result<Admitted> {
+    pub(crate) fn admit(&mut self, mut batch: Batch) -> Result<Admitted> {
+        if let Some(later) = &self.later {
+            later.add_counts(&self.set, &mut batch);
+        }
         for (s, c) in self.stats.columns.iter_mut().zip(&batch.columns) {
             s.merge(&c.stats);
         }

@@ -147,7 +147,7 @@ impl Writer {
     ) -> Vec<u64> {
         let mut idx = vec![row];
         if spec.per_sample {
-            idx.push(j as u64);
+            idx.push(j as u64 + self.later.as_ref().map_or(0, |l| l.first_shard()));
         }
         if l.width.is_some() {
             idx.push(0);

@@ -1,0 +1,496 @@
+//! The cheap append: when the new samples have the store's sites, only the sample
+//! columns from the store's last sample-shard column on are written. That column's
+//! old samples are printed (`svar2 view -s`) and merged with the new inputs; the
+//! conversion writes the arrays on the variants axis whole (they are small) and the
+//! per-sample arrays from that column on, links the earlier columns' shard files in
+//! from the store, and counts AN/AC with the earlier samples' genotypes. Then it is
+//! checked to be the store a conversion of every sample writes: the same sites, the
+//! same per-sample layouts, the re-written old samples' values unchanged. Anything
+//! else (new sites, a FORMAT field the store lacks, a wider field, a sample name the
+//! store has) makes the caller write the whole store.
+
+use crate::{io, AppendOptions, Error, Result};
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use svar2_convert::later::{AlleleCounts, LaterColumns};
+use svar2_store::codec::Raw;
+use svar2_store::grid::Geometry;
+use svar2_zarr::AnyArray;
+
+/// The store's last sample-shard column, as BCF.
+pub(crate) const TAIL: &str = "tail.bcf";
+pub(crate) const TAIL_INDEX: &str = "tail.bcf.csi";
+
+/// What the same-sites path wrote.
+pub(crate) struct Written {
+    pub records: u64,
+    pub samples_after: u64,
+    /// Bytes of the files written (the rest are the store's, linked).
+    pub bytes_written: u64,
+    pub first_sample: u64,
+}
+
+/// Writes the new version into `new` by the same-sites path; `None` when it does not
+/// apply (said at `-v`), `new` then absent.
+pub(crate) fn try_write(
+    store: &Path,
+    opened: &svar2_reader::Store,
+    staging: &Path,
+    new: &Path,
+    inputs: &[PathBuf],
+    o: &AppendOptions,
+    threads: usize,
+) -> Result<Option<Written>> {
+    let skip = |why: &str| {
+        tracing::info!("append: {why}: the whole store is written again");
+        Ok(None)
+    };
+    let Some(geometry) = recorded_geometry(opened) else {
+        return skip("the store records no svar2 layout");
+    };
+    let names = opened.sample_names();
+    let before = names.len() as u64;
+    let ss = geometry.samples_shard.max(1);
+    if before <= ss || geometry.samples_chunk == 0 || ss % geometry.samples_chunk != 0 {
+        return skip("the store's samples are in one sample-shard column");
+    }
+    // The last column is always written again: its old samples carry, into the merge,
+    // which FORMAT fields each record has (a field new to a record would change every
+    // old sample's cells, and is seen there).
+    let first = (before - 1) / ss * ss;
+    let t0 = std::time::Instant::now();
+    let tail = staging.join(TAIL);
+    let reader = svar2_reader::Reader::new(threads, 4)?;
+    crate::export(
+        opened,
+        &reader,
+        &tail,
+        Some((first..before).collect()),
+        threads,
+    )?;
+    tracing::info!(
+        "append: samples {first}..{before} of the store printed in {:.2} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let counts = earlier_counts(opened, first, &reader)?;
+    tracing::info!(
+        "append: alleles of samples 0..{first} counted ({:.2} s)",
+        t0.elapsed().as_secs_f64()
+    );
+    let later = Arc::new(LaterColumns {
+        store: store.to_path_buf(),
+        samples_before: names[..first as usize].to_vec(),
+        geometry,
+        floor: per_sample_layouts(opened),
+        counts,
+    });
+    let mut all = vec![tail.clone()];
+    all.extend(inputs.iter().cloned());
+    let options = crate::convert_options(opened, before, o, Some(geometry));
+    let summary = svar2_convert::convert::convert_later_columns(&all, new, &options, later)
+        .map_err(|e| crate::name_store(e, &tail, store))?;
+    let _ = std::fs::remove_file(&tail);
+    let _ = std::fs::remove_file(staging.join(TAIL_INDEX));
+    tracing::info!(
+        "append: sample columns {first}.. written ({:.2} s)",
+        t0.elapsed().as_secs_f64()
+    );
+    let written = svar2_reader::Store::open_with(new, svar2_reader::store::Access::Stream)?;
+    if let Some(why) = differs(opened, &written, first, &reader)? {
+        drop(written);
+        std::fs::remove_dir_all(new).map_err(io(new))?;
+        return skip(&why);
+    }
+    tracing::info!(
+        "append: the new samples have the store's sites; checked ({:.2} s)",
+        t0.elapsed().as_secs_f64()
+    );
+    let after = written.sample_names().len() as u64;
+    Ok(Some(Written {
+        records: summary.records,
+        samples_after: after,
+        bytes_written: unlinked_bytes(new),
+        first_sample: first,
+    }))
+}
+
+/// The geometry svar2 recorded when it wrote the store.
+fn recorded_geometry(store: &svar2_reader::Store) -> Option<Geometry> {
+    let l = store.group().attributes.get("svar2")?.get("layout")?;
+    serde_json::from_value(l.clone()).ok()
+}
+
+/// Whether an array is on the (variants, samples) axes.
+fn per_sample(a: &AnyArray) -> bool {
+    let d = &a.layout.dimension_names;
+    d.len() >= 2 && d[0] == "variants" && d[1] == "samples"
+}
+
+fn per_sample_layouts(
+    store: &svar2_reader::Store,
+) -> Vec<(String, svar2_store::Dtype, Option<u32>)> {
+    store
+        .group()
+        .arrays
+        .iter()
+        .filter(|a| per_sample(a))
+        .map(|a| (a.name.clone(), a.dtype, a.shape().get(2).map(|&w| w as u32)))
+        .collect()
+}
+
+/// AN and AC of samples `[0, first)`, per record, from `call_genotype` (empty when
+/// the store has none).
+fn earlier_counts(
+    store: &svar2_reader::Store,
+    first: u64,
+    reader: &svar2_reader::Reader,
+) -> Result<AlleleCounts> {
+    let Some(gt) = store.group().array("call_genotype").cloned() else {
+        return Ok(AlleleCounts::default());
+    };
+    let shape = gt.shape().to_vec();
+    let inner = gt.chunk_shape();
+    let (n, vc, sc) = (shape[0], inner[0].max(1), inner[1].max(1));
+    let ploidy = shape.get(2).copied().unwrap_or(1) as usize;
+    let e = gt.dtype.size().unwrap_or(1);
+    let rows: Vec<u64> = (0..n.div_ceil(vc)).collect();
+    let parts: Vec<Result<AlleleCounts>> = reader.install(|| {
+        rows.par_iter()
+            .map(|&vi| {
+                let records = (n - vi * vc).min(vc) as usize;
+                let mut an = vec![0u32; records];
+                let mut ac: Vec<Vec<u32>> = vec![Vec::new(); records];
+                for si in 0..first / sc {
+                    let mut idx = vec![vi, si];
+                    if shape.len() == 3 {
+                        idx.push(0);
+                    }
+                    let stored = gt.read(&idx)?;
+                    let Raw::Fixed(bytes) = gt.decode(&idx, stored.as_deref())? else {
+                        return Err(Error::Request("call_genotype is not integers".into()));
+                    };
+                    let per_record = sc as usize * ploidy;
+                    for (r, calls) in bytes.chunks(per_record * e).take(records).enumerate() {
+                        for g in calls.chunks(e).map(int_le) {
+                            if g < 0 {
+                                continue;
+                            }
+                            an[r] += 1;
+                            if g >= 1 {
+                                let counts = &mut ac[r];
+                                if counts.len() < g as usize {
+                                    counts.resize(g as usize, 0);
+                                }
+                                counts[g as usize - 1] += 1;
+                            }
+                        }
+                    }
+                }
+                let mut c = AlleleCounts::default();
+                for (n, counts) in an.iter().zip(&ac) {
+                    c.push_record(*n, counts);
+                }
+                Ok(c)
+            })
+            .collect()
+    });
+    let mut all = AlleleCounts::default();
+    for p in parts {
+        all.extend(&p?);
+    }
+    Ok(all)
+}
+
+fn int_le(b: &[u8]) -> i64 {
+    match b.len() {
+        1 => b[0] as i8 as i64,
+        2 => i16::from_le_bytes([b[0], b[1]]) as i64,
+        4 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64,
+        _ => i64::from_le_bytes(b.try_into().unwrap_or([0; 8])),
+    }
+}
+
+/// Why the new version is not the store a conversion of every sample writes, if it
+/// is not: `None` when the sites, the per-sample arrays and the samples `[first,
+/// old count)` are the store's.
+fn differs(
+    old: &svar2_reader::Store,
+    new: &svar2_reader::Store,
+    first: u64,
+    reader: &svar2_reader::Reader,
+) -> Result<Option<String>> {
+    let before = old.sample_names().len() as u64;
+    let (old_root, new_root) = (&old.group().root, &new.group().root);
+    for site in [
+        "variant_contig",
+        "variant_position",
+        "variant_allele",
+        "contig_id",
+    ] {
+        if !same_tree(&old_root.join(site), &new_root.join(site)) {
+            return Ok(Some(format!(
+                "the new samples' sites are not the store's ({site})"
+            )));
+        }
+    }
+    let names = new.sample_names();
+    if names[..before as usize] != *old.sample_names()
+        || names[before as usize..]
+            .iter()
+            .any(|n| old.sample_names().contains(n))
+    {
+        return Ok(Some("a new sample's name is the store's".into()));
+    }
+    let olds: Vec<_> = old
+        .group()
+        .arrays
+        .iter()
+        .filter(|a| per_sample(a))
+        .collect();
+    let news: Vec<_> = new
+        .group()
+        .arrays
+        .iter()
+        .filter(|a| per_sample(a))
+        .collect();
+    if olds.len() != news.len() {
+        return Ok(Some(
+            "the new samples have FORMAT fields the store lacks".into(),
+        ));
+    }
+    for a in olds {
+        let meta = |root: &Path| -> Option<serde_json::Value> {
+            let text = std::fs::read(root.join(&a.name).join("zarr.json")).ok()?;
+            let mut v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+            *v.get_mut("shape")?.get_mut(1)? = before.into();
+            Some(v)
+        };
+        let (Some(m_old), Some(m_new)) = (meta(old_root), meta(new_root)) else {
+            return Ok(Some(format!("{} is not in both versions", a.name)));
+        };
+        if m_old != m_new {
+            return Ok(Some(format!("{} needs another type or width", a.name)));
+        }
+        let b = new.array(&a.name)?;
+        if !same_columns(a, &b, first, before, reader)? {
+            return Ok(Some(format!(
+                "{}: the store's samples read otherwise once merged with the new ones",
+                a.name
+            )));
+        }
+        if !a.name.starts_with("call_genotype") && a.dtype != svar2_store::Dtype::Bool {
+            if let Some(r) = lost_field(a, &b, first, reader)? {
+                return Ok(Some(format!(
+                    "{} at record {r}: only samples before {first} have a value, so the \
+                     merge of the rest left the field out",
+                    a.name
+                )));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// A record (if any) where some sample before `first` has a value of the field `old`
+/// and no sample from `first` on has one in `new`. The store keeps a field absent
+/// from a record as missing values, so the last column's samples printed alone leave
+/// such a field out of the record: merged without it, the new samples' cells are
+/// the absent field's, where a merge of every sample gives them the missing
+/// samples' (a missing value, then the fill).
+fn lost_field(
+    old: &AnyArray,
+    new: &AnyArray,
+    first: u64,
+    reader: &svar2_reader::Reader,
+) -> Result<Option<u64>> {
+    let shape = new.shape().to_vec();
+    let inner = new.chunk_shape();
+    let (n, total, vc, sc) = (shape[0], shape[1], inner[0].max(1), inner[1].max(1));
+    let cell = shape.get(2).copied().unwrap_or(1) as usize;
+    let rows: Vec<u64> = (0..n.div_ceil(vc)).collect();
+    let found: Vec<Result<Option<u64>>> = reader.install(|| {
+        rows.par_iter()
+            .map(|&vi| {
+                let records = (n - vi * vc).min(vc) as usize;
+                let idx = |si: u64| {
+                    let mut idx = vec![vi, si];
+                    if shape.len() == 3 {
+                        idx.push(0);
+                    }
+                    idx
+                };
+                let mut has = vec![false; records];
+                for si in first / sc..total.div_ceil(sc) {
+                    let raw = new.decode(&idx(si), new.read(&idx(si))?.as_deref())?;
+                    let samples = (total - si * sc).min(sc) as usize;
+                    for (r, h) in has.iter_mut().enumerate() {
+                        *h = *h
+                            || (0..samples).any(|s| {
+                                has_value(&raw, new.dtype, (r * sc as usize + s) * cell, cell)
+                            });
+                    }
+                }
+                if has.iter().all(|&h| h) {
+                    return Ok(None);
+                }
+                for si in 0..first / sc {
+                    let raw = old.decode(&idx(si), old.read(&idx(si))?.as_deref())?;
+                    for r in (0..records).filter(|&r| !has[r]) {
+                        if (0..sc as usize)
+                            .any(|s| has_value(&raw, old.dtype, (r * sc as usize + s) * cell, cell))
+                        {
+                            return Ok(Some(vi * vc + r as u64));
+                        }
+                    }
+                }
+                Ok(None)
+            })
+            .collect()
+    });
+    for f in found {
+        if let Some(r) = f? {
+            return Ok(Some(r));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether cell `[at, at + cell)` holds a value before its fill that is not missing
+/// (what makes `svar2 view` print the field).
+fn has_value(raw: &Raw, dtype: svar2_store::Dtype, at: usize, cell: usize) -> bool {
+    use svar2_store::Dtype as D;
+    match raw {
+        Raw::Strings { bytes, offsets } => (at..at + cell)
+            .map(|i| &bytes[offsets[i]..offsets[i + 1]])
+            .take_while(|s| !s.is_empty())
+            .any(|s| s != b"."),
+        Raw::Fixed(b) => {
+            let e = dtype.size().unwrap_or(1);
+            let (fill, missing) = match dtype {
+                D::F32 => (0x7F80_0002, 0x7F80_0001),
+                D::Char => (0, '.' as i64),
+                _ => (-2, -1),
+            };
+            (at..at + cell)
+                .map(|i| {
+                    let x = &b[i * e..(i + 1) * e];
+                    match dtype {
+                        D::F32 | D::Char => u32::from_le_bytes([x[0], x[1], x[2], x[3]]) as i64,
+                        _ => int_le(x),
+                    }
+                })
+                .take_while(|&v| v != fill)
+                .any(|v| v != missing)
+        }
+    }
+}
+
+/// Whether samples `[first, end)` of two versions of an array hold the same values.
+fn same_columns(
+    a: &AnyArray,
+    b: &AnyArray,
+    first: u64,
+    end: u64,
+    reader: &svar2_reader::Reader,
+) -> Result<bool> {
+    let shape = a.shape().to_vec();
+    let inner = a.chunk_shape();
+    let (n, vc, sc) = (shape[0], inner[0].max(1), inner[1].max(1));
+    let cell = shape.get(2).copied().unwrap_or(1) as usize;
+    let e = a.dtype.size();
+    let jobs: Vec<(u64, u64)> = (0..n.div_ceil(vc))
+        .flat_map(|vi| (first / sc..end.div_ceil(sc)).map(move |si| (vi, si)))
+        .collect();
+    let same: Vec<Result<bool>> = reader.install(|| {
+        jobs.par_iter()
+            .map(|&(vi, si)| {
+                let mut idx = vec![vi, si];
+                if shape.len() == 3 {
+                    idx.push(0);
+                }
+                let ra = a.decode(&idx, a.read(&idx)?.as_deref())?;
+                let rb = b.decode(&idx, b.read(&idx)?.as_deref())?;
+                let records = (n - vi * vc).min(vc) as usize;
+                let samples = (end - si * sc).min(sc) as usize;
+                for r in 0..records {
+                    let i0 = r * sc as usize * cell;
+                    let i1 = i0 + samples * cell;
+                    let equal = match (&ra, &rb, e) {
+                        (Raw::Fixed(x), Raw::Fixed(y), Some(e)) => {
+                            x[i0 * e..i1 * e] == y[i0 * e..i1 * e]
+                        }
+                        (
+                            Raw::Strings {
+                                bytes: x,
+                                offsets: ox,
+                            },
+                            Raw::Strings {
+                                bytes: y,
+                                offsets: oy,
+                            },
+                            None,
+                        ) => (i0..i1).all(|i| x[ox[i]..ox[i + 1]] == y[oy[i]..oy[i + 1]]),
+                        _ => false,
+                    };
+                    if !equal {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            })
+            .collect()
+    });
+    for s in same {
+        if !s? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Whether two directories hold the same files with the same bytes.
+fn same_tree(a: &Path, b: &Path) -> bool {
+    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    if ma.is_file() && mb.is_file() {
+        return ma.len() == mb.len() && std::fs::read(a).ok() == std::fs::read(b).ok();
+    }
+    if !(ma.is_dir() && mb.is_dir()) {
+        return false;
+    }
+    let list = |d: &Path| -> Option<Vec<std::ffi::OsString>> {
+        let mut v: Vec<_> = std::fs::read_dir(d)
+            .ok()?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<std::io::Result<_>>()
+            .ok()?;
+        v.sort();
+        Some(v)
+    };
+    match (list(a), list(b)) {
+        (Some(x), Some(y)) if x == y => x.iter().all(|n| same_tree(&a.join(n), &b.join(n))),
+        _ => false,
+    }
+}
+
+/// Bytes of the files under `dir` that are not linked from elsewhere.
+fn unlinked_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) if m.nlink() == 1 => total += m.len(),
+                _ => {}
+            }
+        }
+    }
+    total
+}
