@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Cohorts that grow: a store of the corpus's first 90 % of samples, grown by the
-# other 10 % three ways in one run — `svar2 append` (the store's records exported,
-# merged, converted, swapped in), `bcftools merge` then `svar2 convert` (what a user
-# does without append), and `svar2 convert --merge` of the two inputs from scratch —
+# other 10 % four ways in one run — `svar2 append` of a store in one sample shard
+# (the store's records exported, merged, converted, swapped in), `svar2 append` of
+# the store converted with 100-sample shards (the same sites: only the last sample
+# shard's columns written, the rest linked), `bcftools merge` then `svar2 convert`
+# (what a user does without append), and `svar2 convert --merge` from scratch —
 # plus `svar2 convert --merge` of the corpus split three ways against `bcftools merge`
 # + convert. Wall time, peak RSS, bytes written, and the parallelism bound (total CPU
 # / busiest thread's CPU, scripts/thread_cpu.py); the stores must be digest-equal.
@@ -28,6 +30,8 @@ bcftools view --no-version -S "$work/old.names" -Ob -o "$work/old.bcf" "$input"
 bcftools view --no-version -S "$work/new.names" -Ob -o "$work/new.bcf" "$input"
 bcftools index -f "$work/old.bcf"; bcftools index -f "$work/new.bcf"
 "$svar2" convert -q "$work/old.bcf" "$work/base.zarr"
+shards100=(--samples-chunk 100 --samples-shard 100)
+"$svar2" convert -q "${shards100[@]}" "$work/old.bcf" "$work/base100.zarr"
 
 
 : > "$work/rows"; : > "$work/cpu"
@@ -38,10 +42,19 @@ measure() {
   run "$name" "$out" "$@"
   rm -rf "$out"
   [[ $name == append* ]] && rm -rf "$work/grown.zarr" && cp -a "$work/base.zarr" "$work/grown.zarr"
+  [[ $name == same-sites* ]] && rm -rf "$work/grown100.zarr" && cp -a "$work/base100.zarr" "$work/grown100.zarr"
   scripts/thread_cpu.py --label x -- "$@" | awk -v n="$name" '{print n "|" $4}' >> "$work/cpu"
 }
 rm -rf "$work/grown.zarr"; cp -a "$work/base.zarr" "$work/grown.zarr"
 measure "append (svar2 append)" "$work/grown.zarr.unused" "$svar2" append -q "$work/grown.zarr" "$work/new.bcf"
+rm -rf "$work/grown100.zarr"; cp -a "$work/base100.zarr" "$work/grown100.zarr"
+measure "same-sites append (100/shard)" "$work/grown100.zarr.unused" "$svar2" append -q "$work/grown100.zarr" "$work/new.bcf"
+# Bytes the last same-sites append wrote: files that are not the old version's.
+find "$work/base100.zarr" -type f -printf "%i\n" | sort > "$work/base100.inodes"
+rm -rf "$work/grown100.zarr"; cp -al "$work/base100.zarr" "$work/grown100.zarr"
+"$svar2" append -q "$work/grown100.zarr" "$work/new.bcf"
+written100=$(find "$work/grown100.zarr" -type f -printf "%i %s\n" | sort \
+  | join -v1 - "$work/base100.inodes" | awk '{s+=$2} END {print s+0}')
 # The others get the layout the append kept (the store's own; sample axes the old
 # count clamped are chosen again for the new one).
 layout=$(python3 - "$work/grown.zarr/zarr.json" <<'PY'
@@ -54,6 +67,7 @@ PY
 measure "bcftools merge + convert" "$work/b.zarr" bash -c \
   "bcftools merge --no-version -Ob -o '$work/m.bcf' '$work/old.bcf' '$work/new.bcf' && '$svar2' convert -q $layout '$work/m.bcf' '$work/b.zarr'"
 measure "convert --merge (scratch)" "$work/c.zarr" "$svar2" convert -q --merge $layout "$work/old.bcf" "$work/new.bcf" "$work/c.zarr"
+"$svar2" convert -q "${shards100[@]}" "$work/m.bcf" "$work/b100.zarr"
 measure "convert (whole corpus)" "$work/d.zarr" "$svar2" convert -q "$input" "$work/d.zarr"
 
 # Three disjoint sample sets with different sites: svar2 --merge against bcftools.
@@ -73,6 +87,7 @@ while read -r line; do
   name=$(awk '{for(i=1;i<=NF-3;i++) printf "%s%s", $i, (i<NF-3?" ":"")}' <<< "$line")
   read -r wall rss bytes <<< "$(awk '{print $(NF-2), $(NF-1), $NF}' <<< "$line")"
   [[ $name == append* ]] && bytes=$(du -sb "$work/grown.zarr" | cut -f1)
+  [[ $name == same-sites* ]] && bytes=$written100
   bound=$(awk -F'|' -v n="$name" '$1==n {print $2}' "$work/cpu")
   [[ $name == *bcftools* ]] && bound=-   # a pipeline of processes: no one busiest thread
   printf "| %-32s | %8.2f | %8d | %12d | %6s |\n" "$name" "$wall" "$rss" "$bytes" "$bound"
@@ -80,5 +95,6 @@ done < "$work/rows"
 same() { [[ $("$svar2" digest "$1") == $("$svar2" digest "$2") ]] && echo yes || echo NO; }
 echo
 echo "append = bcftools merge + convert (same layout): $(same "$work/grown.zarr" "$work/b.zarr")"
+echo "same-sites append = bcftools merge + convert (100-sample shards): $(same "$work/grown100.zarr" "$work/b100.zarr")"
 echo "convert --merge = bcftools merge + convert (same layout): $(same "$work/c.zarr" "$work/b.zarr")"
 echo "3-way convert --merge = bcftools merge + convert: $(same "$work/f.zarr" "$work/e.zarr")"
