@@ -76,3 +76,39 @@ def test_append_and_merge_refusals(tmp_path):
     kept = svar2.append(store, b, force_samples=True)
     assert kept["samples_after"] == 3
     assert svar2.open(store).samples[-1] == "2:NA00001"
+
+
+def test_same_sites_append_writes_the_last_sample_shard(tmp_path):
+    """A batch with the store's sites: only the last sample shard's columns and the
+    variant arrays are written, and the store equals converting bcftools merge."""
+    need_bcftools()
+    names = [f"p{i}" for i in range(9)]
+    lines = ["##fileformat=VCFv4.2", "##contig=<ID=1,length=100000>",
+             '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
+             '##FORMAT=<ID=DP,Number=1,Type=Integer,Description="Depth">',
+             "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO",
+                        "FORMAT"] + names)]
+    for r in range(40):
+        calls = [f"{(r + s) % 2}|{(r * s) % 2}:{(r * 7 + s) % 50}" for s in range(9)]
+        lines.append("\t".join(["1", str(100 + r * 10), ".", "A", "G", "30", "PASS", ".",
+                                "GT:DP"] + calls))
+    vcf = tmp_path / "all.vcf"
+    vcf.write_text("\n".join(lines) + "\n")
+    src = tmp_path / "all.vcf.gz"
+    subprocess.run(f"bgzip -c {vcf} > {src} && bcftools index -f {src}", shell=True,
+                   check=True)
+    parts = []
+    for name, samples in [("a", names[:7]), ("b", names[7:])]:
+        out = tmp_path / f"{name}.vcf.gz"
+        subprocess.run(f"bcftools view --no-version -s {','.join(samples)} -Oz -o {out} "
+                       f"{src} && bcftools index -f {out}", shell=True, check=True)
+        parts.append(out)
+    layout = dict(variants_chunk=8, variants_shard=16, samples_chunk=2, samples_shard=2)
+    store = tmp_path / "store.zarr"
+    svar2.convert(parts[0], store, **layout)
+    s = svar2.append(store, [parts[1]])
+    assert s["first_sample_written"] == 6
+    assert 0 < s["bytes_written"] < s["store_bytes"]
+    oracle = tmp_path / "oracle.zarr"
+    svar2.convert(bcftools_merge(parts, tmp_path / "m.vcf.gz"), oracle, **layout)
+    assert svar2.digest(store) == svar2.digest(oracle)
