@@ -99,10 +99,6 @@ pub(crate) fn progress_bar(enabled: bool, total: Option<u64>) -> indicatif::Prog
     pb
 }
 
-/// Threads from which `--merge` merges contigs on worker threads (see
-/// `open_call_set`).
-const MERGE_WORKERS_FROM: usize = 4;
-
 /// Converts `input` (VCF, VCF.gz or BCF) into a VCF Zarr store at `output`.
 pub fn convert(input: &Path, output: &Path, options: &Options) -> Result<Summary> {
     convert_inputs(&[input.to_path_buf()], output, options)
@@ -154,22 +150,8 @@ pub(crate) fn open_call_set(
                     .into(),
             ));
         }
-        // Merge workers (contigs merged side by side when the inputs are indexed, the
-        // records handed to one reader thread): from 4 threads, one fewer than the
-        // threads. On 2 cores they cost more than they give: 3-way corpus merge 2.90 s
-        // on the reader alone, 3.66 s with two workers (cross-thread records, 1.5x the
-        // CPU).
-        let threads = request
-            .budget
-            .threads
-            .unwrap_or_else(|| svar2_planner::host::Host::system().cores().usable);
-        let workers = if threads >= MERGE_WORKERS_FROM {
-            threads - 1
-        } else {
-            1
-        };
-        let reader = opt_in(VcfReader::merge(inputs, m, workers)?);
-        let report = plan_reader(&reader, request)?;
+        let (report, reader) = crate::planning::plan_merge(inputs, m, request, true)?;
+        let reader = opt_in(reader);
         let schema = reader.schema.clone();
         return Ok((report, vec![reader], schema));
     }

@@ -115,6 +115,91 @@ pub struct PlanReport {
     pub streams: usize,
     /// The records are subset (`-s/-r/-t/-i/-e`): one streaming reader tests them.
     pub subset: bool,
+    /// `--merge`: how the inputs are joined (counted in the predicted peak).
+    pub merge: Option<MergePlan>,
+}
+
+/// How a `--merge` conversion reads its inputs, and what that adds to the peak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct MergePlan {
+    pub inputs: usize,
+    /// Threads merging contigs side by side (1: the reader merges alone).
+    pub workers: usize,
+    /// The most bytes of merged records the workers' queues hold.
+    pub queue_bytes: u64,
+    /// What the plan adds to the peak for them (in `predicted_peak_rss`).
+    pub extra_bytes: u64,
+}
+
+/// Threads from which `--merge` merges contigs on worker threads: on 2 cores they
+/// cost more than they give (3-way corpus merge 2.90 s on the reader alone, 3.66 s
+/// with two workers: cross-thread records, 1.5x the CPU).
+pub const MERGE_WORKERS_FROM: usize = 4;
+
+/// RSS per open input of a merge worker (its own handle, BGZF buffers, index and
+/// header; measured: see [`merge_plan`]).
+const PER_WORKER_INPUT_BYTES: u64 = 400 << 10;
+
+/// RSS per byte the merge queues count (records' packed bytes are counted twice
+/// already; allocator slack on top).
+const QUEUE_RSS_FACTOR: f64 = 1.5;
+
+/// The least queue worth starting workers for.
+const MIN_QUEUE_BYTES: u64 = 4 << 20;
+
+/// Merge workers and their queues from what `--max-mem` leaves after the serial
+/// merge's plan (`report`): workers only from [`MERGE_WORKERS_FROM`] threads, and
+/// only when their inputs and a useful queue fit the budget.
+pub fn merge_plan(report: &PlanReport, inputs: usize, threads: usize) -> MergePlan {
+    let serial = MergePlan {
+        inputs,
+        workers: 1,
+        queue_bytes: 0,
+        extra_bytes: 0,
+    };
+    if threads < MERGE_WORKERS_FROM {
+        return serial;
+    }
+    let allowed = (report.budget as f64 / svar2_planner::memory::HEADROOM) as u64;
+    let left = allowed.saturating_sub(report.plan.predicted_peak_rss);
+    let mut workers = threads - 1;
+    while workers > 1 {
+        let fixed = (workers * inputs) as u64 * PER_WORKER_INPUT_BYTES;
+        let queue = (left.saturating_sub(fixed) as f64 / QUEUE_RSS_FACTOR) as u64;
+        let queue = queue.min(svar2_vcf::merge::DEFAULT_QUEUE_BYTES);
+        if queue >= MIN_QUEUE_BYTES {
+            return MergePlan {
+                inputs,
+                workers,
+                queue_bytes: queue,
+                extra_bytes: fixed + (queue as f64 * QUEUE_RSS_FACTOR) as u64,
+            };
+        }
+        workers -= 1;
+    }
+    serial
+}
+
+/// Plans a `--merge` conversion and opens its reader (with its workers when
+/// `start_workers`): the serial merge is planned first (what the batches and
+/// encoders need), then [`merge_plan`] spends what is left on workers.
+pub fn plan_merge(
+    inputs: &[PathBuf],
+    m: svar2_vcf::merge::MergeRequest,
+    request: &PlanRequest,
+    start_workers: bool,
+) -> Result<(PlanReport, VcfReader)> {
+    let serial = VcfReader::merge(inputs, m, 1, 0)?;
+    let mut report = plan_reader(&serial, request)?;
+    let mp = merge_plan(&report, inputs.len(), report.threads);
+    report.plan.predicted_peak_rss += mp.extra_bytes;
+    report.merge = Some(mp);
+    if mp.workers < 2 || !start_workers {
+        return Ok((report, serial));
+    }
+    drop(serial);
+    let reader = VcfReader::merge(inputs, m, mp.workers, mp.queue_bytes)?;
+    Ok((report, reader))
 }
 
 /// The most contigs this build's executor converts at once.
@@ -151,7 +236,7 @@ pub fn plan_inputs(inputs: &[PathBuf], request: &PlanRequest) -> Result<PlanRepo
     svar2_vcf::truncation::check_complete(inputs, request.allow_truncated)?;
     set_read_limits(request);
     if let Some(m) = request.merge {
-        return plan_reader(&VcfReader::merge(inputs, m, 1)?, request);
+        return plan_merge(inputs, m, request, false).map(|(report, _)| report);
     }
     match inputs {
         [] => Err(Error::Usage("no input files".into())),
@@ -534,6 +619,7 @@ fn plan_schema(
         probe,
         probe_skipped: skipped,
         streams: if stdin { 0 } else { streams },
+        merge: None,
         subset: !request.subset.is_empty(),
     })
 }
@@ -627,6 +713,22 @@ impl PlanReport {
              {} batches encoded at once by {} thread(s)",
             p.cc, p.w, p.window, self.threads
         );
+        if let Some(m) = &self.merge {
+            let how = match m.workers {
+                1 => "one reader joins them".to_string(),
+                w => format!(
+                    "{w} workers join them contig by contig, their queues holding at most {}",
+                    human(m.queue_bytes)
+                ),
+            };
+            let _ = writeln!(
+                s,
+                "merge          {} inputs joined as bcftools merge joins them: {how} \
+                 ({} counted in the peak)",
+                m.inputs,
+                human(m.extra_bytes)
+            );
+        }
         let _ = writeln!(
             s,
             "chunks         inner {} variants x {} samples; shards {} x {}",

@@ -1790,19 +1790,69 @@ const SENT_TOGETHER: usize = 64;
 /// What a worker sends for its contig.
 enum Msg {
     /// Records in order (sent [`SENT_TOGETHER`] at a time: one message per record
-    /// costs the handing thread more than the records).
-    Records(Vec<bcf::Record>),
+    /// costs the handing thread more than the records), and the bytes counted for
+    /// them against the queues' limit.
+    Records(Vec<bcf::Record>, u64),
     Failed(Error),
     /// The contig is complete (a channel closed without it: the worker died).
     Done,
 }
 
+/// Bytes a merged record holds (its packed data, doubled for what htslib keeps
+/// unpacked beside it): what the queues count.
+fn record_bytes(r: &bcf::Record) -> u64 {
+    let i = r.inner();
+    2 * (i.shared.m + i.indiv.m) as u64 + 256
+}
+
+/// What the workers' queued records may hold in all: `limit` bytes, except that the
+/// contig being handed out may always queue a message when nothing of it is queued
+/// (so the records the caller waits for are never held back by later contigs').
+struct QueueGate {
+    limit: u64,
+    queued: std::sync::atomic::AtomicU64,
+    /// Per contig: bytes of its records queued.
+    per_contig: Vec<std::sync::atomic::AtomicU64>,
+    /// The contig being handed out.
+    at: std::sync::atomic::AtomicUsize,
+}
+
+impl QueueGate {
+    /// Waits until contig `c` may queue `bytes` more (or `stop`), and counts them.
+    fn admit(&self, c: usize, bytes: u64, stop: &std::sync::atomic::AtomicBool) {
+        use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+        loop {
+            let queued = self.queued.load(SeqCst);
+            let open = queued + bytes <= self.limit
+                || (c == self.at.load(SeqCst) && self.per_contig[c].load(SeqCst) == 0);
+            if open || stop.load(Relaxed) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        self.queued.fetch_add(bytes, SeqCst);
+        self.per_contig[c].fetch_add(bytes, SeqCst);
+    }
+
+    /// Contig `c`'s `bytes` were taken off its queue.
+    fn release(&self, c: usize, bytes: u64) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.queued.fetch_sub(bytes, SeqCst);
+        self.per_contig[c].fetch_sub(bytes, SeqCst);
+    }
+}
+
+/// The most bytes of merged records the workers queue by default (`convert` sizes it
+/// from what `--max-mem` leaves).
+pub const DEFAULT_QUEUE_BYTES: u64 = 64 << 20;
+
 /// Indexed inputs merged by `merge-K` worker threads, one contig at a time each (in
 /// the synced order, the next free contig to the next free worker), the records
 /// handed out contig by contig in order: the merge's work spreads over the workers,
-/// the caller's thread only takes records. Each contig's records wait in a bounded
-/// queue (~64 MiB of calls over all workers), so memory stays bounded whatever the
-/// contig sizes.
+/// the caller's thread only takes records. The records waiting in the contigs' queues
+/// hold at most the queue bytes given (plus one message of the contig being handed
+/// out), so memory stays bounded whatever the contig sizes and however many finish
+/// ahead.
 pub struct ParallelMerge {
     main: Merger,
     queues: Vec<crossbeam_channel::Receiver<Msg>>,
@@ -1812,6 +1862,7 @@ pub struct ParallelMerge {
     current: bcf::Record,
     made: u64,
     stop: Arc<std::sync::atomic::AtomicBool>,
+    gate: Arc<QueueGate>,
     workers: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -1823,6 +1874,7 @@ impl ParallelMerge {
         paths: &[PathBuf],
         req: MergeRequest,
         workers: usize,
+        queue_bytes: u64,
     ) -> Result<std::result::Result<ParallelMerge, Merger>> {
         let Some(n) = main.contig_count().filter(|&n| n > 1 && workers > 1) else {
             return Ok(Err(main));
@@ -1837,13 +1889,15 @@ impl ParallelMerge {
         for _ in 0..workers {
             mergers.push(Merger::open(paths, req)?);
         }
-        // ~64 MiB of queued records in all (8 bytes per sample and record, a GT-only
-        // estimate): only a worker's own contig queue fills while it waits.
-        let per_record = (main.schema.samples.len() * 8).max(64);
-        let capacity = (64 << 20) / workers / per_record / SENT_TOGETHER;
-        let capacity = capacity.clamp(2, 64);
+        // The gate bounds the bytes queued; the channels only the messages.
+        let gate = Arc::new(QueueGate {
+            limit: queue_bytes,
+            queued: Default::default(),
+            per_contig: (0..n).map(|_| Default::default()).collect(),
+            at: Default::default(),
+        });
         let (senders, queues): (Vec<_>, Vec<_>) = (0..n)
-            .map(|_| crossbeam_channel::bounded::<Msg>(capacity))
+            .map(|_| crossbeam_channel::bounded::<Msg>(64))
             .unzip();
         let senders: Arc<Vec<std::sync::Mutex<Option<crossbeam_channel::Sender<Msg>>>>> = Arc::new(
             senders
@@ -1855,7 +1909,8 @@ impl ParallelMerge {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let mut handles = Vec::with_capacity(workers);
         for (k, mut m) in mergers.into_iter().enumerate() {
-            let (senders, next, stop) = (senders.clone(), next.clone(), stop.clone());
+            let (senders, next, stop, gate) =
+                (senders.clone(), next.clone(), stop.clone(), gate.clone());
             let work = move || {
                 use std::sync::atomic::Ordering::Relaxed;
                 loop {
@@ -1867,18 +1922,24 @@ impl ParallelMerge {
                         return;
                     };
                     let mut batch = Vec::with_capacity(SENT_TOGETHER);
+                    let mut bytes = 0;
+                    let send = |batch: Vec<bcf::Record>, bytes: u64| {
+                        gate.admit(c, bytes, &stop);
+                        !stop.load(Relaxed) && tx.send(Msg::Records(batch, bytes)).is_ok()
+                    };
                     let merged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         m.merge_contig(c, &mut |rec| {
+                            bytes += record_bytes(&rec);
                             batch.push(rec);
                             if batch.len() < SENT_TOGETHER {
                                 return true;
                             }
                             let full =
                                 std::mem::replace(&mut batch, Vec::with_capacity(SENT_TOGETHER));
-                            !stop.load(Relaxed) && tx.send(Msg::Records(full)).is_ok()
+                            send(full, std::mem::take(&mut bytes))
                         })
                     }));
-                    if !batch.is_empty() && tx.send(Msg::Records(batch)).is_err() {
+                    if !batch.is_empty() && !send(batch, bytes) {
                         return;
                     }
                     let last = match merged {
@@ -1911,6 +1972,7 @@ impl ParallelMerge {
             current,
             made: 0,
             stop,
+            gate,
             workers: handles,
         }))
     }
@@ -1923,9 +1985,19 @@ impl ParallelMerge {
                 return Ok(Some((self.made - 1, &self.current)));
             }
             match self.queues[self.at].recv() {
-                Ok(Msg::Records(recs)) => self.pending = recs.into_iter(),
+                Ok(Msg::Records(recs, bytes)) => {
+                    // (Counted off as taken: the records handed out one by one are the
+                    // caller's batch's now, which the plan charges.)
+                    self.gate.release(self.at, bytes);
+                    self.pending = recs.into_iter();
+                }
                 Ok(Msg::Failed(e)) => return Err(e),
-                Ok(Msg::Done) => self.at += 1,
+                Ok(Msg::Done) => {
+                    self.at += 1;
+                    self.gate
+                        .at
+                        .store(self.at, std::sync::atomic::Ordering::SeqCst);
+                }
                 Err(_) => {
                     return Err(Error::Internal(
                         "internal error: a merge worker ended without finishing its contig; \
@@ -1958,13 +2030,21 @@ pub enum MergedStream {
 
 impl MergedStream {
     /// Opens the inputs (see [`Merger::open`]); with `workers` > 1 and indexed inputs
-    /// of more than one contig, the contigs are merged side by side.
-    pub fn open(paths: &[PathBuf], req: MergeRequest, workers: usize) -> Result<MergedStream> {
+    /// of more than one contig, the contigs are merged side by side, their queued records
+    /// holding at most `queue_bytes`.
+    pub fn open(
+        paths: &[PathBuf],
+        req: MergeRequest,
+        workers: usize,
+        queue_bytes: u64,
+    ) -> Result<MergedStream> {
         let main = Merger::open(paths, req)?;
-        Ok(match ParallelMerge::start(main, paths, req, workers)? {
-            Ok(p) => MergedStream::Parallel(Box::new(p)),
-            Err(m) => MergedStream::Serial(Box::new(m)),
-        })
+        Ok(
+            match ParallelMerge::start(main, paths, req, workers, queue_bytes)? {
+                Ok(p) => MergedStream::Parallel(Box::new(p)),
+                Err(m) => MergedStream::Serial(Box::new(m)),
+            },
+        )
     }
 
     pub fn schema(&self) -> &Schema {
@@ -2148,6 +2228,51 @@ mod tests {
         let mut als = vec![b"GTTT".to_vec(), b"GTT".to_vec()];
         normalize_alleles(&mut als);
         assert_eq!(als, vec![b"GT".to_vec(), b"G".to_vec()]);
+    }
+
+    /// Workers whose queues may hold nothing (one byte) still hand every record over,
+    /// in the serial merge's order: the contig being handed out always gets through.
+    #[test]
+    fn a_full_queue_holds_back_only_later_contigs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut paths = Vec::new();
+        for (k, sample) in ["A", "B"].iter().enumerate() {
+            let mut text = String::from("##fileformat=VCFv4.2\n");
+            for c in 0..12 {
+                text += &format!("##contig=<ID=c{c},length=100000>\n");
+            }
+            text += "##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n";
+            text += &format!("#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\t{sample}\n");
+            for c in 0..12 {
+                for r in 0..300 {
+                    // Every third site the other input lacks.
+                    if (r + k) % 3 == 0 {
+                        continue;
+                    }
+                    text += &format!("c{c}\t{}\t.\tA\tG\t.\t.\t.\tGT\t0|1\n", 10 + r * 7);
+                }
+            }
+            let path = dir.path().join(format!("{sample}.vcf.gz"));
+            crate::testing::bgzip(&path, text.as_bytes(), 50);
+            let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+            // SAFETY: a NUL-terminated path; htslib's VCF tabix configuration.
+            let built = unsafe { htslib::tbx_index_build(c.as_ptr(), 0, &htslib::tbx_conf_vcf) };
+            assert_eq!(built, 0, "tabix index");
+            paths.push(path);
+        }
+        let req = MergeRequest::default();
+        let positions = |mut m: MergedStream| {
+            let mut out = Vec::new();
+            while let Some((_, rec)) = m.next_record().unwrap() {
+                out.push((rec.rid(), rec.pos()));
+            }
+            out
+        };
+        let serial = positions(MergedStream::open(&paths, req, 1, 0).unwrap());
+        let parallel = MergedStream::open(&paths, req, 3, 1).unwrap();
+        assert!(matches!(parallel, MergedStream::Parallel(_)));
+        assert_eq!(positions(parallel), serial);
+        assert_eq!(serial.len(), 12 * 300);
     }
 
     #[test]

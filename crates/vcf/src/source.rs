@@ -151,13 +151,15 @@ impl VcfReader {
 
     /// Inputs of different samples read side by side and joined as `bcftools merge`
     /// joins them (`convert --merge`): one stream of records in the merged header.
-    /// `workers`: threads merging contigs side by side (indexed inputs).
+    /// `workers`: threads merging contigs side by side (indexed inputs), their queued
+    /// records holding at most `queue_bytes`.
     pub fn merge(
         paths: &[PathBuf],
         req: crate::merge::MergeRequest,
         workers: usize,
+        queue_bytes: u64,
     ) -> Result<VcfReader> {
-        let m = crate::merge::MergedStream::open(paths, req, workers)?;
+        let m = crate::merge::MergedStream::open(paths, req, workers, queue_bytes)?;
         let schema = m.schema().clone();
         Ok(VcfReader {
             path: paths[0].clone(),
