@@ -412,3 +412,90 @@ fn same_sites_append_writes_only_the_last_sample_shard() {
     convert(&ab, &oracle, &layout);
     assert_eq!(digest(&store), digest(&oracle), "append through the merge");
 }
+
+/// What a hostile pass found appends getting wrong, each against `bcftools merge`
+/// of the original files converted with the same flags:
+/// - a Number=2 field that is `.` (a missing value, then the fill) in one sample and
+///   `.,.` in another, with values only in the new samples (the store printed the
+///   record without the field, and the merge turned `.,.` into `.`);
+/// - a phased call with a missing allele (`1|.`) among the samples the same-sites
+///   path would keep (the merge makes it `1/.`);
+/// - a samples shard asked wider than the samples (recorded clamped, it was chosen
+///   again for the new count).
+#[test]
+fn appends_of_calls_a_merge_rewrites_equal_bcftools_merge() {
+    let test = "appends_of_calls_a_merge_rewrites_equal_bcftools_merge";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let vcf = |name: &str, samples: &[&str], rows: &[&str]| {
+        let mut text = String::from(
+            "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n\
+             ##INFO=<ID=AC,Number=A,Type=Integer,Description=\"c\">\n\
+             ##INFO=<ID=AN,Number=1,Type=Integer,Description=\"n\">\n\
+             ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+             ##FORMAT=<ID=HQ,Number=2,Type=Integer,Description=\"q\">\n\
+             #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT",
+        );
+        for s in samples {
+            text += &format!("\t{s}");
+        }
+        text += "\n";
+        for r in rows {
+            text += &r.replace(' ', "\t");
+            text += "\n";
+        }
+        let path = d.join(format!("{name}.vcf"));
+        std::fs::write(&path, text).unwrap();
+        bgzip_indexed(&path)
+    };
+    let cases: [(&str, &[&str], &[&str], &[&str], &[&str]); 3] = [
+        (
+            "hq",
+            &["a0", "a1"],
+            &[
+                "1 10 . A G 50 PASS . GT:HQ 0/1:. 0/0:.,.",
+                "1 20 . C T 50 PASS . GT 0/1 1/1",
+            ],
+            &[
+                "1 10 . A G 50 PASS . GT:HQ 0/1:3,4 0/0:1,2",
+                "1 20 . C T 50 PASS . GT 0/0 0/1",
+            ],
+            &["--samples-chunk", "1", "--samples-shard", "1"],
+        ),
+        (
+            "phase",
+            &["a0", "a1", "a2"],
+            &[
+                "1 10 . A G 50 PASS . GT 1|. 0|1 1|1",
+                "1 20 . C T 50 PASS . GT .|. 0|0 0|1",
+            ],
+            &[
+                "1 10 . A G 50 PASS . GT 0|1 1|0",
+                "1 20 . C T 50 PASS . GT 0|0 1|1",
+            ],
+            &["--samples-chunk", "1", "--samples-shard", "2"],
+        ),
+        (
+            "wide",
+            &["a0", "a1"],
+            &["1 10 . A G 50 PASS . GT 0/1 1/1"],
+            &["1 10 . A G 50 PASS . GT 0/0 0/1"],
+            &["--samples-chunk", "1", "--samples-shard", "3"],
+        ),
+    ];
+    for (name, old_samples, old_rows, new_rows, layout) in cases {
+        let a = vcf(&format!("{name}-a"), old_samples, old_rows);
+        let b = vcf(&format!("{name}-b"), &["b0", "b1"], new_rows);
+        let store = d.join(format!("{name}.zarr"));
+        convert(&a, &store, layout);
+        append_ok(&store, &[&b]);
+        let ab = d.join(format!("{name}-ab.vcf.gz"));
+        bcftools_merge(&[&a, &b], &ab);
+        let oracle = d.join(format!("{name}-oracle.zarr"));
+        convert(&ab, &oracle, layout);
+        assert_eq!(digest(&store), digest(&oracle), "{name}");
+    }
+}

@@ -427,7 +427,8 @@ fn name_store(e: svar2_convert::Error, export: &Path, store: &Path) -> Error {
 
 /// The layout the new version is written with: the store's own (svar2 records it),
 /// except a samples chunk or shard the old sample count clamped (equal to it), which
-/// the planner chooses again for the new count. A store of another tool gets
+/// is what the user asked for when svar2 recorded that, else chosen again by the
+/// planner for the new count. A store of another tool gets
 /// svar2's default layout.
 fn layout_of(store: &svar2_reader::Store, samples: u64) -> LayoutRequest {
     let recorded = store
@@ -444,7 +445,18 @@ fn layout_of(store: &svar2_reader::Store, samples: u64) -> LayoutRequest {
         return LayoutRequest::default();
     };
     let get = |k: &str| l.get(k).and_then(serde_json::Value::as_u64);
-    let sample_axis = |k: &str| get(k).filter(|&v| v != samples);
+    // What the user asked for when the sample count clamped it (svar2 records it),
+    // else the layout's size unless it is the sample count.
+    let asked = store
+        .group()
+        .attributes
+        .get("svar2")
+        .and_then(|s| s.get("requested"))
+        .cloned();
+    let sample_axis = |k: &str| match asked.as_ref() {
+        Some(a) => a.get(k).and_then(serde_json::Value::as_u64),
+        None => get(k).filter(|&v| v != samples),
+    };
     LayoutRequest {
         requested: Requested {
             variants_chunk: get("variants_chunk"),

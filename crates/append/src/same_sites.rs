@@ -60,8 +60,19 @@ pub(crate) fn try_write(
     // old sample's cells, and is seen there).
     let first = (before - 1) / ss * ss;
     let t0 = std::time::Instant::now();
-    let tail = staging.join(TAIL);
     let reader = svar2_reader::Reader::new(threads, 4)?;
+    let (counts, unphased) = earlier_counts(opened, first, &reader)?;
+    if let Some(r) = unphased {
+        return skip(&format!(
+            "record {r}: a sample before {first} has a phased call with a missing allele, \
+             which the merge makes unphased"
+        ));
+    }
+    tracing::info!(
+        "append: alleles of samples 0..{first} counted ({:.2} s)",
+        t0.elapsed().as_secs_f64()
+    );
+    let tail = staging.join(TAIL);
     crate::export(
         opened,
         &reader,
@@ -70,12 +81,7 @@ pub(crate) fn try_write(
         threads,
     )?;
     tracing::info!(
-        "append: samples {first}..{before} of the store printed in {:.2} s",
-        t0.elapsed().as_secs_f64()
-    );
-    let counts = earlier_counts(opened, first, &reader)?;
-    tracing::info!(
-        "append: alleles of samples 0..{first} counted ({:.2} s)",
+        "append: samples {first}..{before} of the store printed ({:.2} s)",
         t0.elapsed().as_secs_f64()
     );
     let later = Arc::new(LaterColumns {
@@ -140,27 +146,32 @@ fn per_sample_layouts(
 }
 
 /// AN and AC of samples `[0, first)`, per record, from `call_genotype` (empty when
-/// the store has none).
+/// the store has none); and a record, if any, where one of them has a phased call
+/// with a missing allele (`1|.`), which the merge makes unphased (htslib keeps no
+/// phase on a missing allele it writes): a merge of every sample would change it.
 fn earlier_counts(
     store: &svar2_reader::Store,
     first: u64,
     reader: &svar2_reader::Reader,
-) -> Result<AlleleCounts> {
+) -> Result<(AlleleCounts, Option<u64>)> {
     let Some(gt) = store.group().array("call_genotype").cloned() else {
-        return Ok(AlleleCounts::default());
+        return Ok((AlleleCounts::default(), None));
     };
+    let phased = store.group().array("call_genotype_phased").cloned();
     let shape = gt.shape().to_vec();
     let inner = gt.chunk_shape();
     let (n, vc, sc) = (shape[0], inner[0].max(1), inner[1].max(1));
     let ploidy = shape.get(2).copied().unwrap_or(1) as usize;
     let e = gt.dtype.size().unwrap_or(1);
     let rows: Vec<u64> = (0..n.div_ceil(vc)).collect();
-    let parts: Vec<Result<AlleleCounts>> = reader.install(|| {
+    type Part = (AlleleCounts, Option<u64>);
+    let parts: Vec<Result<Part>> = reader.install(|| {
         rows.par_iter()
             .map(|&vi| {
                 let records = (n - vi * vc).min(vc) as usize;
                 let mut an = vec![0u32; records];
                 let mut ac: Vec<Vec<u32>> = vec![Vec::new(); records];
+                let mut unphased = None;
                 for si in 0..first / sc {
                     let mut idx = vec![vi, si];
                     if shape.len() == 3 {
@@ -170,19 +181,34 @@ fn earlier_counts(
                     let Raw::Fixed(bytes) = gt.decode(&idx, stored.as_deref())? else {
                         return Err(Error::Request("call_genotype is not integers".into()));
                     };
+                    let flags = match &phased {
+                        Some(p) => match p.decode(&idx[..2], p.read(&idx[..2])?.as_deref())? {
+                            Raw::Fixed(f) => f,
+                            Raw::Strings { .. } => Vec::new(),
+                        },
+                        None => Vec::new(),
+                    };
                     let per_record = sc as usize * ploidy;
                     for (r, calls) in bytes.chunks(per_record * e).take(records).enumerate() {
-                        for g in calls.chunks(e).map(int_le) {
-                            if g < 0 {
-                                continue;
-                            }
-                            an[r] += 1;
-                            if g >= 1 {
-                                let counts = &mut ac[r];
-                                if counts.len() < g as usize {
-                                    counts.resize(g as usize, 0);
+                        for (s, call) in calls.chunks(ploidy * e).enumerate() {
+                            let mut missing = false;
+                            for g in call.chunks(e).map(int_le) {
+                                missing |= g == -1;
+                                if g < 0 {
+                                    continue;
                                 }
-                                counts[g as usize - 1] += 1;
+                                an[r] += 1;
+                                if g >= 1 {
+                                    let counts = &mut ac[r];
+                                    if counts.len() < g as usize {
+                                        counts.resize(g as usize, 0);
+                                    }
+                                    counts[g as usize - 1] += 1;
+                                }
+                            }
+                            let is_phased = flags.get(r * sc as usize + s).is_some_and(|&f| f != 0);
+                            if missing && is_phased && unphased.is_none() {
+                                unphased = Some(vi * vc + r as u64);
                             }
                         }
                     }
@@ -191,15 +217,18 @@ fn earlier_counts(
                 for (n, counts) in an.iter().zip(&ac) {
                     c.push_record(*n, counts);
                 }
-                Ok(c)
+                Ok((c, unphased))
             })
             .collect()
     });
     let mut all = AlleleCounts::default();
+    let mut unphased = None;
     for p in parts {
-        all.extend(&p?);
+        let (c, u) = p?;
+        all.extend(&c);
+        unphased = unphased.or(u);
     }
-    Ok(all)
+    Ok((all, unphased))
 }
 
 fn int_le(b: &[u8]) -> i64 {
@@ -282,7 +311,7 @@ fn differs(
         if !a.name.starts_with("call_genotype") && a.dtype != svar2_store::Dtype::Bool {
             if let Some(r) = lost_field(a, &b, first, reader)? {
                 return Ok(Some(format!(
-                    "{} at record {r}: only samples before {first} have a value, so the \
+                    "{} at record {r}: only samples before {first} have it, so the \
                      merge of the rest left the field out",
                     a.name
                 )));
@@ -292,8 +321,8 @@ fn differs(
     Ok(None)
 }
 
-/// A record (if any) where some sample before `first` has a value of the field `old`
-/// and no sample from `first` on has one in `new`. The store keeps a field absent
+/// A record (if any) where some sample before `first` has the field `old` (a value,
+/// or a missing one then the fill) and no sample from `first` on has it in `new`. The store keeps a field absent
 /// from a record as missing values, so the last column's samples printed alone leave
 /// such a field out of the record: merged without it, the new samples' cells are
 /// the absent field's, where a merge of every sample gives them the missing
@@ -327,7 +356,7 @@ fn lost_field(
                     for (r, h) in has.iter_mut().enumerate() {
                         *h = *h
                             || (0..samples).any(|s| {
-                                has_value(&raw, new.dtype, (r * sc as usize + s) * cell, cell)
+                                marks_field(&raw, new.dtype, (r * sc as usize + s) * cell, cell)
                             });
                     }
                 }
@@ -337,9 +366,9 @@ fn lost_field(
                 for si in 0..first / sc {
                     let raw = old.decode(&idx(si), old.read(&idx(si))?.as_deref())?;
                     for r in (0..records).filter(|&r| !has[r]) {
-                        if (0..sc as usize)
-                            .any(|s| has_value(&raw, old.dtype, (r * sc as usize + s) * cell, cell))
-                        {
+                        if (0..sc as usize).any(|s| {
+                            marks_field(&raw, old.dtype, (r * sc as usize + s) * cell, cell)
+                        }) {
                             return Ok(Some(vi * vc + r as u64));
                         }
                     }
@@ -356,21 +385,21 @@ fn lost_field(
     Ok(None)
 }
 
-/// Whether cell `[at, at + cell)` holds a value before its fill that is not missing
-/// (what makes `svar2 view` print the field).
-fn has_value(raw: &Raw, dtype: svar2_store::Dtype, at: usize, cell: usize) -> bool {
+/// Whether cell `[at, at + cell)` is not every value missing — a value, or the fill
+/// after the call's own values — which is what makes `svar2 view` print the field
+/// (a field absent from a record is missing values filling every cell).
+fn marks_field(raw: &Raw, dtype: svar2_store::Dtype, at: usize, cell: usize) -> bool {
     use svar2_store::Dtype as D;
     match raw {
         Raw::Strings { bytes, offsets } => (at..at + cell)
             .map(|i| &bytes[offsets[i]..offsets[i + 1]])
-            .take_while(|s| !s.is_empty())
             .any(|s| s != b"."),
         Raw::Fixed(b) => {
             let e = dtype.size().unwrap_or(1);
-            let (fill, missing) = match dtype {
-                D::F32 => (0x7F80_0002, 0x7F80_0001),
-                D::Char => (0, '.' as i64),
-                _ => (-2, -1),
+            let missing = match dtype {
+                D::F32 => 0x7F80_0001,
+                D::Char => '.' as i64,
+                _ => -1,
             };
             (at..at + cell)
                 .map(|i| {
@@ -380,7 +409,6 @@ fn has_value(raw: &Raw, dtype: svar2_store::Dtype, at: usize, cell: usize) -> bo
                         _ => int_le(x),
                     }
                 })
-                .take_while(|&v| v != fill)
                 .any(|v| v != missing)
         }
     }

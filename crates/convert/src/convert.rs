@@ -471,6 +471,7 @@ fn convert_call_set(
     if let Some(l) = later {
         writer.write_later_columns(l);
     }
+    writer.record_request(&options.request.layout.requested);
     run_pipeline(
         input,
         reading,

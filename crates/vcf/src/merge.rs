@@ -2253,7 +2253,11 @@ mod tests {
                 }
             }
             let path = dir.path().join(format!("{sample}.vcf.gz"));
-            crate::testing::bgzip(&path, text.as_bytes(), 50);
+            {
+                use std::io::Write;
+                let mut w = rust_htslib::bgzf::Writer::from_path(&path).unwrap();
+                w.write_all(text.as_bytes()).unwrap();
+            }
             let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
             // SAFETY: a NUL-terminated path; htslib's VCF tabix configuration.
             let built = unsafe { htslib::tbx_index_build(c.as_ptr(), 0, &htslib::tbx_conf_vcf) };

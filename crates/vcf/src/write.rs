@@ -413,14 +413,20 @@ impl<'s> Printer<'s> {
         &mut self.floats
     }
 
-    /// Finds the FORMAT fields record `r` has: those with a value in some sample.
-    /// The store keeps a key absent from a record as missing values, so a field whose
-    /// every call is missing is left out (bcftools prints `.` for it either way).
+    /// Finds the FORMAT fields record `r` has: those with a value in some sample, or
+    /// a call whose values end before the cell does (`.` of a Number=2 field is a
+    /// missing value then the fill). The store keeps a key absent from a record as
+    /// missing values filling every cell, so only a field whose every call is that
+    /// (`.,.` for Number=2) is left out (bcftools prints `.` for it either way).
     pub fn find_present(&mut self, b: &Block, r: usize) {
         let s = b.n_samples;
         self.present.clear();
         for (k, f) in b.format.iter().enumerate() {
-            if (0..s).any(|j| cell_end(&f.values, (r * s + j) * f.width, f.width).is_some()) {
+            let marks = |j: usize| {
+                let (n, value) = cell_extent(&f.values, (r * s + j) * f.width, f.width);
+                value || n < f.width
+            };
+            if (0..s).any(marks) {
                 self.present.push(k);
             }
         }

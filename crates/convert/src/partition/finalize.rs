@@ -148,6 +148,7 @@ pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSumma
         threads,
     };
     let mut w = Writer::new(plan_path, limits, schema, set.clone(), geometry, store);
+    w.record_request(&request.layout.requested);
     let own = work.join("finalize");
     remove_if_present(&own)?;
     w.set_parts_dir(own);

@@ -214,7 +214,7 @@ impl Writer {
             raw,
         )?;
 
-        let root = json!({
+        let mut root = json!({
             "zarr_format": 3,
             "node_type": "group",
             "attributes": {
@@ -229,6 +229,9 @@ impl Writer {
                 }
             }
         });
+        if let Some(asked) = &self.requested {
+            root["attributes"]["svar2"]["requested"] = asked.clone();
+        }
         if let Some(later) = self.later.clone() {
             self.link_earlier_columns(&later)?;
         }

@@ -148,6 +148,9 @@ pub(crate) struct Writer {
     rewritten: u64,
     /// Set when only the later sample columns of an existing store are written.
     later: Option<std::sync::Arc<crate::later::LaterColumns>>,
+    /// Sample-axis sizes the user asked for that the sample count clamped, recorded
+    /// beside the layout (see [`Writer::record_request`]).
+    requested: Option<serde_json::Value>,
 }
 
 impl Writer {
@@ -185,7 +188,28 @@ impl Writer {
             region: Vec::new(),
             rewritten: 0,
             later: None,
+            requested: None,
         }
+    }
+
+    /// Records the samples chunk and shard the user asked for when one of them is as
+    /// wide as the samples: the layout then holds the sample count, which reads as
+    /// "clamped, choose again" to `svar2 append`; this keeps what was asked. (Stores
+    /// of other requests are left as they were.)
+    pub(crate) fn record_request(&mut self, r: &svar2_planner::geometry::Requested) {
+        let n = self.total_samples();
+        let axes = [
+            ("samples_chunk", r.samples_chunk),
+            ("samples_shard", r.samples_shard),
+        ];
+        if !axes.iter().any(|(_, v)| v.is_some_and(|v| v >= n)) {
+            return;
+        }
+        let asked: serde_json::Map<String, serde_json::Value> = axes
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| (k.to_string(), v.into())))
+            .collect();
+        self.requested = Some(asked.into());
     }
 
     /// Writes only the sample columns after `later.samples_before`, under at least
