@@ -451,7 +451,15 @@ fn appends_of_calls_a_merge_rewrites_equal_bcftools_merge() {
         std::fs::write(&path, text).unwrap();
         bgzip_indexed(&path)
     };
-    let cases: [(&str, &[&str], &[&str], &[&str], &[&str]); 3] = [
+    // (name, the store's samples, its records, the new samples' records, layout)
+    type Case<'a> = (
+        &'a str,
+        &'a [&'a str],
+        &'a [&'a str],
+        &'a [&'a str],
+        &'a [&'a str],
+    );
+    let cases: [Case; 3] = [
         (
             "hq",
             &["a0", "a1"],
