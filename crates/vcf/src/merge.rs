@@ -19,7 +19,7 @@ use rust_htslib::bcf;
 use rust_htslib::bcf::header::HeaderView;
 use rust_htslib::bcf::Read;
 use rust_htslib::htslib;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{CStr, CString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -808,6 +808,12 @@ impl Merger {
                 self.advance(i)?;
             }
         }
+        self.order_as_synced_reader();
+        // bcftools' maux_reset zeroes the allele counts once per position; can_merge
+        // then overwrites only the first line's alleles' counts, so counts of alleles
+        // past those stay from the position's earlier rounds and steer stage_line's
+        // choice of the next line (three lines at a position come out 1, 3, 2).
+        self.cnt.iter_mut().for_each(|c| *c = 0);
         while self.can_merge()? {
             self.stage_line();
             let rec = self.merge_line()?;
@@ -816,10 +822,30 @@ impl Merger {
         Ok(true)
     }
 
+    /// Puts first, in each input with lines at this position, the line htslib's
+    /// synced reader hands bcftools merge as that input's current line: when two or
+    /// more inputs have lines here, `bcf_sr_sort` pairs them into variant sets and
+    /// moves the first set's line of each input to the front of its buffer (the rest
+    /// keep file order). Only the first set matters: bcftools merges every line at
+    /// the position before it asks for the next.
+    fn order_as_synced_reader(&mut self) {
+        let lines: Vec<Vec<&bcf::Record>> = self
+            .inputs
+            .iter()
+            .map(|inp| inp.lines.iter().map(|l| &l.rec).collect())
+            .collect();
+        let first = synced_first_set(&lines);
+        for (inp, chosen) in self.inputs.iter_mut().zip(first) {
+            if let Some(j) = chosen.filter(|&j| j > 0) {
+                let line = inp.lines.remove(j);
+                inp.lines.insert(0, line);
+            }
+        }
+    }
+
     /// bcftools' `can_merge`: picks the lines still to do that join the first one.
     fn can_merge(&mut self) -> Result<bool> {
         self.als.clear();
-        self.cnt.clear();
         self.var_types = 0;
         let mut todo = 0;
         for inp in &mut self.inputs {
@@ -866,7 +892,10 @@ impl Merger {
                 line.skip = 0;
                 if self.als.is_empty() {
                     line.map = (0..alleles.len()).collect();
-                    self.cnt = vec![1; alleles.len()];
+                    if self.cnt.len() < alleles.len() {
+                        self.cnt.resize(alleles.len(), 0);
+                    }
+                    self.cnt[..alleles.len()].fill(1);
                     self.als = alleles;
                     continue;
                 }
@@ -880,7 +909,9 @@ impl Merger {
                             .into(),
                     });
                 }
-                self.cnt.resize(self.als.len(), 0);
+                if self.cnt.len() < self.als.len() {
+                    self.cnt.resize(self.als.len(), 0);
+                }
                 for k in 1..alleles.len() {
                     self.cnt[line.map[k]] += 1;
                 }
@@ -2198,6 +2229,185 @@ fn variant_types(rec: &mut bcf::Record) -> i32 {
         )
     };
     t.max(0)
+}
+
+/// htslib's `bcf_sr_sort` variant-set types.
+const SR_REF: u8 = 1;
+const SR_SNP: u8 = 2;
+const SR_INDEL: u8 = 4;
+const SR_OTHER: u8 = 8;
+
+/// One distinct variant at a position (`bcf_sr_sort`'s `var_t`): its key, ALT count,
+/// type, and the (input, line) pairs that have it.
+struct SortVar {
+    key: String,
+    nalt: usize,
+    kind: u8,
+    lines: Vec<(usize, usize)>,
+}
+
+/// The line of each input in the first variant set htslib's `bcf_sr_sort_set`
+/// builds for a position, as bcftools merge sets it up (pairing logic
+/// `BCF_SR_PAIR_EXACT`: bcftools 1.16 leaves the reader's collapse at
+/// `COLLAPSE_NONE`): `None` for an input not in it (or without lines). Nothing is
+/// reordered unless two inputs have lines here.
+fn synced_first_set(lines: &[Vec<&bcf::Record>]) -> Vec<Option<usize>> {
+    let mut chosen = vec![None; lines.len()];
+    if lines.iter().filter(|l| !l.is_empty()).count() < 2 {
+        return chosen;
+    }
+    let mut vars: Vec<SortVar> = Vec::new();
+    let mut by_key: HashMap<String, usize> = HashMap::new();
+    // Per input: its variants (the group key is their sorted keys).
+    let mut group_keys: Vec<String> = Vec::new();
+    let mut var_groups: Vec<Vec<usize>> = Vec::new();
+    for (i, recs) in lines.iter().enumerate() {
+        if recs.is_empty() {
+            continue;
+        }
+        let mut mine = Vec::new();
+        for (j, rec) in recs.iter().enumerate() {
+            let alleles = rec.alleles();
+            let mut key = String::new();
+            let mut end_pos: Option<i64> = None;
+            for (k, alt) in alleles.iter().enumerate().skip(1) {
+                if k > 1 {
+                    key.push(',');
+                }
+                key.push_str(&String::from_utf8_lossy(alleles[0]));
+                key.push('>');
+                key.push_str(&String::from_utf8_lossy(alt));
+                if alt.first() == Some(&b'<') {
+                    let end = *end_pos.get_or_insert_with(|| info_end(rec));
+                    if end != 0 {
+                        key.push('/');
+                        key.push_str(&end.to_string());
+                    }
+                }
+            }
+            if alleles.len() == 1 {
+                key.push_str(&String::from_utf8_lossy(alleles[0]));
+                key.push_str(">.");
+            }
+            // The same variant twice in one input: numbered apart.
+            let base = key.clone();
+            let mut n = 0;
+            let ivar = loop {
+                match by_key.get(&key) {
+                    Some(&v) if vars[v].lines.last().is_some_and(|&(r, _)| r == i) => {
+                        key = format!("{base}{n}");
+                        n += 1;
+                    }
+                    Some(&v) => break v,
+                    None => {
+                        // SAFETY: a live record.
+                        let t = unsafe { htslib::bcf_get_variant_types(rec.inner) };
+                        let t = t.max(0) as u32;
+                        let mut kind = 0;
+                        if t == htslib::VCF_REF {
+                            kind |= SR_REF;
+                        } else {
+                            if t & (htslib::VCF_SNP | htslib::VCF_MNP) != 0 {
+                                kind |= SR_SNP;
+                            }
+                            if t & htslib::VCF_INDEL != 0 {
+                                kind |= SR_INDEL;
+                            }
+                            if t & htslib::VCF_OTHER != 0 {
+                                kind |= SR_OTHER;
+                            }
+                        }
+                        // (Found by the numbered key; compared, and grouped, by the
+                        // variant's own, as htslib's `var->str`.)
+                        vars.push(SortVar {
+                            key: base.clone(),
+                            nalt: alleles.len() - 1,
+                            kind,
+                            lines: Vec::new(),
+                        });
+                        var_groups.push(Vec::new());
+                        by_key.insert(key.clone(), vars.len() - 1);
+                        break vars.len() - 1;
+                    }
+                }
+            };
+            vars[ivar].lines.push((i, j));
+            mine.push(ivar);
+        }
+        let mut keys: Vec<&str> = mine.iter().map(|&v| vars[v].key.as_str()).collect();
+        keys.sort_unstable();
+        let gkey = keys.join(";");
+        let g = match group_keys.iter().position(|k| *k == gkey) {
+            Some(g) => g,
+            None => {
+                group_keys.push(gkey);
+                group_keys.len() - 1
+            }
+        };
+        for v in mine {
+            if !var_groups[v].contains(&g) {
+                var_groups[v].push(g);
+            }
+        }
+    }
+    // Variant sets: (variants, count of lines, groups).
+    let mut sets: Vec<(Vec<usize>, usize, Vec<usize>)> = (0..vars.len())
+        .map(|v| (vec![v], vars[v].lines.len(), var_groups[v].clone()))
+        .collect();
+    loop {
+        let mut imax = 0;
+        for k in 1..sets.len() {
+            if sets[imax].1 < sets[k].1 {
+                imax = k;
+            }
+        }
+        let exact =
+            |a: &SortVar, b: &SortVar| a.kind == b.kind && (a.key == b.key || multi_is_exact(a, b));
+        let pair = (0..sets.len()).find(|&k| {
+            !sets[k].2.iter().any(|g| sets[imax].2.contains(g))
+                && sets[imax]
+                    .0
+                    .iter()
+                    .any(|&a| sets[k].0.iter().any(|&b| exact(&vars[a], &vars[b])))
+        });
+        match pair {
+            Some(k) if k != imax => {
+                let (lo, hi) = (imax.min(k), imax.max(k));
+                let (vs, cnt, groups) = sets.remove(hi);
+                sets[lo].0.extend(vs);
+                sets[lo].1 += cnt;
+                sets[lo].2.extend(groups);
+            }
+            _ => {
+                for &v in &sets[imax].0 {
+                    for &(i, j) in &vars[v].lines {
+                        chosen[i] = Some(j);
+                    }
+                }
+                return chosen;
+            }
+        }
+    }
+}
+
+/// htslib's `multi_is_exact`: the same ALTs in any order (case aside).
+fn multi_is_exact(a: &SortVar, b: &SortVar) -> bool {
+    if a.nalt != b.nalt || a.key.len() != b.key.len() {
+        return false;
+    }
+    a.key.split(',').all(|x| {
+        b.key
+            .split(',')
+            .any(|y| x.len() == y.len() && x.eq_ignore_ascii_case(y))
+    })
+}
+
+/// INFO/END of a record, 0 without one (only a key for symbolic alleles).
+fn info_end(rec: &bcf::Record) -> i64 {
+    match rec.info(b"END").integer() {
+        Ok(Some(v)) => v.first().copied().unwrap_or(0) as i64,
+        _ => 0,
+    }
 }
 
 fn locus_of(rec: &bcf::Record) -> String {

@@ -192,17 +192,18 @@ impl Writer {
         }
     }
 
-    /// Records the samples chunk and shard the user asked for when one of them is as
-    /// wide as the samples: the layout then holds the sample count, which reads as
-    /// "clamped, choose again" to `svar2 append`; this keeps what was asked. (Stores
-    /// of other requests are left as they were.)
+    /// Records the samples chunk and shard the user asked for when the sample count
+    /// cut one of them down: the layout then holds the sample count, which reads as
+    /// "clamped, choose again" to `svar2 append`; this keeps what was asked. (Other
+    /// stores are left as they were: a size asked equal to the sample count writes
+    /// the store a conversion without it writes.)
     pub(crate) fn record_request(&mut self, r: &svar2_planner::geometry::Requested) {
         let n = self.total_samples();
         let axes = [
             ("samples_chunk", r.samples_chunk),
             ("samples_shard", r.samples_shard),
         ];
-        if !axes.iter().any(|(_, v)| v.is_some_and(|v| v >= n)) {
+        if !axes.iter().any(|(_, v)| v.is_some_and(|v| v > n)) {
             return;
         }
         let asked: serde_json::Map<String, serde_json::Value> = axes
