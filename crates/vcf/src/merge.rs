@@ -829,6 +829,9 @@ impl Merger {
     /// keep file order). Only the first set matters: bcftools merges every line at
     /// the position before it asks for the next.
     fn order_as_synced_reader(&mut self) {
+        if self.inputs.iter().all(|inp| inp.lines.len() < 2) {
+            return;
+        }
         let lines: Vec<Vec<&bcf::Record>> = self
             .inputs
             .iter()
@@ -1509,28 +1512,29 @@ impl Merger {
         let nsize = nsize.max(1);
         let mut ac = vec![0i32; n_out];
         self.ploidy.iter_mut().for_each(|p| *p = 0);
-        let mut gt = Vec::with_capacity(nsize * self.schema.samples.len());
+        // Written in place (every call's values, then its vector end), not pushed: this
+        // runs for every allele of every sample.
+        let mut gt = vec![INT_END; nsize * self.schema.samples.len()];
         let mut s0 = 0;
         for (i, f) in fields.into_iter().enumerate() {
             let ns = self.inputs[i].samples;
             let Some((v, n)) = f else {
-                for s in 0..ns {
-                    gt.extend(std::iter::repeat_n(0, nsize));
-                    self.ploidy[s0 + s] = nsize as i32;
-                }
+                gt[s0 * nsize..(s0 + ns) * nsize].fill(0);
+                self.ploidy[s0..s0 + ns].fill(nsize as i32);
                 s0 += ns;
                 continue;
             };
             let map = self.inputs[i].cur.map(|j| &self.inputs[i].lines[j].map);
             let differ = map.is_some_and(|m| m.iter().enumerate().skip(1).any(|(k, &x)| x != k));
             for s in 0..ns {
+                let src = &v[s * n..(s + 1) * n];
+                let dst = &mut gt[(s0 + s) * nsize..(s0 + s + 1) * nsize];
                 let mut k = 0;
-                while k < n {
-                    let x = v[s * n + k];
+                // (No sample holds more than `nsize` values before its vector end.)
+                for (&x, d) in src.iter().zip(dst.iter_mut()) {
                     if x == INT_END {
                         break;
                     }
-                    self.ploidy[s0 + s] += 1;
                     let y = match (x >> 1) == 0 {
                         true => 0,
                         false if !differ => x,
@@ -1568,10 +1572,10 @@ impl Merger {
                             }
                         }
                     }
-                    gt.push(y);
+                    *d = y;
                     k += 1;
                 }
-                gt.extend(std::iter::repeat_n(INT_END, nsize.saturating_sub(k)));
+                self.ploidy[s0 + s] += k as i32;
             }
             s0 += ns;
         }
@@ -2253,7 +2257,8 @@ struct SortVar {
 /// reordered unless two inputs have lines here.
 fn synced_first_set(lines: &[Vec<&bcf::Record>]) -> Vec<Option<usize>> {
     let mut chosen = vec![None; lines.len()];
-    if lines.iter().filter(|l| !l.is_empty()).count() < 2 {
+    // Only an input of several lines here can be reordered.
+    if lines.iter().filter(|l| !l.is_empty()).count() < 2 || lines.iter().all(|l| l.len() < 2) {
         return chosen;
     }
     let mut vars: Vec<SortVar> = Vec::new();
