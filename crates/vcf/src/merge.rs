@@ -1575,7 +1575,7 @@ impl Merger {
                     *d = y;
                     k += 1;
                 }
-                self.ploidy[s0 + s] += k as i32;
+                self.ploidy[s0 + s] += k;
             }
             s0 += ns;
         }
