@@ -430,27 +430,13 @@ fn appends_of_calls_a_merge_rewrites_equal_bcftools_merge() {
     }
     let dir = test_dir();
     let d = dir.path();
-    let vcf = |name: &str, samples: &[&str], rows: &[&str]| {
-        let mut text = String::from(
-            "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n\
-             ##INFO=<ID=AC,Number=A,Type=Integer,Description=\"c\">\n\
-             ##INFO=<ID=AN,Number=1,Type=Integer,Description=\"n\">\n\
-             ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
-             ##FORMAT=<ID=HQ,Number=2,Type=Integer,Description=\"q\">\n\
-             #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT",
-        );
-        for s in samples {
-            text += &format!("\t{s}");
-        }
-        text += "\n";
-        for r in rows {
-            text += &r.replace(' ', "\t");
-            text += "\n";
-        }
-        let path = d.join(format!("{name}.vcf"));
-        std::fs::write(&path, text).unwrap();
-        bgzip_indexed(&path)
-    };
+    let meta = "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n\
+                ##INFO=<ID=AC,Number=A,Type=Integer,Description=\"c\">\n\
+                ##INFO=<ID=AN,Number=1,Type=Integer,Description=\"n\">\n\
+                ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+                ##FORMAT=<ID=HQ,Number=2,Type=Integer,Description=\"q\">\n";
+    let vcf =
+        |name: &str, samples: &[&str], rows: &[&str]| vcf_of_rows(d, name, meta, samples, rows);
     // (name, the store's samples, its records, the new samples' records, layout)
     type Case<'a> = (
         &'a str,

@@ -338,21 +338,11 @@ fn several_records_at_a_position_merge_as_bcftools_merge() {
     }
     let dir = test_dir();
     let d = dir.path();
-    let vcf = |name: &str, sample: &str, rows: &[&str]| {
-        let mut text = format!(
-            "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n##contig=<ID=2,length=1000>\n\
-             ##INFO=<ID=END,Number=1,Type=Integer,Description=\"e\">\n\
-             ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
-             #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\t{sample}\n"
-        );
-        for r in rows {
-            text += &r.replace(' ', "\t");
-            text += "\n";
-        }
-        let path = d.join(format!("{name}.vcf"));
-        std::fs::write(&path, text).unwrap();
-        bgzip_indexed(&path)
-    };
+    let meta = "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n\
+                ##contig=<ID=2,length=1000>\n\
+                ##INFO=<ID=END,Number=1,Type=Integer,Description=\"e\">\n\
+                ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n";
+    let vcf = |name: &str, sample: &str, rows: &[&str]| vcf_of_rows(d, name, meta, &[sample], rows);
     let a = vcf(
         "a",
         "A",

@@ -305,6 +305,23 @@ pub fn bgzip_indexed(vcf: &Path) -> PathBuf {
     gz
 }
 
+/// An indexed VCF `dir/name.vcf.gz`: the `##` lines `meta` (each ending in a newline),
+/// the header line of `samples`, and `rows` (columns separated by single spaces).
+pub fn vcf_of_rows(dir: &Path, name: &str, meta: &str, samples: &[&str], rows: &[&str]) -> PathBuf {
+    let mut text = format!("{meta}#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT");
+    for s in samples {
+        text += &format!("\t{s}");
+    }
+    text += "\n";
+    for r in rows {
+        text += &r.replace(' ', "\t");
+        text += "\n";
+    }
+    let path = dir.join(format!("{name}.vcf"));
+    std::fs::write(&path, text).expect("the VCF written");
+    bgzip_indexed(&path)
+}
+
 /// A generated call set (`scripts/make_format_vcf.py`, seeded): `samples` x `records`
 /// of FORMAT `fields` over `contigs` contigs, bgzipped and indexed. Made once per
 /// checkout and generator version, in `target/test-fixtures` (the large ones take

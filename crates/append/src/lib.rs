@@ -140,7 +140,7 @@ pub fn append(store: &Path, inputs: &[PathBuf], o: &AppendOptions) -> Result<App
     if let Err(e) = clear_staging(&staging) {
         tracing::warn!("the new version is in place, but its leftovers stay: {e}");
     }
-    let store_bytes = disk_bytes(store);
+    let store_bytes = tree_bytes(store, false);
     Ok(Appended {
         records: version.records,
         samples_before: version.samples_before,
@@ -472,7 +472,10 @@ fn layout_of(store: &svar2_reader::Store, samples: u64) -> LayoutRequest {
     }
 }
 
-fn disk_bytes(dir: &Path) -> u64 {
+/// Bytes of the files under `dir`; with `unlinked_only`, of those no other path links
+/// (what an append wrote, the old version's files being linked).
+fn tree_bytes(dir: &Path, unlinked_only: bool) -> u64 {
+    use std::os::unix::fs::MetadataExt;
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -480,10 +483,10 @@ fn disk_bytes(dir: &Path) -> u64 {
             continue;
         };
         for e in entries.flatten() {
-            match e.file_type() {
-                Ok(t) if t.is_dir() => stack.push(e.path()),
-                Ok(_) => total += e.metadata().map_or(0, |m| m.len()),
-                Err(_) => {}
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) if !unlinked_only || m.nlink() == 1 => total += m.len(),
+                _ => {}
             }
         }
     }

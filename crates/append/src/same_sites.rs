@@ -116,7 +116,7 @@ pub(crate) fn try_write(
     Ok(Some(Written {
         records: summary.records,
         samples_after: after,
-        bytes_written: unlinked_bytes(new),
+        bytes_written: crate::tree_bytes(new, true),
         first_sample: first,
     }))
 }
@@ -501,24 +501,4 @@ fn same_tree(a: &Path, b: &Path) -> bool {
         (Some(x), Some(y)) if x == y => x.iter().all(|n| same_tree(&a.join(n), &b.join(n))),
         _ => false,
     }
-}
-
-/// Bytes of the files under `dir` that are not linked from elsewhere.
-fn unlinked_bytes(dir: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    let mut total = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            match e.metadata() {
-                Ok(m) if m.is_dir() => stack.push(e.path()),
-                Ok(m) if m.nlink() == 1 => total += m.len(),
-                _ => {}
-            }
-        }
-    }
-    total
 }
