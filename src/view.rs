@@ -89,6 +89,7 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             Some(list) => svar2_view::fill::parse(list)?,
             None => Vec::new(),
         },
+        kept_format: None,
     };
     match svar2_view::view(&store, &reader, &o) {
         Err(e) if e.is_broken_pipe() => Ok(()),

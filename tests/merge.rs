@@ -325,9 +325,10 @@ fn merge_refuses_what_it_cannot_join() {
 
 /// Several records at one position, in one input or in both: bcftools merge takes
 /// them in the order htslib's synced reader pairs them (the first variant set's line
-/// of each input first) and stages them with allele counts kept from the position's
-/// earlier records (three SNPs of one input come out 1, 3, 2). Found by a hostile
-/// pass, which fuzzed such inputs against bcftools.
+/// of each input first), stages them with allele counts kept from the position's
+/// earlier records (three SNPs of one input come out 1, 3, 2), and upper-cases a
+/// line's alleles for good when its REF differs from another's in case only. Found
+/// by hostile passes, which fuzzed such inputs against bcftools.
 #[test]
 fn several_records_at_a_position_merge_as_bcftools_merge() {
     if !tools(
@@ -360,6 +361,11 @@ fn several_records_at_a_position_merge_as_bcftools_merge() {
             "1 40 . G T 50 PASS . GT 1/1",
             "1 40 . G <DEL> 50 PASS END=60 GT 0/1",
             "2 5 . T A 50 PASS . GT 0/1",
+            // REF in another case: bcftools upper-cases the line's alleles in place.
+            "2 9 . A T 50 PASS . GT 0/1",
+            "2 9 . a G 50 PASS . GT 1/1",
+            "2 12 . g C 50 PASS . GT 0/1",
+            "2 12 . G c 50 PASS . GT 1/1",
         ],
     );
     let b = vcf(

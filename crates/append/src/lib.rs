@@ -320,7 +320,7 @@ fn write_new_version(
     let reader = svar2_reader::Reader::new(threads, 4)?;
     let export = staging.join(EXPORT);
     tracing::info!("{}: its records into {}", store.display(), export.display());
-    self::export(&opened, &reader, &export, None, threads)?;
+    self::export(&opened, &reader, &export, None, None, threads)?;
     let options = convert_options(&opened, before, o, None);
     drop(opened);
     let mut all = vec![export.clone()];
@@ -356,6 +356,7 @@ fn export(
     reader: &svar2_reader::Reader,
     path: &Path,
     samples: Option<Vec<u64>>,
+    kept_format: Option<std::sync::Arc<svar2_view::KeptFormat>>,
     threads: usize,
 ) -> Result<()> {
     svar2_view::view(
@@ -375,6 +376,7 @@ fn export(
             update_info: true,
             filter: None,
             fill_tags: Vec::new(),
+            kept_format,
         },
     )?;
     Ok(())

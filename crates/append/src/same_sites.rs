@@ -72,12 +72,14 @@ pub(crate) fn try_write(
         "append: alleles of samples 0..{first} counted ({:.2} s)",
         t0.elapsed().as_secs_f64()
     );
+    let kept = kept_fields(opened, first, &reader)?;
     let tail = staging.join(TAIL);
     crate::export(
         opened,
         &reader,
         &tail,
         Some((first..before).collect()),
+        Some(Arc::new(kept)),
         threads,
     )?;
     tracing::info!(
@@ -308,7 +310,10 @@ fn differs(
                 a.name
             )));
         }
-        if !a.name.starts_with("call_genotype") && a.dtype != svar2_store::Dtype::Bool {
+        // (One value per call: an absent field's cells and a missing sample's are
+        // the same, `.`.)
+        let wide = a.shape().get(2).is_some_and(|&w| w > 1);
+        if wide && !a.name.starts_with("call_genotype") && a.dtype != svar2_store::Dtype::Bool {
             if let Some(r) = lost_field(a, &b, first, reader)? {
                 return Ok(Some(format!(
                     "{} at record {r}: only samples before {first} have it, so the \
@@ -322,58 +327,32 @@ fn differs(
 }
 
 /// A record (if any) where some sample before `first` has the field `old` (a value,
-/// or a missing one then the fill) and no sample from `first` on has it in `new`. The store keeps a field absent
-/// from a record as missing values, so the last column's samples printed alone leave
-/// such a field out of the record: merged without it, the new samples' cells are
-/// the absent field's, where a merge of every sample gives them the missing
-/// samples' (a missing value, then the fill).
+/// or a missing one then the fill) and no sample from `first` on has it in `new`.
+/// The store keeps a field absent from a record as missing values filling every
+/// cell, so the last column's samples printed alone leave such a field out (unless
+/// [`kept_fields`] kept it): merged without it, the new samples' cells would be the
+/// absent field's, where a merge of every sample gives them the missing samples' (a
+/// missing value, then the fill).
 fn lost_field(
     old: &AnyArray,
     new: &AnyArray,
     first: u64,
     reader: &svar2_reader::Reader,
 ) -> Result<Option<u64>> {
-    let shape = new.shape().to_vec();
-    let inner = new.chunk_shape();
-    let (n, total, vc, sc) = (shape[0], shape[1], inner[0].max(1), inner[1].max(1));
-    let cell = shape.get(2).copied().unwrap_or(1) as usize;
+    let (n, vc) = (new.shape()[0], new.chunk_shape()[0].max(1));
+    let total = new.shape()[1];
     let rows: Vec<u64> = (0..n.div_ceil(vc)).collect();
     let found: Vec<Result<Option<u64>>> = reader.install(|| {
         rows.par_iter()
             .map(|&vi| {
-                let records = (n - vi * vc).min(vc) as usize;
-                let idx = |si: u64| {
-                    let mut idx = vec![vi, si];
-                    if shape.len() == 3 {
-                        idx.push(0);
-                    }
-                    idx
-                };
-                let mut has = vec![false; records];
-                for si in first / sc..total.div_ceil(sc) {
-                    let raw = new.decode(&idx(si), new.read(&idx(si))?.as_deref())?;
-                    let samples = (total - si * sc).min(sc) as usize;
-                    for (r, h) in has.iter_mut().enumerate() {
-                        *h = *h
-                            || (0..samples).any(|s| {
-                                marks_field(&raw, new.dtype, (r * sc as usize + s) * cell, cell)
-                            });
-                    }
-                }
-                if has.iter().all(|&h| h) {
+                let later = rows_marked(new, vi, first, total)?;
+                if later.iter().all(|&h| h) {
                     return Ok(None);
                 }
-                for si in 0..first / sc {
-                    let raw = old.decode(&idx(si), old.read(&idx(si))?.as_deref())?;
-                    for r in (0..records).filter(|&r| !has[r]) {
-                        if (0..sc as usize).any(|s| {
-                            marks_field(&raw, old.dtype, (r * sc as usize + s) * cell, cell)
-                        }) {
-                            return Ok(Some(vi * vc + r as u64));
-                        }
-                    }
-                }
-                Ok(None)
+                let earlier = rows_marked(old, vi, 0, first)?;
+                Ok((0..later.len())
+                    .find(|&r| earlier[r] && !later[r])
+                    .map(|r| vi * vc + r as u64))
             })
             .collect()
     });
@@ -383,6 +362,76 @@ fn lost_field(
         }
     }
     Ok(None)
+}
+
+/// The FORMAT fields to print in the last column's records although its samples have
+/// no value there: where samples before `first` have the field (see
+/// [`lost_field`]). Printed (missing, as stored), the merge gives the new samples a
+/// missing sample's cells, as a merge of every sample does.
+fn kept_fields(
+    store: &svar2_reader::Store,
+    first: u64,
+    reader: &svar2_reader::Reader,
+) -> Result<svar2_view::KeptFormat> {
+    let before = store.sample_names().len() as u64;
+    let mut kept = svar2_view::KeptFormat::default();
+    for a in store.group().arrays.iter().filter(|a| per_sample(a)) {
+        let Some(field) = a.name.strip_prefix("call_") else {
+            continue;
+        };
+        if a.name.starts_with("call_genotype") || a.dtype == svar2_store::Dtype::Bool {
+            continue;
+        }
+        let (n, vc) = (a.shape()[0], a.chunk_shape()[0].max(1));
+        let rows: Vec<u64> = (0..n.div_ceil(vc)).collect();
+        let found: Vec<Result<Vec<u64>>> = reader.install(|| {
+            rows.par_iter()
+                .map(|&vi| {
+                    let last = rows_marked(a, vi, first, before)?;
+                    if last.iter().all(|&h| h) {
+                        return Ok(Vec::new());
+                    }
+                    let earlier = rows_marked(a, vi, 0, first)?;
+                    Ok((0..last.len())
+                        .filter(|&r| earlier[r] && !last[r])
+                        .map(|r| vi * vc + r as u64)
+                        .collect())
+                })
+                .collect()
+        });
+        for records in found {
+            for r in records? {
+                kept.keep(field, r, n);
+            }
+        }
+    }
+    Ok(kept)
+}
+
+/// Per record of inner-chunk row `vi`: whether some sample in `[lo, hi)` has the
+/// array's field (see [`marks_field`]).
+fn rows_marked(a: &AnyArray, vi: u64, lo: u64, hi: u64) -> Result<Vec<bool>> {
+    let shape = a.shape();
+    let inner = a.chunk_shape();
+    let (n, vc, sc) = (shape[0], inner[0].max(1), inner[1].max(1));
+    let cell = shape.get(2).copied().unwrap_or(1) as usize;
+    let records = (n - vi * vc).min(vc) as usize;
+    let mut marked = vec![false; records];
+    for si in lo / sc..hi.div_ceil(sc) {
+        let mut idx = vec![vi, si];
+        if shape.len() == 3 {
+            idx.push(0);
+        }
+        let raw = a.decode(&idx, a.read(&idx)?.as_deref())?;
+        let from = lo.saturating_sub(si * sc) as usize;
+        let to = (hi - si * sc).min(sc) as usize;
+        for (r, m) in marked.iter_mut().enumerate() {
+            *m = *m
+                || (from..to)
+                    .any(|s| marks_field(&raw, a.dtype, (r * sc as usize + s) * cell, cell));
+        }
+    }
+    Ok(marked)
 }
 
 /// Whether cell `[at, at + cell)` is not every value missing — a value, or the fill

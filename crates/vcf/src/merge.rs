@@ -902,6 +902,7 @@ impl Merger {
                     self.als = alleles;
                     continue;
                 }
+                let cased = alleles.clone();
                 if merge_alleles(&mut alleles, &mut line.map, &mut self.als).is_none() {
                     return Err(Error::Record {
                         path: inp.path.clone(),
@@ -911,6 +912,15 @@ impl Merger {
                               the inputs are not of the same reference"
                             .into(),
                     });
+                }
+                // bcftools upper-cases the line's own alleles (`line->d.allele`, in
+                // place) when its REF differs from the others' in case only: later
+                // rounds at this position, and the record's output, see them so.
+                if alleles != cased {
+                    let refs: Vec<&[u8]> = alleles.iter().map(Vec::as_slice).collect();
+                    line.rec
+                        .set_alleles(&refs)
+                        .map_err(|e| Error::Internal(format!("cannot set alleles ({e})")))?;
                 }
                 if self.cnt.len() < self.als.len() {
                     self.cnt.resize(self.als.len(), 0);

@@ -555,6 +555,14 @@ impl<'s> Printer<'s> {
 
     /// Record `r` as one VCF line, newline included.
     pub fn put_record(&mut self, b: &Block, r: usize, out: &mut Vec<u8>) {
+        self.put_record_with(b, r, &[], out)
+    }
+
+    /// Record `r` as one VCF line, with the FORMAT fields `b.format[k]` for `k` in
+    /// `kept` printed whatever their values (a store keeps an absent field and one
+    /// whose every call is missing the same; a caller that knows the record had it
+    /// says so).
+    pub fn put_record_with(&mut self, b: &Block, r: usize, kept: &[usize], out: &mut Vec<u8>) {
         self.put_fixed(b, r, out);
         out.push(b'\t');
         self.put_info(b, r, out);
@@ -565,6 +573,14 @@ impl<'s> Printer<'s> {
         let s = b.n_samples;
         // FORMAT keys: GT, then each field some sample of this record has.
         self.find_present(b, r);
+        if !kept.is_empty() {
+            for &k in kept {
+                if !self.present.contains(&k) {
+                    self.present.push(k);
+                }
+            }
+            self.present.sort_unstable();
+        }
         out.push(b'\t');
         let mut keys = 0;
         if b.gt.is_some() {

@@ -18,4 +18,4 @@ pub mod run;
 pub mod select;
 
 pub use error::{Error, Result};
-pub use run::{query, view, Printed, QueryOptions, ViewOptions};
+pub use run::{query, view, KeptFormat, Printed, QueryOptions, ViewOptions};

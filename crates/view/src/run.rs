@@ -41,6 +41,36 @@ pub struct ViewOptions {
     pub filter: Option<(String, svar2_expr::Logic)>,
     /// `--fill-tags`: INFO tags computed from the printed samples' genotypes.
     pub fill_tags: Vec<crate::fill::Tag>,
+    /// FORMAT fields to print in given records whatever the printed samples' values
+    /// (`svar2 append` prints some samples of records other samples have a field in).
+    pub kept_format: Option<std::sync::Arc<KeptFormat>>,
+}
+
+/// Per FORMAT field (its name), the store records it is printed in whatever the
+/// printed samples' values: one bit per record.
+#[derive(Debug, Clone, Default)]
+pub struct KeptFormat {
+    pub fields: std::collections::HashMap<String, Vec<u64>>,
+}
+
+impl KeptFormat {
+    /// Marks `field` kept in store record `record`.
+    pub fn keep(&mut self, field: &str, record: u64, records: u64) {
+        let bits = self
+            .fields
+            .entry(field.to_string())
+            .or_insert_with(|| vec![0; records.div_ceil(64) as usize]);
+        if let Some(w) = bits.get_mut((record / 64) as usize) {
+            *w |= 1 << (record % 64);
+        }
+    }
+
+    fn has(&self, field: &str, record: u64) -> bool {
+        self.fields
+            .get(field)
+            .and_then(|b| b.get((record / 64) as usize))
+            .is_some_and(|w| w >> (record % 64) & 1 == 1)
+    }
 }
 
 /// What a run printed.
@@ -444,18 +474,35 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
     let threads = reader.threads();
     let window = blocks_in_flight(threads, block * block_row_bytes(columns.len()));
     let genotypes = o.genotypes;
+    let kept_format = o.kept_format.as_deref();
     let records = pipeline(
         reader,
         &rows,
         block,
         window,
-        |run| read_tested(reader, &sources, filter.as_ref(), run),
-        |(b, verdicts), buffers| {
+        |run| {
+            let (b, verdicts) = read_tested(reader, &sources, filter.as_ref(), run)?;
+            // The FORMAT fields kept in each record (only when asked).
+            let kept_fields: Vec<Vec<usize>> = match kept_format {
+                Some(kf) => run
+                    .iter()
+                    .map(|&rec| {
+                        (0..b.format.len())
+                            .filter(|&k| kf.has(&schema.fields[b.format[k].field].name, rec))
+                            .collect()
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
+            Ok((b, verdicts, kept_fields))
+        },
+        |(b, verdicts, kept_fields), buffers| {
             if recompute {
                 recompute_ac_an(&schema, b);
             }
             crate::fill::fill(&schema, &o.fill_tags, b);
             let v = verdicts.as_deref();
+            let kept_fields = &*kept_fields;
             let text = format_block(
                 reader,
                 b,
@@ -463,7 +510,10 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
                 threads,
                 buffers,
                 || Printer::new(&schema, genotypes),
-                |p, b, r, out| p.put_record(b, r, out),
+                |p, b, r, out| match kept_fields.get(r) {
+                    Some(k) => p.put_record_with(b, r, k, out),
+                    None => p.put_record(b, r, out),
+                },
             );
             Ok((kept(b.n, v), text))
         },
