@@ -137,8 +137,13 @@ impl VcfReader {
             t.set_schema(&schema);
             **direct = Direct::for_schema(&schema);
         }
-        Ok(VcfReader {
-            path: path.into(),
+        Ok(Self::reading(path.into(), inner, schema))
+    }
+
+    /// A reader of `inner` at its first record.
+    fn reading(path: PathBuf, inner: Inner, schema: Schema) -> VcfReader {
+        VcfReader {
+            path,
             inner,
             schema,
             last: None,
@@ -146,7 +151,7 @@ impl VcfReader {
             allow_truncated: false,
             cut: false,
             subset: None,
-        })
+        }
     }
 
     /// Inputs of different samples read side by side and joined as `bcftools merge`
@@ -161,16 +166,11 @@ impl VcfReader {
     ) -> Result<VcfReader> {
         let m = crate::merge::MergedStream::open(paths, req, workers, queue_bytes)?;
         let schema = m.schema().clone();
-        Ok(VcfReader {
-            path: paths[0].clone(),
-            inner: Inner::Merge(Box::new(m)),
+        Ok(Self::reading(
+            paths[0].clone(),
+            Inner::Merge(Box::new(m)),
             schema,
-            last: None,
-            left: Vec::new(),
-            allow_truncated: false,
-            cut: false,
-            subset: None,
-        })
+        ))
     }
 
     /// Whether this reader joins inputs as `bcftools merge` (see [`VcfReader::merge`]).
