@@ -190,7 +190,35 @@ pub fn plan_merge(
     start_workers: bool,
 ) -> Result<(PlanReport, VcfReader)> {
     let serial = VcfReader::merge(inputs, m, 1, 0)?;
-    let mut report = plan_reader(&serial, request)?;
+    // The merged store holds the union of the inputs' sites: per contig at least the
+    // most any input has (what the plan counts), at most their sum.
+    let schema = serial.schema.clone();
+    let each: Vec<_> = inputs
+        .iter()
+        .map(|p| contig_counts(p, &schema.contigs))
+        .collect();
+    let (counted, bounds) = match each.iter().all(|c| c.is_ok()) {
+        true => {
+            let each: Vec<_> = each.into_iter().flatten().collect();
+            let mut most = each[0].clone();
+            for c in &each[1..] {
+                for (m, n) in most.counts.iter_mut().zip(&c.counts) {
+                    *m = (*m).max(*n);
+                }
+            }
+            let sum: u64 = each.iter().flat_map(|c| c.counts.iter()).sum();
+            let least: u64 = most.counts.iter().sum();
+            (Ok(most), Some((least, sum)))
+        }
+        false => (contig_counts(&serial.path, &schema.contigs), None),
+    };
+    let mut report = plan_schema(&serial.path, schema, counted, 1, request)?;
+    if let Some((least, sum)) = bounds {
+        report.plan.notes.push(format!(
+            "a merge writes the union of the inputs' sites: {least} to {sum} records (the \
+             record count and contig costs above are the most any input has per contig)"
+        ));
+    }
     let mp = merge_plan(&report, inputs.len(), report.threads);
     report.plan.predicted_peak_rss += mp.extra_bytes;
     report.merge = Some(mp);
