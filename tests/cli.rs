@@ -290,6 +290,12 @@ fn missing_and_non_vcf_inputs_fail_clearly() {
     std::fs::write(&junk, "this is not a VCF\n").unwrap();
     let err = convert_fails(&junk, &out, &[]);
     assert!(err.contains("junk.vcf"), "{err}");
+
+    // An empty path is named as such (it resolved to the working folder, which then
+    // "held" the output).
+    let err = convert_fails(Path::new(""), &out, &[]);
+    assert!(err.contains("an input path is empty"), "{err}");
+    assert!(!out.exists(), "no store for an empty input path");
 }
 
 #[test]

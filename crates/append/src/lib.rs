@@ -193,6 +193,11 @@ fn check_kind(store: &Path, inputs: &[PathBuf]) -> Result<()> {
     if inputs.is_empty() {
         return Err(Error::Request("append: no input files".into()));
     }
+    if inputs.iter().any(|p| p.as_os_str().is_empty()) {
+        return Err(Error::Request(
+            "append: an input path is empty (''): name a VCF or BCF file".into(),
+        ));
+    }
     for input in inputs {
         svar2_store::replace::refuse_overlap(input, store, "input file")
             .map_err(|e| Error::Request(e.to_string()))?;

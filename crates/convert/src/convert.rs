@@ -204,9 +204,14 @@ enum Reading {
 }
 
 /// Refuses input lists convert cannot read: none, or standard input among others.
-fn check_inputs(inputs: &[std::path::PathBuf]) -> Result<()> {
+pub(crate) fn check_inputs(inputs: &[std::path::PathBuf]) -> Result<()> {
     if inputs.is_empty() {
         return Err(Error::Usage("no input files".into()));
+    }
+    if inputs.iter().any(|p| p.as_os_str().is_empty()) {
+        return Err(Error::Usage(
+            "an input path is empty (''): name a VCF or BCF file, or `-` for standard input".into(),
+        ));
     }
     if inputs.len() > 1 && inputs.iter().any(|p| is_stdin(p)) {
         return Err(Error::Usage(

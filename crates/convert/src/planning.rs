@@ -261,6 +261,7 @@ pub fn plan_reader(reader: &VcfReader, request: &PlanRequest) -> Result<PlanRepo
 /// Plans a conversion of `inputs` (one file, several of one call set, or `-`) as
 /// `convert_inputs` will run it.
 pub fn plan_inputs(inputs: &[PathBuf], request: &PlanRequest) -> Result<PlanReport> {
+    crate::convert::check_inputs(inputs)?;
     svar2_vcf::truncation::check_complete(inputs, request.allow_truncated)?;
     set_read_limits(request);
     if let Some(m) = request.merge {
