@@ -483,6 +483,37 @@ fn appends_of_calls_a_merge_rewrites_equal_bcftools_merge() {
             &["--samples-chunk", "1", "--samples-shard", "3"],
         ),
     ];
+    // Headers without INFO/AC and AN: the store's last column printed alone must not
+    // add them (bcftools merge writes AC/AN only where the header has them).
+    let bare = "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n\
+                ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n";
+    let rows = [
+        "1 10 . A C 50 PASS . GT 0|1 0|0 1|1",
+        "1 20 . A G 50 PASS . GT 0|0 0|1 1|1",
+    ];
+    let a = vcf_of_rows(d, "bare-a", bare, &["a0", "a1", "a2"], &rows);
+    let b = vcf_of_rows(
+        d,
+        "bare-b",
+        bare,
+        &["b0"],
+        &["1 10 . A C 50 PASS . GT 0|1", "1 20 . A G 50 PASS . GT 1|1"],
+    );
+    let layout = ["--samples-chunk", "1", "--samples-shard", "1"];
+    let store = d.join("bare.zarr");
+    convert(&a, &store, &layout);
+    let out = svar2().arg("append").arg(&store).arg(&b).output().unwrap();
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        msg.contains("the store's sites: sample columns 2.."),
+        "{msg}"
+    );
+    let ab = d.join("bare-ab.vcf.gz");
+    bcftools_merge(&[&a, &b], &ab);
+    let oracle = d.join("bare-oracle.zarr");
+    convert(&ab, &oracle, &layout);
+    assert_eq!(digest(&store), digest(&oracle), "no AC/AN declared");
+
     for (name, old_samples, old_rows, new_rows, layout) in cases {
         let a = vcf(&format!("{name}-a"), old_samples, old_rows);
         let b = vcf(&format!("{name}-b"), &["b0", "b1"], new_rows);

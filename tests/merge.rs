@@ -250,6 +250,26 @@ fn merge_refuses_what_it_cannot_join() {
         msg.contains("unsorted.vcf.gz") && msg.contains("sort"),
         "{msg}"
     );
+    // An empty bgzipped file beside another file's index (htslib's indexed reader of
+    // a file without a header crashed the process).
+    let empty = d.join("empty.vcf.gz");
+    sh_ok(&format!(
+        "printf '' | bgzip > {0} && cp {1}.csi {0}.csi",
+        empty.display(),
+        a.display()
+    ));
+    let out = svar2()
+        .args(["convert", "-q", "--merge"])
+        .args([&empty, &a])
+        .arg(d.join("e.zarr"))
+        .output()
+        .unwrap();
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{msg}");
+    assert!(
+        msg.contains("empty.vcf.gz") && msg.contains("not a VCF"),
+        "{msg}"
+    );
     for (flags, needle) in [
         (vec!["--merge", "-s", "NA00001"], "subset"),
         (vec!["--merge=all"], "-m all"),

@@ -378,7 +378,9 @@ fn export(
             kind: svar2_vcf::write::OutputType::BcfFast,
             write_index: true,
             threads,
-            update_info: true,
+            // (AC/AN are counted again by the merge; a subset's would add their header
+            // lines, and so their arrays, to a store without them.)
+            update_info: false,
             filter: None,
             fill_tags: Vec::new(),
             kept_format,

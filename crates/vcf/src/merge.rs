@@ -2171,6 +2171,9 @@ fn open_input(path: &Path) -> Result<Src> {
         path: path.into(),
         msg: format!("not a VCF (plain or bgzipped) or BCF file ({e})"),
     };
+    // The header read first: htslib's indexed reader of a file without one (empty, or
+    // not VCF, beside a stale index) crashes rather than fails.
+    let stream = bcf::Reader::from_path(path).map_err(open_err)?;
     if crate::index::index_paths(path)
         .iter()
         .any(|(p, _)| p.is_file())
@@ -2179,9 +2182,7 @@ fn open_input(path: &Path) -> Result<Src> {
             return Ok(Src::Indexed(r));
         }
     }
-    bcf::Reader::from_path(path)
-        .map(Src::Stream)
-        .map_err(open_err)
+    Ok(Src::Stream(stream))
 }
 
 /// The contig order htslib's synced reader walks indexed inputs in (bcftools merge's
