@@ -203,24 +203,6 @@ enum Reading {
     Stream { single: bool },
 }
 
-/// Refuses input lists convert cannot read: none, or standard input among others.
-pub(crate) fn check_inputs(inputs: &[std::path::PathBuf]) -> Result<()> {
-    if inputs.is_empty() {
-        return Err(Error::Usage("no input files".into()));
-    }
-    if inputs.iter().any(|p| p.as_os_str().is_empty()) {
-        return Err(Error::Usage(
-            "an input path is empty (''): name a VCF or BCF file, or `-` for standard input".into(),
-        ));
-    }
-    if inputs.len() > 1 && inputs.iter().any(|p| is_stdin(p)) {
-        return Err(Error::Usage(
-            "`-` (standard input) is read alone, not with other inputs".into(),
-        ));
-    }
-    Ok(())
-}
-
 /// Refuses an output that holds an input (`convert --force out.zarr/in.vcf out.zarr`
 /// would delete the input with the store it replaces).
 pub(crate) fn check_not_in_output(inputs: &[std::path::PathBuf], output: &Path) -> Result<()> {
@@ -435,7 +417,7 @@ fn convert_call_set(
     later: Option<std::sync::Arc<crate::later::LaterColumns>>,
 ) -> Result<Summary> {
     let t0 = Instant::now();
-    check_inputs(inputs)?;
+    crate::planning::check_inputs(inputs)?;
     // Nothing is written before the output is known to be writable (and to hold no
     // input: replacing it would delete what is being read), every input's header is
     // read and checked, and the plan fits.

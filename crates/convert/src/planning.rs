@@ -261,7 +261,7 @@ pub fn plan_reader(reader: &VcfReader, request: &PlanRequest) -> Result<PlanRepo
 /// Plans a conversion of `inputs` (one file, several of one call set, or `-`) as
 /// `convert_inputs` will run it.
 pub fn plan_inputs(inputs: &[PathBuf], request: &PlanRequest) -> Result<PlanReport> {
-    crate::convert::check_inputs(inputs)?;
+    check_inputs(inputs)?;
     svar2_vcf::truncation::check_complete(inputs, request.allow_truncated)?;
     set_read_limits(request);
     if let Some(m) = request.merge {
@@ -790,4 +790,23 @@ impl PlanReport {
         }
         s
     }
+}
+
+/// Refuses input lists convert cannot read: none, an empty path, or standard input
+/// among others.
+pub(crate) fn check_inputs(inputs: &[std::path::PathBuf]) -> Result<()> {
+    if inputs.is_empty() {
+        return Err(Error::Usage("no input files".into()));
+    }
+    if inputs.iter().any(|p| p.as_os_str().is_empty()) {
+        return Err(Error::Usage(
+            "an input path is empty (''): name a VCF or BCF file, or `-` for standard input".into(),
+        ));
+    }
+    if inputs.len() > 1 && inputs.iter().any(|p| svar2_vcf::inputs::is_stdin(p)) {
+        return Err(Error::Usage(
+            "`-` (standard input) is read alone, not with other inputs".into(),
+        ));
+    }
+    Ok(())
 }
