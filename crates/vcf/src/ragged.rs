@@ -62,6 +62,21 @@ impl Values {
         self.len() == 0
     }
 
+    /// Bytes the values fill, in their current representation (a packed genotype
+    /// column half what an unpacked one fills): what a batch of them costs in memory.
+    pub fn filled_bytes(&self) -> usize {
+        match self {
+            Values::Int16(v) => 2 * v.len(),
+            Values::Int(v) => 4 * v.len(),
+            Values::Long(v) => 8 * v.len(),
+            Values::Int8(v) => v.len(),
+            Values::Diploid(v) => v.len(),
+            Values::Float(v) => 4 * v.len(),
+            Values::Bool(v) => v.len().div_ceil(8),
+            Values::Str { bytes, ends } => bytes.len() + std::mem::size_of::<usize>() * ends.len(),
+        }
+    }
+
     /// String `i` (for `Str` values).
     pub fn str_at(&self, i: usize) -> &[u8] {
         match self {
@@ -141,6 +156,13 @@ impl Column {
         }
         self.starts.reserve(records);
         self.widths.reserve(records);
+    }
+
+    /// Bytes the column's records fill: values in their current representation and
+    /// each record's start and width.
+    pub fn filled_bytes(&self) -> usize {
+        let per_record = std::mem::size_of::<usize>() + std::mem::size_of::<u32>();
+        self.values.filled_bytes() + per_record * self.starts.len()
     }
 
     /// Number of records held.
@@ -553,6 +575,14 @@ impl Batch {
     /// Whether the batch holds no records.
     pub fn is_empty(&self) -> bool {
         self.loci.is_empty()
+    }
+
+    /// Bytes the batch's records fill: values in their current representation plus
+    /// each record's bookkeeping. The planner's estimate of a row is measured this
+    /// way on the input's first records, and the pipeline checks batches against it.
+    pub fn filled_bytes(&self) -> usize {
+        let columns: usize = self.columns.iter().map(Column::filled_bytes).sum();
+        columns + std::mem::size_of::<(i32, i64, i64)>() * self.loci.len()
     }
 }
 
