@@ -327,3 +327,76 @@ fn a_good_bcf_index_prints_no_htslib_error() {
         "the index counted the records"
     );
 }
+
+/// The plan charges a row as the input's first records fill a batch (diploid calls
+/// two alleles to a byte, phase flags a bit each), not the header's worst case of a
+/// byte per allele and per flag; records further on that do not pack (alleles past
+/// 13) are encoded fewer at once, and the store's bytes do not change.
+#[test]
+fn rows_are_planned_as_the_first_records_fill_them() {
+    if !tools(
+        "rows_are_planned_as_the_first_records_fill_them",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let samples: Vec<String> = (0..2000).map(|i| format!("s{i}")).collect();
+    let names: Vec<&str> = samples.iter().map(String::as_str).collect();
+    let sixteen: Vec<String> = (1..16).map(|i| "C".repeat(i)).collect();
+    let mut rows = Vec::new();
+    for (contig, alt) in [("1", "G".to_string()), ("2", sixteen.join(","))] {
+        for r in 0..3000usize {
+            let mut calls: Vec<&str> = (0..2000)
+                .map(|s| ["0|0", "0|1", "1|0", "1|1"][(r * 7 + s * 13) % 4])
+                .collect();
+            if contig == "2" {
+                calls[r % 2000] = "15|14";
+            }
+            rows.push(format!(
+                "{contig} {} . A {alt} . PASS . GT {}",
+                r * 10 + 1,
+                calls.join(" ")
+            ));
+        }
+    }
+    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+    let meta = "##fileformat=VCFv4.2\n##contig=<ID=1>\n##contig=<ID=2>\n\
+                ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n";
+    let vcf = vcf_of_rows(dir.path(), "unpacking", meta, &names, &rows);
+    let plan = plan_json(&vcf, &[]);
+    assert_eq!(plan["prefix"]["packed"], true, "{plan}");
+    let row = plan["row_bytes"].as_u64().unwrap();
+    // A byte a call, a bit a phase flag, and the record's own columns: not the
+    // header's worst case of three bytes a call.
+    assert!((2000..3000).contains(&row), "{row} bytes a row");
+    let one = dir.path().join("one.zarr");
+    convert(&vcf, &one, &["--threads", "1", "--zstd-level", "9"]);
+    let mut narrowed = false;
+    // The window narrows only when a batch arrives while another still encodes.
+    for _ in 0..3 {
+        let two = dir.path().join("two.zarr");
+        let out = svar2()
+            .args([
+                "convert",
+                "-v",
+                "--force",
+                "--threads",
+                "2",
+                "--zstd-level",
+                "9",
+            ])
+            .arg(&vcf)
+            .arg(&two)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(digest(&two), digest(&one));
+        narrowed |= err.contains("encoding fewer at once");
+        if narrowed {
+            break;
+        }
+    }
+    assert!(narrowed, "batches of unpacked calls were never held back");
+}

@@ -311,11 +311,37 @@ impl ArraySet {
             // 16 bytes of start/width bookkeeping per record and column.
             let bytes = cells * width * per_value + 16;
             total += bytes;
-            if col.per_sample && matches!(spec.source, Source::Field(_)) {
+            if self.is_format_column(c) {
                 format += bytes;
             }
         }
         (total, format)
+    }
+
+    /// Bytes `batch`'s records fill (as [`Batch::filled_bytes`]): (all of them, the
+    /// part in per-sample FORMAT fields other than GT), split as
+    /// [`ArraySet::row_bytes_estimate`] splits its worst case.
+    pub fn row_bytes_of(&self, batch: &svar2_vcf::ragged::Batch) -> (u64, u64) {
+        let format: usize = batch
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|&(c, _)| self.is_format_column(c))
+            .map(|(_, col)| col.filled_bytes())
+            .sum();
+        (batch.filled_bytes() as u64, format as u64)
+    }
+
+    /// Whether column `c` holds a per-sample FORMAT field other than GT (the law's
+    /// `in_flight_format`).
+    fn is_format_column(&self, c: usize) -> bool {
+        let col = &self.record.specs[c];
+        col.per_sample
+            && self
+                .arrays
+                .iter()
+                .find(|a| a.column == c)
+                .is_some_and(|a| matches!(a.source, Source::Field(_)))
     }
 
     /// In-memory bytes per sample of every per-sample array together, at the planned

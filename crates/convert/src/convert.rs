@@ -366,7 +366,7 @@ fn run_pipeline(
         schema,
         set,
         threads: report.threads,
-        window: report.plan.window as usize,
+        window: crate::pipeline::Window::of(report),
         progress: progress_bar(options.progress, report.plan.records),
     };
     crate::pipeline::run(

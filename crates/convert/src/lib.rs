@@ -11,6 +11,7 @@ pub mod later;
 pub mod partition;
 mod pipeline;
 pub mod planning;
+pub mod prefix;
 pub mod probe;
 pub mod schedule;
 pub mod spill;

@@ -41,8 +41,36 @@ pub(crate) struct Stages<'a> {
     pub schema: &'a Schema,
     pub set: &'a ArraySet,
     pub threads: usize,
-    pub window: usize,
+    pub window: Window,
     pub progress: indicatif::ProgressBar,
+}
+
+/// How many batches encode at once: the plan's count, while they fill no more than
+/// the plan charged them. The plan measured a row on the input's first records (calls
+/// packed, FORMAT integers in 16 bits); batches that fill more — later records that do
+/// not pack — are encoded fewer at once, so the memory the budget bought holds them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Window {
+    pub batches: usize,
+    /// Bytes the batches encoding at once may fill together (one is always admitted).
+    pub bytes: u64,
+}
+
+/// Batches may fill this much more than the plan's measured rows before the window
+/// narrows: records vary (alleles per site, missing calls) and the budget's headroom
+/// holds that much.
+const WINDOW_SLACK: f64 = 1.25;
+
+impl Window {
+    /// The plan's window, its byte allowance from the bytes a row was planned to fill.
+    pub fn of(report: &crate::planning::PlanReport) -> Window {
+        let batches = report.plan.window.max(1) as usize;
+        let batch = report.row_bytes.saturating_mul(report.plan.chunks.variants);
+        Window {
+            batches,
+            bytes: (batch as f64 * batches as f64 * WINDOW_SLACK) as u64,
+        }
+    }
 }
 
 /// Runs a conversion's pipeline — the source's threads (`reader`, or `pieces` with its
@@ -199,11 +227,12 @@ fn read_stream(
     }
 }
 
-/// A batch being encoded: what the writer admitted, and where its chunks arrive.
-type InFlight = (Arc<Admitted>, Receiver<Encoded>);
+/// A batch being encoded: what the writer admitted, where its chunks arrive, and the
+/// bytes its records fill.
+type InFlight = (Arc<Admitted>, Receiver<Encoded>, u64);
 
 /// Feeds the readers' batches through the stitcher (when reading in pieces) to the
-/// writer, encoding up to `window` batches at once on `pool`, and hands a chunk the
+/// writer, encoding up to `window`'s batches at once on `pool`, and hands a chunk the
 /// stitcher completes only in part — one this partition shares with another — to
 /// `shared`. Ends with the writer holding every record, or the first error. Runs on
 /// the calling thread (the `writer`), which must not be one of `pool`'s.
@@ -213,16 +242,18 @@ fn drain(
     mut stitcher: Option<&mut Stitcher>,
     w: &mut Writer,
     pool: &rayon::ThreadPool,
-    window: usize,
+    window: Window,
     recycle: &Sender<Batch>,
     pb: &indicatif::ProgressBar,
     mut shared: impl FnMut(Batch) -> Result<()>,
 ) -> Result<()> {
     let (set, geometry) = w.encoding_context();
     let (set, geometry) = (&set, &geometry);
-    let window = window.max(1);
     pool.in_place_scope(|scope| -> Result<()> {
         let mut fifo: VecDeque<InFlight> = VecDeque::new();
+        // Bytes the batches in `fifo` fill, and whether the window narrowed yet.
+        let mut filled: u64 = 0;
+        let mut narrowed = false;
         // The oldest batch's chunks, committed (a shard row it finishes is assembled
         // in parallel on the pool) and its batch handed back for reuse.
         let commit = |w: &mut Writer,
@@ -237,22 +268,24 @@ fn drain(
         };
         let mut reading = true;
         while reading || !fifo.is_empty() {
-            if !reading || fifo.len() >= window {
-                let (admitted, done) = fifo.pop_front().expect("not empty");
+            if !reading || fifo.len() >= window.batches.max(1) {
+                let (admitted, done, bytes) = fifo.pop_front().expect("not empty");
+                filled -= bytes;
                 commit(w, admitted, done.recv())?;
                 continue;
             }
             // The next batch, or the end of the oldest one's encoding, whichever first.
             let mut sel = Select::new();
             let next = sel.recv(&rx);
-            if let Some((_, done)) = fifo.front() {
+            if let Some((_, done, _)) = fifo.front() {
                 sel.recv(done);
             }
             let op = sel.select();
             if op.index() != next {
                 let encoded = op.recv(&fifo.front().expect("selected").1);
                 drop(sel);
-                let (admitted, _) = fifo.pop_front().expect("selected");
+                let (admitted, _, bytes) = fifo.pop_front().expect("selected");
+                filled -= bytes;
                 commit(w, admitted, encoded)?;
                 continue;
             }
@@ -277,6 +310,26 @@ fn drain(
                     None => continue,
                 },
             };
+            let bytes = batch.filled_bytes() as u64;
+            while filled + bytes > window.bytes {
+                let Some((admitted, done, held)) = fifo.pop_front() else {
+                    break;
+                };
+                if !narrowed {
+                    narrowed = true;
+                    tracing::info!(
+                        "batches fill more than the plan measured on the first records \
+                         ({:.1} MB for {} batches against {:.1} MB: calls that do not \
+                         pack?); encoding fewer at once to stay within the memory budget",
+                        (filled + bytes) as f64 / 1e6,
+                        fifo.len() + 2,
+                        window.bytes as f64 / 1e6,
+                    );
+                }
+                filled -= held;
+                commit(w, admitted, done.recv())?;
+            }
+            filled += bytes;
             let admitted = Arc::new(w.admit(batch)?);
             let (tx, done) = crossbeam_channel::bounded(1);
             let mine = admitted.clone();
@@ -285,7 +338,7 @@ fn drain(
                 drop(mine); // before the send: the writer takes the batch back whole
                 let _ = tx.send(encoded);
             });
-            fifo.push_back((admitted, done));
+            fifo.push_back((admitted, done, bytes));
         }
         Ok(())
     })?;

@@ -105,6 +105,10 @@ pub struct PlanReport {
     pub cores: Cores,
     pub threads: usize,
     pub row_bytes: u64,
+    /// What the input's first records measured (`row_bytes` is theirs), or `None`
+    /// when `row_bytes` is the header's worst case (standard input, a subset that
+    /// tests records one by one, no records).
+    pub prefix: Option<crate::prefix::RowBytes>,
     pub plan: Plan,
     pub zstd_level: i32,
     /// What the rate probe measured, when it ran.
@@ -212,7 +216,7 @@ pub fn plan_merge(
         }
         false => (contig_counts(&serial.path, &schema.contigs), None),
     };
-    let mut report = plan_schema(&serial.path, schema, counted, 1, request)?;
+    let mut report = plan_schema(&serial.path, schema, counted, 1, Prefix::None, request)?;
     if let Some((least, sum)) = bounds {
         report.plan.notes.push(format!(
             "a merge writes the union of the inputs' sites: {least} to {sum} records (the \
@@ -255,7 +259,14 @@ pub fn make_plan(input: &Path, request: &PlanRequest) -> Result<PlanReport> {
 pub fn plan_reader(reader: &VcfReader, request: &PlanRequest) -> Result<PlanReport> {
     let schema = reader.schema.clone();
     let counted = contig_counts(&reader.path, &schema.contigs);
-    plan_schema(&reader.path, schema, counted, 1, request)
+    plan_schema(
+        &reader.path,
+        schema,
+        counted,
+        1,
+        Prefix::Read(&reader.path),
+        request,
+    )
 }
 
 /// Plans a conversion of `inputs` (one file, several of one call set, or `-`) as
@@ -352,13 +363,25 @@ pub fn make_plan_inputs(
     } else {
         PathBuf::from(format!("{} inputs", inputs.len()))
     };
-    plan_schema(&label, merged.clone(), counted, inputs.len(), request)
+    let first = inputs
+        .first()
+        .map_or(Prefix::None, |i| Prefix::Read(&i.path));
+    plan_schema(
+        &label,
+        merged.clone(),
+        counted,
+        inputs.len(),
+        first,
+        request,
+    )
 }
 
 /// Plans one partition of a partitioned conversion for this machine (its budget and
 /// cores): `counts` holds the partition's records per contig (0 elsewhere), and the
 /// store geometry is the partition plan's, never re-derived, so every partition
 /// writes the same grid. A geometry this machine's budget cannot hold is an error.
+/// `prefix` is what the call set's plan measured on its first records.
+#[allow(clippy::too_many_arguments)]
 pub fn plan_partition(
     label: &Path,
     schema: svar2_vcf::schema::Schema,
@@ -366,6 +389,7 @@ pub fn plan_partition(
     counts: Vec<u64>,
     streams: usize,
     geometry: Geometry,
+    prefix: Option<crate::prefix::RowBytes>,
     request: &PlanRequest,
 ) -> Result<PlanReport> {
     let mut request = request.clone();
@@ -383,7 +407,14 @@ pub fn plan_partition(
         counts,
         undeclared: Vec::new(),
     });
-    plan_schema(label, schema, counted, streams, &request)
+    plan_schema(
+        label,
+        schema,
+        counted,
+        streams,
+        Prefix::Known(prefix),
+        &request,
+    )
 }
 
 type Counted = std::result::Result<svar2_vcf::index::IndexCounts, svar2_vcf::index::NoCounts>;
@@ -540,6 +571,16 @@ fn replan_with_probe(
     Ok((plan, Some(p)))
 }
 
+/// Where a plan's row bytes come from.
+enum Prefix<'a> {
+    /// The first records of this file, read now.
+    Read(&'a Path),
+    /// What an earlier plan of the same call set measured (a partition's).
+    Known(Option<crate::prefix::RowBytes>),
+    /// The header's worst case (`--merge`).
+    None,
+}
+
 /// The plan from a schema and its contig counts; `streams` > 1 (or standard input)
 /// means one streaming reader over inputs read one after another.
 fn plan_schema(
@@ -547,6 +588,7 @@ fn plan_schema(
     mut schema: Schema,
     counted: Counted,
     streams: usize,
+    prefix: Prefix,
     request: &PlanRequest,
 ) -> Result<PlanReport> {
     let stdin = svar2_vcf::inputs::is_stdin(input);
@@ -590,7 +632,23 @@ fn plan_schema(
     };
     let (call_arrays, variant_arrays) = set.counts();
     let samples = schema.samples.len() as u64;
-    let (row_bytes, format_row_bytes) = set.row_bytes_estimate(samples);
+    let prefix = match prefix {
+        Prefix::Known(known) => known,
+        Prefix::Read(path) => Some(path)
+            .filter(|p| !stdin && !svar2_vcf::inputs::is_stdin(p))
+            .filter(|_| request.subset.targets.is_none() && request.subset.targets_file.is_none())
+            .filter(|_| request.subset.expression.is_none())
+            .and_then(|p| open_input(p, 1, request).ok())
+            .and_then(|reader| crate::prefix::measure(reader, &schema, &set)),
+        Prefix::None => None,
+    };
+    let (row_bytes, format_row_bytes, scratch_cell_bytes) = match prefix {
+        Some(m) => (m.row, m.format, m.scratch_cell),
+        None => {
+            let (row, format) = set.row_bytes_estimate(samples);
+            (row, format, set.scratch_cell_bytes())
+        }
+    };
     let plan_input = PlanInput {
         cores: cores.usable.max(threads),
         threads,
@@ -600,7 +658,7 @@ fn plan_schema(
         row_bytes,
         format_row_bytes,
         cell_bytes: 2,
-        scratch_cell_bytes: set.scratch_cell_bytes(),
+        scratch_cell_bytes,
         call_arrays,
         variant_arrays,
         patch: request.layout.patch,
@@ -643,6 +701,7 @@ fn plan_schema(
         // What the budget affords (the plan gives up threads before chunk rows).
         threads: plan.threads,
         row_bytes,
+        prefix,
         plan,
         zstd_level: request.layout.zstd_level,
         probe,
@@ -766,9 +825,18 @@ impl PlanReport {
         if let Some(a) = p.amplification {
             let _ = writeln!(s, "amplification  {a:.3} expected for the --patch");
         }
+        let measured = match &self.prefix {
+            Some(m) => format!(
+                "as the first {} records fill a batch{}",
+                m.records,
+                if m.packed { ", calls packed" } else { "" }
+            ),
+            None => "the header's worst case: no prefix was read".into(),
+        };
         let _ = writeln!(
             s,
-            "peak RSS       {} predicted ({} per record in flight x {} records; budget {})",
+            "peak RSS       {} predicted ({} per record in flight, {measured}, x {} records; \
+             budget {})",
             human(p.predicted_peak_rss),
             human(self.row_bytes),
             p.in_flight_bytes / self.row_bytes.max(1),

@@ -178,6 +178,7 @@ pub fn plan(
             counts,
             cs.files.len(),
             geometry,
+            cs.report.prefix,
             request,
         )?;
         let regions = spans

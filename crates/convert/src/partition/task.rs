@@ -258,6 +258,7 @@ fn run_claimed(
         per_contig,
         cs.files.len(),
         geometry,
+        cs.report.prefix,
         request,
     )
     .map_err(|e| {
@@ -366,7 +367,7 @@ fn run_claimed(
         schema,
         set: &set,
         threads,
-        window: report.plan.window as usize,
+        window: crate::pipeline::Window::of(&report),
         progress: crate::convert::progress_bar(progress, Some(hi - lo)),
     };
     let source = Source::Pieces {

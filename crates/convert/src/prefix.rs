@@ -1,0 +1,96 @@
+//! The prefix probe: how the input's first records lie in memory. A batch holds
+//! diploid calls packed two alleles to a byte and FORMAT integers in 16 bits while
+//! they fit, so a row of a GT-only biobank file takes a third of what the header's
+//! worst case (an i8 per allele and a byte per phase flag) says, and a call set's
+//! AD/DP/GQ/PL half. The plan charges what the first records measure, so the budget
+//! buys chunk rows and concurrency instead of slack; the pipeline checks each batch
+//! against the same figure and encodes fewer at once when later records do not pack
+//! (haploid calls on chrX, alleles past 13, values past 16 bits).
+
+use crate::arrays::{ArraySet, Dims, Stats};
+use svar2_vcf::ragged::{Batch, Values};
+use svar2_vcf::schema::Schema;
+use svar2_vcf::source::{Stream, VcfReader};
+
+/// Records the probe reads at most: enough that a column which will not pack shows
+/// (a multiallelic site, a haploid call), few enough to cost milliseconds.
+pub const PREFIX_RECORDS: usize = 64;
+
+/// Bytes the probe's batch may fill before it stops (at least one record is read):
+/// 64 records of a 300,000-sample call set with FORMAT fields would fill ~600 MB.
+pub const PREFIX_BYTES: usize = 16 << 20;
+
+/// What the first records of the input measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RowBytes {
+    /// Records read.
+    pub records: u64,
+    /// Bytes a record fills in a batch, on average over them.
+    pub row: u64,
+    /// The part of `row` in per-sample FORMAT fields other than GT.
+    pub format: u64,
+    /// Bytes per sample of every per-sample array's chunk layout, at the dtypes and
+    /// widths the records need: what an encoding thread lays out per chunk cell.
+    pub scratch_cell: u64,
+    /// Whether every genotype column stayed packed.
+    pub packed: bool,
+}
+
+/// Reads up to [`PREFIX_RECORDS`] records of `reader` (the input opened as the
+/// conversion will open it) into one batch with `schema`'s columns, and measures
+/// them. `None` when the input has no records, or its first ones fail to read: the
+/// plan then charges the header's worst case, and the conversion names the error.
+pub fn measure(reader: VcfReader, schema: &Schema, set: &ArraySet) -> Option<RowBytes> {
+    let path = reader.path.clone();
+    let mut stream = Stream::many(vec![reader], schema, &set.record);
+    let mut batch = Batch::new(&set.record.specs, schema.samples.len(), 0);
+    while batch.len() < PREFIX_RECORDS && batch.filled_bytes() < PREFIX_BYTES {
+        let record_no = batch.len() as u64;
+        match stream.read_into(&mut batch, record_no) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => {
+                tracing::debug!("{}: prefix probe stopped: {e}", path.display());
+                break;
+            }
+        }
+    }
+    let n = batch.len() as u64;
+    if n == 0 {
+        return None;
+    }
+    let (row, format) = set.row_bytes_of(&batch);
+    // Each encoding thread lays out a chunk of every per-sample array at the dtype and
+    // width the values need (AD and PL of small counts in one byte, not four).
+    let mut stats = Stats::new(set);
+    for (s, c) in stats.columns.iter_mut().zip(&batch.columns) {
+        s.merge(&c.stats);
+    }
+    stats.max_alleles = batch.max_alleles;
+    stats.max_ploidy = batch.max_ploidy;
+    let dims = Dims::from_stats(set, &stats, schema.has_gt);
+    let scratch_cell = set
+        .arrays
+        .iter()
+        .filter(|a| a.per_sample)
+        .map(|a| {
+            let l = a.layout(&stats, &dims);
+            // (Strings: an offset and a few bytes of text.)
+            l.cell() as u64 * l.dtype.size().unwrap_or(16) as u64
+        })
+        .sum::<u64>()
+        .max(1);
+    Some(RowBytes {
+        records: n,
+        row: row.div_ceil(n),
+        format: format.div_ceil(n),
+        scratch_cell,
+        packed: set
+            .record
+            .specs
+            .iter()
+            .zip(&batch.columns)
+            .filter(|(spec, _)| spec.genotype)
+            .all(|(_, c)| matches!(c.values, Values::Diploid(_))),
+    })
+}
