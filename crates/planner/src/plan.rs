@@ -278,11 +278,14 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     };
     // One pool serves every contig: `window` rows being encoded, whatever cc. κ was
     // fitted with one charged row standing for two alive (one filling, one encoding),
-    // so each batch encoding past the first adds half a charged row.
+    // so each batch encoding past the first adds half a charged row. The law was
+    // fitted at a window of two, and a window of one saves nothing measurable (the
+    // reader's filled batch waits beside the one encoding): it is charged as two.
     let in_flight = |vc: u64, cc: usize, window: u64, w: u32| {
         let eff = eff_rows(vc, cc);
-        let rows =
-            (window + 1) * eff / 2 + stitch_rows(cc, w) * eff + cc as u64 * piece_rows(vc, cc, w);
+        let rows = (window.max(2) + 1) * eff / 2
+            + stitch_rows(cc, w) * eff
+            + cc as u64 * piece_rows(vc, cc, w);
         InFlight::rows(rows, per_row)
     };
     let sc = chunks.samples;
@@ -346,7 +349,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
                 allowed.saturating_sub(readers_extra(cc, w) + threads_extra(threads)),
                 // (Pieces counted as whole rows here: a bound, not the estimate.)
                 InFlight::rows(
-                    (window + 1).div_ceil(2)
+                    (window.max(2) + 1).div_ceil(2)
                         + cc as u64 * piece_rows(1, cc, w)
                         + stitch_rows(cc, w),
                     per_row,
