@@ -400,3 +400,43 @@ fn rows_are_planned_as_the_first_records_fill_them() {
     }
     assert!(narrowed, "batches of unpacked calls were never held back");
 }
+
+/// A FORMAT field the first records lack is still charged at its planned width (the
+/// prefix decides how values are held, not which fields later records carry).
+#[test]
+fn a_field_the_first_records_lack_is_still_planned() {
+    if !tools(
+        "a_field_the_first_records_lack_is_still_planned",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let samples: Vec<String> = (0..500).map(|i| format!("s{i}")).collect();
+    let names: Vec<&str> = samples.iter().map(String::as_str).collect();
+    let rows: Vec<String> = (0..200usize)
+        .map(|r| {
+            let (format, call) = if r < 100 {
+                ("GT", "0/1")
+            } else {
+                ("GT:PL", "0/1:30,0,40")
+            };
+            format!(
+                "1 {} . A G . PASS . {format} {}",
+                r + 1,
+                vec![call; 500].join(" ")
+            )
+        })
+        .collect();
+    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+    let meta = "##fileformat=VCFv4.2\n##contig=<ID=1>\n\
+                ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
+                ##FORMAT=<ID=PL,Number=G,Type=Integer,Description=\"Likelihoods\">\n";
+    let vcf = vcf_of_rows(dir.path(), "late_pl", meta, &names, &rows);
+    let plan = plan_json(&vcf, &[]);
+    assert_eq!(plan["prefix"]["records"], 64, "{plan}");
+    // PL: three 16-bit values a sample; GT: a byte.
+    let row = plan["row_bytes"].as_u64().unwrap();
+    assert!(row >= 500 * 7, "{row} bytes a row");
+    assert!(plan["plan"]["in_flight_format_bytes"].as_u64().unwrap() > 0);
+}

@@ -287,11 +287,20 @@ impl ArraySet {
 }
 
 impl ArraySet {
-    /// Raw in-memory bytes one record is expected to take in a batch, from the header
-    /// alone (ploidy 2, two alleles, one value for `Number=.`): (all of them, the part
-    /// in per-sample FORMAT fields other than GT). These are the `row_bytes` and
-    /// `format_row_bytes` of the planner's peak-RSS law.
-    pub fn row_bytes_estimate(&self, n_samples: u64) -> (u64, u64) {
+    /// Bytes one record is expected to fill in a batch: (all of them, the part in
+    /// per-sample FORMAT fields other than GT) — the `row_bytes` and
+    /// `format_row_bytes` of the planner's peak-RSS law. Each column is charged its
+    /// planned width (ploidy 2, two alleles, one value for `Number=.`), or the mean
+    /// width of the `prefix` records that carry it if wider, at a value's size as held: as `prefix` — the input's first
+    /// records — holds them (calls packed two alleles to a byte while they pack,
+    /// integers in 16 bits while they fit, strings at their length), else the widest
+    /// representation. A field the first records lack is still charged: later ones
+    /// may carry it.
+    pub fn row_bytes_estimate(
+        &self,
+        n_samples: u64,
+        prefix: Option<&svar2_vcf::ragged::Batch>,
+    ) -> (u64, u64) {
         let (mut total, mut format) = (0u64, 0u64);
         for (c, col) in self.record.specs.iter().enumerate() {
             let spec = self
@@ -299,37 +308,32 @@ impl ArraySet {
                 .iter()
                 .find(|a| a.column == c)
                 .expect("column used");
-            let width = spec.planned_width();
-            let per_value = match col.base {
-                Base::Int if col.genotype => 1,
-                Base::Int | Base::Float => 4,
-                Base::Bool => 1,
-                // One end offset plus a few bytes of text per value.
-                Base::Str | Base::Char => 12,
+            let mut width = spec.planned_width() as f64;
+            let per_value = match prefix.map(|b| &b.columns[c]) {
+                Some(held) => {
+                    // Values per cell of the records that carry the field.
+                    let carrying = held.widths.iter().filter(|&&w| w > 0).count();
+                    let cells = (carrying * held.per_record).max(1);
+                    width = width.max(held.values.len() as f64 / cells as f64);
+                    held_value_bytes(&held.values)
+                }
+                None => match col.base {
+                    Base::Int if col.genotype => 1.0,
+                    Base::Int | Base::Float => 4.0,
+                    Base::Bool => 1.0,
+                    // One end offset plus a few bytes of text per value.
+                    Base::Str | Base::Char => 12.0,
+                },
             };
             let cells = if col.per_sample { n_samples } else { 1 };
             // 16 bytes of start/width bookkeeping per record and column.
-            let bytes = cells * width * per_value + 16;
+            let bytes = (cells as f64 * width * per_value).ceil() as u64 + 16;
             total += bytes;
             if self.is_format_column(c) {
                 format += bytes;
             }
         }
         (total, format)
-    }
-
-    /// Bytes `batch`'s records fill (as [`Batch::filled_bytes`]): (all of them, the
-    /// part in per-sample FORMAT fields other than GT), split as
-    /// [`ArraySet::row_bytes_estimate`] splits its worst case.
-    pub fn row_bytes_of(&self, batch: &svar2_vcf::ragged::Batch) -> (u64, u64) {
-        let format: usize = batch
-            .columns
-            .iter()
-            .enumerate()
-            .filter(|&(c, _)| self.is_format_column(c))
-            .map(|(_, col)| col.filled_bytes())
-            .sum();
-        (batch.filled_bytes() as u64, format as u64)
     }
 
     /// Whether column `c` holds a per-sample FORMAT field other than GT (the law's
@@ -580,6 +584,24 @@ impl ArraySpec {
         }
         let (shard, inner) = geometry.grid(&self.dimension_names(layout), &shape);
         [shape, shard, inner]
+    }
+}
+
+/// Bytes one value takes as `values` holds it: a packed call's allele half a byte, a
+/// flag an eighth, a string its mean length plus its end offset.
+fn held_value_bytes(values: &svar2_vcf::ragged::Values) -> f64 {
+    use svar2_vcf::ragged::Values;
+    match values {
+        Values::Int16(_) => 2.0,
+        Values::Int(_) | Values::Float(_) => 4.0,
+        Values::Long(_) => 8.0,
+        Values::Int8(_) => 1.0,
+        Values::Diploid(_) => 0.5,
+        Values::Bool(_) => 0.125,
+        Values::Str { bytes, ends } if !ends.is_empty() => {
+            bytes.len() as f64 / ends.len() as f64 + std::mem::size_of::<usize>() as f64
+        }
+        Values::Str { .. } => 12.0,
     }
 }
 

@@ -638,14 +638,17 @@ fn plan_schema(
             .filter(|p| !stdin && !svar2_vcf::inputs::is_stdin(p))
             .filter(|_| request.subset.targets.is_none() && request.subset.targets_file.is_none())
             .filter(|_| request.subset.expression.is_none())
+            // Read as the conversion reads it: BGZF text by svar2's own inflate, which
+            // refuses a line over the budget's limit before holding it whole.
             .and_then(|p| open_input(p, 1, request).ok())
+            .and_then(|reader| reader.for_threads(crate::prefix::READ_THREADS).ok())
             .and_then(|reader| crate::prefix::measure(reader, &schema, &set)),
         Prefix::None => None,
     };
     let (row_bytes, format_row_bytes, scratch_cell_bytes) = match prefix {
         Some(m) => (m.row, m.format, m.scratch_cell),
         None => {
-            let (row, format) = set.row_bytes_estimate(samples);
+            let (row, format) = set.row_bytes_estimate(samples, None);
             (row, format, set.scratch_cell_bytes())
         }
     };

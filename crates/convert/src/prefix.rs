@@ -20,12 +20,18 @@ pub const PREFIX_RECORDS: usize = 64;
 /// 64 records of a 300,000-sample call set with FORMAT fields would fill ~600 MB.
 pub const PREFIX_BYTES: usize = 16 << 20;
 
+/// Threads the probe's reader is set up for: the least at which BGZF text is
+/// inflated by svar2's own reader, as a conversion's is, so a record line over the
+/// budget's limit is refused before it is held whole.
+pub const READ_THREADS: usize = 2;
+
 /// What the first records of the input measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct RowBytes {
     /// Records read.
     pub records: u64,
-    /// Bytes a record fills in a batch, on average over them.
+    /// Bytes a record is expected to fill in a batch: every column at its planned
+    /// width (or the widest seen), each value as these records hold it.
     pub row: u64,
     /// The part of `row` in per-sample FORMAT fields other than GT.
     pub format: u64,
@@ -59,7 +65,7 @@ pub fn measure(reader: VcfReader, schema: &Schema, set: &ArraySet) -> Option<Row
     if n == 0 {
         return None;
     }
-    let (row, format) = set.row_bytes_of(&batch);
+    let (row, format) = set.row_bytes_estimate(schema.samples.len() as u64, Some(&batch));
     // Each encoding thread lays out a chunk of every per-sample array at the dtype and
     // width the values need (AD and PL of small counts in one byte, not four).
     let mut stats = Stats::new(set);
@@ -82,8 +88,8 @@ pub fn measure(reader: VcfReader, schema: &Schema, set: &ArraySet) -> Option<Row
         .max(1);
     Some(RowBytes {
         records: n,
-        row: row.div_ceil(n),
-        format: format.div_ceil(n),
+        row,
+        format,
         scratch_cell,
         packed: set
             .record
