@@ -638,11 +638,18 @@ fn plan_schema(
             .filter(|p| !stdin && !svar2_vcf::inputs::is_stdin(p))
             .filter(|_| request.subset.targets.is_none() && request.subset.targets_file.is_none())
             .filter(|_| request.subset.expression.is_none())
-            // Read as the conversion reads it: BGZF text by svar2's own inflate, which
-            // refuses a line over the budget's limit before holding it whole.
-            .and_then(|p| open_input(p, 1, request).ok())
-            .and_then(|reader| reader.for_threads(crate::prefix::READ_THREADS).ok())
-            .and_then(|reader| crate::prefix::measure(reader, &schema, &set)),
+            .and_then(|p| {
+                // Quietly: what the records say (an undeclared contig, a bad record)
+                // the conversion says once, when it reads them. Read as it reads
+                // them: BGZF text by svar2's own inflate, which refuses a line over
+                // the budget's limit before holding it whole.
+                let quiet = tracing::subscriber::NoSubscriber::default();
+                tracing::subscriber::with_default(quiet, || {
+                    let reader = open_input(p, 1, request).ok()?;
+                    let reader = reader.for_threads(crate::prefix::READ_THREADS).ok()?;
+                    crate::prefix::measure(reader, &schema, &set)
+                })
+            }),
         Prefix::None => None,
     };
     let (row_bytes, format_row_bytes, scratch_cell_bytes) = match prefix {
