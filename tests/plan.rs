@@ -393,7 +393,7 @@ fn rows_are_planned_as_the_first_records_fill_them() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{err}");
         assert_eq!(digest(&two), digest(&one));
-        narrowed |= err.contains("encoding fewer at once");
+        narrowed |= err.contains("encoding fewer batches at once");
         if narrowed {
             break;
         }
@@ -439,4 +439,44 @@ fn a_field_the_first_records_lack_is_still_planned() {
     let row = plan["row_bytes"].as_u64().unwrap();
     assert!(row >= 500 * 7, "{row} bytes a row");
     assert!(plan["plan"]["in_flight_format_bytes"].as_u64().unwrap() > 0);
+    // Several inputs: each one's first records are read, and the most any fills is
+    // planned, whatever the inputs' order (a cheap first file must not plan for an
+    // expensive second one, nor the order decide the chunking).
+    let cheap: Vec<String> = (0..100usize)
+        .map(|r| {
+            format!(
+                "1 {} . A G . PASS . GT {}",
+                r + 1,
+                vec!["0/1"; 500].join(" ")
+            )
+        })
+        .collect();
+    let dear: Vec<String> = (0..100usize)
+        .map(|r| {
+            let calls = vec!["0/1:30,0,40,1,2,3"; 500].join(" ");
+            format!("2 {} . A G,T . PASS . GT:PL {calls}", r + 1)
+        })
+        .collect();
+    let meta = meta.replace("##contig=<ID=1>\n", "##contig=<ID=1>\n##contig=<ID=2>\n");
+    let cheap: Vec<&str> = cheap.iter().map(String::as_str).collect();
+    let dear: Vec<&str> = dear.iter().map(String::as_str).collect();
+    let a = vcf_of_rows(dir.path(), "cheap", &meta, &names, &cheap);
+    let b = vcf_of_rows(dir.path(), "dear", &meta, &names, &dear);
+    let rows = |first: &Path, second: &Path| {
+        let o = svar2()
+            .args(["plan", "--json"])
+            .args([first, second])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (
+            p["row_bytes"].as_u64().unwrap(),
+            p["plan"]["chunks"].clone(),
+        )
+    };
+    let (ab, ab_chunks) = rows(&a, &b);
+    assert_eq!((ab, ab_chunks), rows(&b, &a));
+    // PL of three alleles: six 16-bit values a sample.
+    assert!(ab >= 500 * 13, "{ab} bytes a row");
 }

@@ -318,9 +318,10 @@ fn drain(
                 if !narrowed {
                     narrowed = true;
                     tracing::info!(
-                        "batches fill more than the plan measured on the first records \
-                         ({:.1} MB for {} batches against {:.1} MB: calls that do not \
-                         pack?); encoding fewer at once to stay within the memory budget",
+                        "later records fill more than the plan measured on the input's \
+                         first ones ({:.1} MB for {} batches against {:.1} MB: more \
+                         alleles, ploidy or values, calls that do not pack, longer \
+                         strings); encoding fewer batches at once",
                         (filled + bytes) as f64 / 1e6,
                         fifo.len() + 2,
                         window.bytes as f64 / 1e6,

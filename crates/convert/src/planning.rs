@@ -264,7 +264,7 @@ pub fn plan_reader(reader: &VcfReader, request: &PlanRequest) -> Result<PlanRepo
         schema,
         counted,
         1,
-        Prefix::Read(&reader.path),
+        Prefix::Read(std::slice::from_ref(&reader.path)),
         request,
     )
 }
@@ -363,15 +363,13 @@ pub fn make_plan_inputs(
     } else {
         PathBuf::from(format!("{} inputs", inputs.len()))
     };
-    let first = inputs
-        .first()
-        .map_or(Prefix::None, |i| Prefix::Read(&i.path));
+    let paths: Vec<PathBuf> = inputs.iter().map(|i| i.path.clone()).collect();
     plan_schema(
         &label,
         merged.clone(),
         counted,
         inputs.len(),
-        first,
+        Prefix::Read(&paths),
         request,
     )
 }
@@ -573,8 +571,8 @@ fn replan_with_probe(
 
 /// Where a plan's row bytes come from.
 enum Prefix<'a> {
-    /// The first records of this file, read now.
-    Read(&'a Path),
+    /// The first records of each of these files, read now.
+    Read(&'a [PathBuf]),
     /// What an earlier plan of the same call set measured (a partition's).
     Known(Option<crate::prefix::RowBytes>),
     /// The header's worst case (`--merge`).
@@ -634,22 +632,30 @@ fn plan_schema(
     let samples = schema.samples.len() as u64;
     let prefix = match prefix {
         Prefix::Known(known) => known,
-        Prefix::Read(path) => Some(path)
-            .filter(|p| !stdin && !svar2_vcf::inputs::is_stdin(p))
-            .filter(|_| request.subset.targets.is_none() && request.subset.targets_file.is_none())
-            .filter(|_| request.subset.expression.is_none())
-            .and_then(|p| {
-                // Quietly: what the records say (an undeclared contig, a bad record)
-                // the conversion says once, when it reads them. Read as it reads
-                // them: BGZF text by svar2's own inflate, which refuses a line over
-                // the budget's limit before holding it whole.
+        Prefix::Read(paths) => {
+            let readable = !stdin
+                && !paths.iter().any(|p| svar2_vcf::inputs::is_stdin(p))
+                && request.subset.targets.is_none()
+                && request.subset.targets_file.is_none()
+                && request.subset.expression.is_none();
+            // Quietly: what the records say (an undeclared contig, a bad record) the
+            // conversion says once, when it reads them. Read as it reads them: BGZF
+            // text by svar2's own inflate, which refuses a line over the budget's
+            // limit before holding it whole.
+            let measure = |p: &PathBuf| {
                 let quiet = tracing::subscriber::NoSubscriber::default();
                 tracing::subscriber::with_default(quiet, || {
                     let reader = open_input(p, 1, request).ok()?;
                     let reader = reader.for_threads(crate::prefix::READ_THREADS).ok()?;
                     crate::prefix::measure(reader, &schema, &set)
                 })
-            }),
+            };
+            // Every input's first records, and the most any of them fills: one file's
+            // cheap records must not plan for another's (nor the inputs' order decide
+            // the chunking).
+            let measured = paths.iter().filter(|_| readable).filter_map(measure);
+            measured.reduce(crate::prefix::RowBytes::most)
+        }
         Prefix::None => None,
     };
     let (row_bytes, format_row_bytes, scratch_cell_bytes) = match prefix {

@@ -42,6 +42,20 @@ pub struct RowBytes {
     pub packed: bool,
 }
 
+impl RowBytes {
+    /// The most of two inputs' figures (each figure on its own): what a plan for
+    /// both must charge.
+    pub fn most(self, other: RowBytes) -> RowBytes {
+        RowBytes {
+            records: self.records + other.records,
+            row: self.row.max(other.row),
+            format: self.format.max(other.format),
+            scratch_cell: self.scratch_cell.max(other.scratch_cell),
+            packed: self.packed && other.packed,
+        }
+    }
+}
+
 /// Reads up to [`PREFIX_RECORDS`] records of `reader` (the input opened as the
 /// conversion will open it) into one batch with `schema`'s columns, and measures
 /// them. `None` when the input has no records, or its first ones fail to read: the
