@@ -105,7 +105,8 @@ pub struct PlanReport {
     pub cores: Cores,
     pub threads: usize,
     pub row_bytes: u64,
-    /// What the input's first records measured (`row_bytes` is theirs), or `None`
+    /// What records read from the input measured — its first ones, and for one
+    /// indexed file some at spots spread over it (`row_bytes` is theirs) — or `None`
     /// when `row_bytes` is the header's worst case (standard input, a subset that
     /// tests records one by one, no records).
     pub prefix: Option<crate::prefix::RowBytes>,
@@ -654,7 +655,19 @@ fn plan_schema(
             // cheap records must not plan for another's (nor the inputs' order decide
             // the chunking).
             let measured = paths.iter().filter(|_| readable).filter_map(measure);
-            measured.reduce(crate::prefix::RowBytes::most)
+            let heads = measured.reduce(crate::prefix::RowBytes::most);
+            // One indexed file: spots spread over it too (several inputs: their heads).
+            let counts: Vec<u64> = contigs.iter().map(|c| c.cost).collect();
+            match (heads, paths, index) {
+                (Some(head), [one], Some(_)) => {
+                    let quiet = tracing::subscriber::NoSubscriber::default();
+                    tracing::subscriber::with_default(quiet, || {
+                        crate::prefix::measure_spots(one, &schema, &set, &counts, head)
+                    })
+                    .or(Some(head))
+                }
+                (heads, _, _) => heads,
+            }
         }
         Prefix::None => None,
     };
@@ -843,7 +856,7 @@ impl PlanReport {
         }
         let measured = match &self.prefix {
             Some(m) => format!(
-                "as the first {} records fill a batch{}",
+                "as {} records read from the input fill a batch{}",
                 m.records,
                 if m.packed { ", calls packed" } else { "" }
             ),

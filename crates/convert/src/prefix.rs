@@ -75,11 +75,17 @@ pub fn measure(reader: VcfReader, schema: &Schema, set: &ArraySet) -> Option<Row
             }
         }
     }
+    estimate(&batch, schema, set)
+}
+
+/// What `batch`'s records say a row of the input fills (see [`RowBytes`]); `None`
+/// for an empty batch.
+fn estimate(batch: &Batch, schema: &Schema, set: &ArraySet) -> Option<RowBytes> {
     let n = batch.len() as u64;
     if n == 0 {
         return None;
     }
-    let (row, format) = set.row_bytes_estimate(schema.samples.len() as u64, Some(&batch));
+    let (row, format) = set.row_bytes_estimate(schema.samples.len() as u64, Some(batch));
     // Each encoding thread lays out a chunk of every per-sample array at the dtype and
     // width the values need (AD and PL of small counts in one byte, not four).
     let mut stats = Stats::new(set);
@@ -113,4 +119,44 @@ pub fn measure(reader: VcfReader, schema: &Schema, set: &ArraySet) -> Option<Row
             .filter(|(spec, _)| spec.genotype)
             .all(|(_, c)| matches!(c.values, Values::Diploid(_))),
     })
+}
+
+/// Pieces of an indexed file whose first records the probe also reads, besides the
+/// file's head: spread over its contigs (four a contig, by position), so a later
+/// contig or region whose records fill more (chrX's haploid calls, a stretch of
+/// multiallelic sites) is planned for too.
+pub const SPOTS: usize = 32;
+
+/// Records read at each spot (fewer where they would fill over 4 MB).
+pub const SPOT_RECORDS: usize = 16;
+
+/// [`RowBytes`] of up to [`SPOT_RECORDS`] records at the start of up to [`SPOTS`]
+/// pieces of `input` (read through its index; `counts` are its records per contig),
+/// each taken on its own, and the most any fills, with `head` (what the file's first
+/// records measured). `None` without a usable index.
+pub fn measure_spots(
+    input: &std::path::Path,
+    schema: &Schema,
+    set: &ArraySet,
+    counts: &[u64],
+    head: RowBytes,
+) -> Option<RowBytes> {
+    let pieces = svar2_vcf::pieces::plan_pieces(input, schema, counts, 4)?;
+    let step = pieces.len().div_ceil(SPOTS).max(1);
+    // (A quarter of the head's bytes at each spot: they add up over many contigs.)
+    let bytes = PREFIX_BYTES as u64 / 4;
+    let rows = (bytes / head.row.max(1)).clamp(1, SPOT_RECORDS as u64) as usize;
+    let mut reader = svar2_vcf::pieces::PieceReader::open(input, schema, &set.record).ok()?;
+    let n_samples = schema.samples.len();
+    let spots = pieces.iter().step_by(step).filter_map(|piece| {
+        let mut got = None;
+        reader
+            .read(piece, rows, &set.record.specs, n_samples, |b| {
+                got = Some(b);
+                false
+            })
+            .ok()?;
+        estimate(&got?, schema, set)
+    });
+    Some(spots.fold(head, RowBytes::most))
 }
