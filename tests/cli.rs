@@ -296,6 +296,27 @@ fn missing_and_non_vcf_inputs_fail_clearly() {
     let err = convert_fails(Path::new(""), &out, &[]);
     assert!(err.contains("an input path is empty"), "{err}");
     assert!(!out.exists(), "no store for an empty input path");
+
+    // A named pipe is read once, and a conversion opens its inputs twice (the plan
+    // samples records first): it is refused, pointing at `-`, before anything is
+    // read (it hung, waiting for a second writer, or read as "not a VCF").
+    let fifo = dir.path().join("pipe.vcf");
+    sh_ok(&format!("mkfifo {}", fifo.display()));
+    for cmd in ["convert", "plan"] {
+        let mut c = svar2();
+        c.arg(cmd).arg(&fifo);
+        if cmd == "convert" {
+            c.arg(&out);
+        }
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{cmd}: {err}");
+        assert!(
+            err.contains("pipe.vcf: a pipe") && err.contains("svar2 convert -"),
+            "{cmd}: {err}"
+        );
+    }
+    assert!(!out.exists(), "no store for a pipe");
 }
 
 #[test]

@@ -905,5 +905,22 @@ pub(crate) fn check_inputs(inputs: &[std::path::PathBuf]) -> Result<()> {
             "`-` (standard input) is read alone, not with other inputs".into(),
         ));
     }
+    // A pipe by name (a FIFO, `<(…)`, /dev/stdin on a pipe) can be read once, and a
+    // conversion opens its inputs more than once (the header and a sample of records
+    // for the plan, then the records): the second open found the data gone, or waited
+    // for a writer forever.
+    for p in inputs.iter().filter(|p| !svar2_vcf::inputs::is_stdin(p)) {
+        use std::os::unix::fs::FileTypeExt;
+        let Ok(kind) = std::fs::metadata(p).map(|m| m.file_type()) else {
+            continue; // (a missing file is named when it is opened)
+        };
+        if kind.is_fifo() || kind.is_socket() || kind.is_char_device() {
+            return Err(Error::Usage(format!(
+                "{}: a pipe, which can be read only once: pipe the records to standard \
+                 input instead (`… | svar2 convert - out.zarr`), or write them to a file",
+                p.display()
+            )));
+        }
+    }
     Ok(())
 }
