@@ -409,6 +409,17 @@ impl Stats {
         }
     }
 
+    /// The stats of one batch's records (what a probe lays them out by).
+    pub fn of_batch(set: &ArraySet, batch: &svar2_vcf::ragged::Batch) -> Stats {
+        let mut stats = Stats::new(set);
+        for (s, c) in stats.columns.iter_mut().zip(&batch.columns) {
+            s.merge(&c.stats);
+        }
+        stats.max_alleles = batch.max_alleles;
+        stats.max_ploidy = batch.max_ploidy;
+        stats
+    }
+
     /// Empty stats for a store of `schema`: `variant_contig` is typed by the contig
     /// count (bio2zarr sizes it so), whatever contigs the records name.
     pub fn for_store(set: &ArraySet, schema: &Schema) -> Stats {

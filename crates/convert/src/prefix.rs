@@ -88,12 +88,7 @@ fn estimate(batch: &Batch, schema: &Schema, set: &ArraySet) -> Option<RowBytes> 
     let (row, format) = set.row_bytes_estimate(schema.samples.len() as u64, Some(batch));
     // Each encoding thread lays out a chunk of every per-sample array at the dtype and
     // width the values need (AD and PL of small counts in one byte, not four).
-    let mut stats = Stats::new(set);
-    for (s, c) in stats.columns.iter_mut().zip(&batch.columns) {
-        s.merge(&c.stats);
-    }
-    stats.max_alleles = batch.max_alleles;
-    stats.max_ploidy = batch.max_ploidy;
+    let stats = Stats::of_batch(set, batch);
     let dims = Dims::from_stats(set, &stats, schema.has_gt);
     let scratch_cell = set
         .arrays

@@ -53,12 +53,7 @@ pub fn run(
             read_share: svar2_planner::DEFAULT_READ_SHARE,
         });
     };
-    let mut stats = Stats::new(set);
-    for (s, c) in stats.columns.iter_mut().zip(&batch.columns) {
-        s.merge(&c.stats);
-    }
-    stats.max_alleles = batch.max_alleles;
-    stats.max_ploidy = batch.max_ploidy;
+    let stats = Stats::of_batch(set, &batch);
     let dims = Dims::from_stats(set, &stats, schema.has_gt);
     let samples_chunk = geometry.samples_chunk.max(1) as usize;
     let tasks = chunk_tasks(set, n_samples, samples_chunk);
