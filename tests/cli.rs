@@ -312,7 +312,7 @@ fn missing_and_non_vcf_inputs_fail_clearly() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success(), "{cmd}: {err}");
         assert!(
-            err.contains("pipe.vcf: a pipe") && err.contains("svar2 convert -"),
+            err.contains("pipe.vcf: a pipe or device") && err.contains("svar2 convert -"),
             "{cmd}: {err}"
         );
     }

@@ -916,8 +916,9 @@ pub(crate) fn check_inputs(inputs: &[std::path::PathBuf]) -> Result<()> {
         };
         if kind.is_fifo() || kind.is_socket() || kind.is_char_device() {
             return Err(Error::Usage(format!(
-                "{}: a pipe, which can be read only once: pipe the records to standard \
-                 input instead (`… | svar2 convert - out.zarr`), or write them to a file",
+                "{}: a pipe or device, which can be read only once: pipe the records to \
+                 standard input instead (`… | svar2 convert - out.zarr`), or write them \
+                 to a file",
                 p.display()
             )));
         }

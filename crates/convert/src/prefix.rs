@@ -117,7 +117,8 @@ fn estimate(batch: &Batch, schema: &Schema, set: &ArraySet) -> Option<RowBytes> 
 }
 
 /// Pieces of an indexed file whose first records the probe also reads, besides the
-/// file's head: spread over its contigs (four a contig, by position), so a later
+/// file's head: spread over its contigs (each contig's start first, the largest
+/// first, then the other three quarters of each by position), so a later
 /// contig or region whose records fill more (chrX's haploid calls, a stretch of
 /// multiallelic sites) is planned for too.
 pub const SPOTS: usize = 32;
@@ -137,13 +138,24 @@ pub fn measure_spots(
     head: RowBytes,
 ) -> Option<RowBytes> {
     let pieces = svar2_vcf::pieces::plan_pieces(input, schema, counts, 4)?;
-    let step = pieces.len().div_ceil(SPOTS).max(1);
+    // Every contig's first piece before any contig's second, contigs with the most
+    // records first: each contig is sampled before any is sampled twice.
+    let mut order: Vec<(usize, std::cmp::Reverse<u64>, usize)> = Vec::new();
+    let mut nth = std::collections::HashMap::new();
+    for (i, p) in pieces.iter().enumerate() {
+        let k = nth.entry(p.rid).or_insert(0usize);
+        let records = counts.get(p.rid as usize).copied().unwrap_or(0);
+        order.push((*k, std::cmp::Reverse(records), i));
+        *k += 1;
+    }
+    order.sort();
     // (A quarter of the head's bytes at each spot: they add up over many contigs.)
     let bytes = PREFIX_BYTES as u64 / 4;
     let rows = (bytes / head.row.max(1)).clamp(1, SPOT_RECORDS as u64) as usize;
     let mut reader = svar2_vcf::pieces::PieceReader::open(input, schema, &set.record).ok()?;
     let n_samples = schema.samples.len();
-    let spots = pieces.iter().step_by(step).filter_map(|piece| {
+    let spots = order.iter().take(SPOTS).filter_map(|&(_, _, i)| {
+        let piece = &pieces[i];
         let mut got = None;
         reader
             .read(piece, rows, &set.record.specs, n_samples, |b| {
