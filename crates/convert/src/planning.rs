@@ -580,6 +580,40 @@ enum Prefix<'a> {
     None,
 }
 
+/// What records sampled from `paths` fill a batch with: each input's first records,
+/// and for one indexed file (its records per contig in `counts`) spots spread over it;
+/// the most any fills, so one input's cheap records do not plan for another's dear
+/// ones, nor the inputs' order decide the chunking. Read quietly: what the records
+/// say (an undeclared contig, a bad record) the conversion says once, when it reads
+/// them. Read as it reads them: BGZF text by svar2's own inflate, which refuses a
+/// line over the budget's limit before holding it whole.
+fn sample_rows(
+    paths: &[PathBuf],
+    counts: Option<&[u64]>,
+    schema: &Schema,
+    set: &ArraySet,
+    request: &PlanRequest,
+) -> Option<crate::prefix::RowBytes> {
+    let quiet = tracing::subscriber::NoSubscriber::default();
+    tracing::subscriber::with_default(quiet, || {
+        let head = |p: &PathBuf| {
+            let reader = open_input(p, 1, request).ok()?;
+            let reader = reader.for_threads(crate::prefix::READ_THREADS).ok()?;
+            crate::prefix::measure(reader, schema, set)
+        };
+        let heads = paths
+            .iter()
+            .filter_map(head)
+            .reduce(crate::prefix::RowBytes::most)?;
+        match (paths, counts) {
+            ([one], Some(counts)) => {
+                crate::prefix::measure_spots(one, schema, set, counts, heads).or(Some(heads))
+            }
+            _ => Some(heads),
+        }
+    })
+}
+
 /// The plan from a schema and its contig counts; `streams` > 1 (or standard input)
 /// means one streaming reader over inputs read one after another.
 fn plan_schema(
@@ -639,34 +673,11 @@ fn plan_schema(
                 && request.subset.targets.is_none()
                 && request.subset.targets_file.is_none()
                 && request.subset.expression.is_none();
-            // Quietly: what the records say (an undeclared contig, a bad record) the
-            // conversion says once, when it reads them. Read as it reads them: BGZF
-            // text by svar2's own inflate, which refuses a line over the budget's
-            // limit before holding it whole.
-            let measure = |p: &PathBuf| {
-                let quiet = tracing::subscriber::NoSubscriber::default();
-                tracing::subscriber::with_default(quiet, || {
-                    let reader = open_input(p, 1, request).ok()?;
-                    let reader = reader.for_threads(crate::prefix::READ_THREADS).ok()?;
-                    crate::prefix::measure(reader, &schema, &set)
-                })
-            };
-            // Every input's first records, and the most any of them fills: one file's
-            // cheap records must not plan for another's (nor the inputs' order decide
-            // the chunking).
-            let measured = paths.iter().filter(|_| readable).filter_map(measure);
-            let heads = measured.reduce(crate::prefix::RowBytes::most);
-            // One indexed file: spots spread over it too (several inputs: their heads).
             let counts: Vec<u64> = contigs.iter().map(|c| c.cost).collect();
-            match (heads, paths, index) {
-                (Some(head), [one], Some(_)) => {
-                    let quiet = tracing::subscriber::NoSubscriber::default();
-                    tracing::subscriber::with_default(quiet, || {
-                        crate::prefix::measure_spots(one, &schema, &set, &counts, head)
-                    })
-                    .or(Some(head))
-                }
-                (heads, _, _) => heads,
+            let indexed_counts = index.is_some().then_some(counts.as_slice());
+            match readable {
+                true => sample_rows(paths, indexed_counts, &schema, &set, request),
+                false => None,
             }
         }
         Prefix::None => None,
@@ -860,7 +871,7 @@ impl PlanReport {
                 m.records,
                 if m.packed { ", calls packed" } else { "" }
             ),
-            None => "the header's worst case: no prefix was read".into(),
+            None => "the header's worst case: no records were sampled".into(),
         };
         let _ = writeln!(
             s,

@@ -1,11 +1,12 @@
-//! The prefix probe: how the input's first records lie in memory. A batch holds
-//! diploid calls packed two alleles to a byte and FORMAT integers in 16 bits while
-//! they fit, so a row of a GT-only biobank file takes a third of what the header's
-//! worst case (an i8 per allele and a byte per phase flag) says, and a call set's
-//! AD/DP/GQ/PL half. The plan charges what the first records measure, so the budget
-//! buys chunk rows and concurrency instead of slack; the pipeline checks each batch
-//! against the same figure and encodes fewer at once when later records do not pack
-//! (haploid calls on chrX, alleles past 13, values past 16 bits).
+//! The sample probe: how the input's records lie in memory — its first ones, and for
+//! one indexed file some at spots spread over it. A batch holds diploid calls packed
+//! two alleles to a byte and FORMAT integers in 16 bits while they fit, so a row of a
+//! GT-only biobank file takes a third of what the header's worst case (an i8 per
+//! allele and a byte per phase flag) says, and a call set's AD/DP/GQ/PL half. The
+//! plan charges what the sampled records measure, so the budget buys chunk rows and
+//! concurrency instead of slack; the pipeline checks each batch against the same
+//! figure and encodes fewer at once when later records fill more (haploid calls on
+//! chrX, alleles past 13, values past 16 bits).
 
 use crate::arrays::{ArraySet, Dims, Stats};
 use svar2_vcf::ragged::{Batch, Values};
@@ -25,7 +26,7 @@ pub const PREFIX_BYTES: usize = 16 << 20;
 /// budget's limit is refused before it is held whole.
 pub const READ_THREADS: usize = 2;
 
-/// What the first records of the input measured.
+/// What the sampled records measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct RowBytes {
     /// Records read.
