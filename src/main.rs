@@ -44,8 +44,9 @@ enum Command {
     /// Convert VCF, bgzipped VCF or BCF files of one call set into a VCF Zarr v3 store.
     Convert(convert::Args),
     /// Print the conversion plan (budget, cores, contig order, geometry, predicted
-    /// peak RSS) from the header and index alone; writes nothing, except the
-    /// partition plan that `--partitions N -o PLAN` asks for.
+    /// peak RSS) from the header, the index and a sample of records (how they fill
+    /// memory); writes nothing, except the partition plan that `--partitions N -o
+    /// PLAN` asks for.
     Plan(plan::Args),
     /// Complete the store of a partitioned conversion once every partition is done:
     /// joins the rows partitions share, writes the arrays that span partitions and
