@@ -462,24 +462,43 @@ impl Writer {
                 continue;
             }
             // The first record of this batch that is this wide (`widths` holds one
-            // width per record, whatever the cells per record).
+            // width per record, whatever the cells per record). None is, where the
+            // width is the store's dimension (Number=G: the most alleles at the most
+            // ploidy seen, maybe in different records): the batch's first is named.
             let widest = batch.columns[spec.column]
                 .widths
                 .iter()
                 .position(|&w| w >= width);
-            let locus = widest
-                .and_then(|r| batch.loci.get(r))
+            let locus = batch
+                .loci
+                .get(widest.unwrap_or(0))
                 .map(|&(rid, pos, _)| format!("{}:{pos}", self.schema.contig_label(rid as i64)))
                 .unwrap_or_else(|| "header".into());
+            let why = match widest {
+                Some(_) => String::new(),
+                None => " (the dimension the alleles and ploidy seen so far give it)".into(),
+            };
+            // A larger budget alone moves the goal: the plan then chooses longer chunk
+            // rows. Name the rows that fit this budget, and pin them with a larger one.
+            let vc = self.geometry.variants_chunk.max(1);
+            let per_row = (excess.saturating_mul(2 * self.threads as u64) / vc).max(1);
+            let fits = self.budget.saturating_sub(self.planned_peak) / per_row;
+            let about = svar2_planner::size::human(need.saturating_mul(5) / 4);
+            let advice = match fits {
+                0 => format!("pass --max-mem {about} with --variants-chunk {vc}"),
+                n => format!(
+                    "pass --variants-chunk {n} (it fits this budget), or --max-mem {about} \
+                     with --variants-chunk {vc}"
+                ),
+            };
             return Err(svar2_vcf::Error::Record {
                 path: self.input.clone(),
                 record: batch.first + widest.unwrap_or(0) as u64 + 1,
                 locus,
                 msg: format!(
-                    "{} is {width} values wide here; every inner chunk of it would hold {} \
-                     ({}), which does not fit --max-mem {}. Drop the field (`bcftools \
-                     annotate -x`), or pass a smaller --variants-chunk or a larger --max-mem \
-                     (about {})",
+                    "{} is {width} values wide here{why}; every inner chunk of it would hold \
+                     {} ({}), which does not fit --max-mem {}. Drop the field (`bcftools \
+                     annotate -x`), or {advice}",
                     spec.name,
                     shape
                         .iter()
@@ -488,7 +507,6 @@ impl Writer {
                         .join(" x "),
                     svar2_planner::size::human(chunk),
                     svar2_planner::size::human(self.budget),
-                    svar2_planner::size::human(need.saturating_mul(5) / 4)
                 ),
             }
             .into());
