@@ -47,15 +47,14 @@ pub(crate) fn check_header_samples(path: &Path, line: &[u8]) -> Result<()> {
     if need <= budget {
         return Ok(());
     }
-    Err(Error::Header {
-        path: path.into(),
-        msg: format!(
-            "{samples} samples: reading them takes ~{} MB, over the memory budget of {} MB \
-             (--max-mem); raise --max-mem",
-            need.div_ceil(1 << 20),
-            budget >> 20
-        ),
-    })
+    // (Not the header's fault: the budget's.)
+    Err(Error::Inputs(format!(
+        "{}: {samples} samples: reading them takes ~{} MB, over the memory budget of {} MB \
+         (--max-mem); raise --max-mem",
+        path.display(),
+        need.div_ceil(1 << 20),
+        budget >> 20
+    )))
 }
 
 /// Whether a budget is set (a conversion is planned), so headers are checked first.
