@@ -159,10 +159,15 @@ pub fn check_output(root: &Path, force: bool) -> Result<()> {
     if fs::symlink_metadata(root).is_err() {
         return Ok(());
     }
-    let existing = classify(root)?;
-    refuse(root, &existing, force)?;
-    drop(lock(root)?);
-    Ok(())
+    // Under the lock, as `StoreDir::create` looks: a conversion writing here holds it
+    // (refused as such), and its marker may be half-written, which unlocked read as a
+    // file svar2 did not write (tests/interrupt.rs caught it).
+    let held = lock(root);
+    if let Err(e @ Error::Locked { .. }) = held {
+        return Err(e);
+    }
+    refuse(root, &classify(root)?, force)?;
+    held.map(drop)
 }
 
 /// Refuses a directory store that holds anything but Zarr metadata and chunk keys:
