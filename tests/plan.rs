@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn order_names(plan: &serde_json::Value) -> Vec<(String, u64)> {
     let contigs = plan["contigs"].as_array().unwrap();
@@ -328,6 +328,15 @@ fn a_good_bcf_index_prints_no_htslib_error() {
     );
 }
 
+/// An indexed VCF of `n_samples` samples (`s0`, `s1`, …) and `rows` (columns
+/// separated by single spaces), as [`vcf_of_rows`] writes it.
+fn gt_rows_vcf(dir: &Path, name: &str, meta: &str, n_samples: usize, rows: &[String]) -> PathBuf {
+    let samples: Vec<String> = (0..n_samples).map(|i| format!("s{i}")).collect();
+    let names: Vec<&str> = samples.iter().map(String::as_str).collect();
+    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+    vcf_of_rows(dir, name, meta, &names, &rows)
+}
+
 /// The plan charges a row as the input's first records fill a batch (diploid calls
 /// two alleles to a byte, phase flags a bit each), not the header's worst case of a
 /// byte per allele and per flag; records further on that do not pack (alleles past
@@ -341,8 +350,7 @@ fn rows_are_planned_as_the_first_records_fill_them() {
         return;
     }
     let dir = test_dir();
-    let samples: Vec<String> = (0..2000).map(|i| format!("s{i}")).collect();
-    let names: Vec<&str> = samples.iter().map(String::as_str).collect();
+    let n_samples = 2000;
     let sixteen: Vec<String> = (1..16).map(|i| "C".repeat(i)).collect();
     let mut rows = Vec::new();
     // One contig without a length: no spot past its start to sample.
@@ -363,10 +371,9 @@ fn rows_are_planned_as_the_first_records_fill_them() {
             calls.join(" ")
         ));
     }
-    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
     let meta = "##fileformat=VCFv4.2\n##contig=<ID=1>\n\
                 ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n";
-    let vcf = vcf_of_rows(dir.path(), "unpacking", meta, &names, &rows);
+    let vcf = gt_rows_vcf(dir.path(), "unpacking", meta, n_samples, &rows);
     let plan = plan_json(&vcf, &[]);
     assert_eq!(plan["prefix"]["packed"], true, "{plan}");
     let row = plan["row_bytes"].as_u64().unwrap();
@@ -415,8 +422,7 @@ fn a_field_the_first_records_lack_is_still_planned() {
         return;
     }
     let dir = test_dir();
-    let samples: Vec<String> = (0..500).map(|i| format!("s{i}")).collect();
-    let names: Vec<&str> = samples.iter().map(String::as_str).collect();
+    let n_samples = 500;
     let rows: Vec<String> = (0..200usize)
         .map(|r| {
             let (format, call) = if r < 100 {
@@ -431,11 +437,10 @@ fn a_field_the_first_records_lack_is_still_planned() {
             )
         })
         .collect();
-    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
     let meta = "##fileformat=VCFv4.2\n##contig=<ID=1>\n\
                 ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
                 ##FORMAT=<ID=PL,Number=G,Type=Integer,Description=\"Likelihoods\">\n";
-    let vcf = vcf_of_rows(dir.path(), "late_pl", meta, &names, &rows);
+    let vcf = gt_rows_vcf(dir.path(), "late_pl", meta, n_samples, &rows);
     let plan = plan_json(&vcf, &[]);
     assert!(plan["prefix"]["records"].as_u64().unwrap() >= 64, "{plan}");
     // PL: three 16-bit values a sample; GT: a byte.
@@ -461,10 +466,8 @@ fn a_field_the_first_records_lack_is_still_planned() {
         })
         .collect();
     let meta = meta.replace("##contig=<ID=1>\n", "##contig=<ID=1>\n##contig=<ID=2>\n");
-    let cheap: Vec<&str> = cheap.iter().map(String::as_str).collect();
-    let dear: Vec<&str> = dear.iter().map(String::as_str).collect();
-    let a = vcf_of_rows(dir.path(), "cheap", &meta, &names, &cheap);
-    let b = vcf_of_rows(dir.path(), "dear", &meta, &names, &dear);
+    let a = gt_rows_vcf(dir.path(), "cheap", &meta, n_samples, &cheap);
+    let b = gt_rows_vcf(dir.path(), "dear", &meta, n_samples, &dear);
     let rows = |first: &Path, second: &Path| {
         let o = svar2()
             .args(["plan", "--json"])
@@ -496,8 +499,7 @@ fn an_indexed_file_is_sampled_past_its_first_records() {
         return;
     }
     let dir = test_dir();
-    let samples: Vec<String> = (0..500).map(|i| format!("s{i}")).collect();
-    let names: Vec<&str> = samples.iter().map(String::as_str).collect();
+    let n_samples = 500;
     let rows: Vec<String> = (0..400usize)
         .map(|r| match r < 200 {
             true => format!(
@@ -512,11 +514,10 @@ fn an_indexed_file_is_sampled_past_its_first_records() {
             ),
         })
         .collect();
-    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
     let meta = "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000000>\n\
                 ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
                 ##FORMAT=<ID=PL,Number=G,Type=Integer,Description=\"Likelihoods\">\n";
-    let vcf = vcf_of_rows(dir.path(), "dear_later", meta, &names, &rows);
+    let vcf = gt_rows_vcf(dir.path(), "dear_later", meta, n_samples, &rows);
     let plan = plan_json(&vcf, &[]);
     // Past the 64 records at the start, spots were read.
     assert!(plan["prefix"]["records"].as_u64().unwrap() > 64, "{plan}");
