@@ -540,7 +540,6 @@ pub fn encode_chunk(
     Ok(Some(encoded?))
 }
 
-/// The rayon pool that lays out and encodes chunks.
 /// Lowers the calling thread's priority a little (nice +5), so that where encoders
 /// and readers share cores the reader, which every chunk row waits on, runs first.
 #[cfg(target_os = "linux")]
@@ -563,6 +562,7 @@ fn yield_to_readers() {
 #[cfg(not(target_os = "linux"))]
 fn yield_to_readers() {}
 
+/// The rayon pool that lays out and encodes chunks.
 pub(crate) fn encoder_pool(threads: usize) -> Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
