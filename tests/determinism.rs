@@ -260,3 +260,90 @@ fn stale_index_is_an_error() {
         "{err}"
     );
 }
+
+/// A bgzipped VCF without an index, read as one stream: from three threads on its
+/// lines are parsed ahead on the encoding threads (`convert::ahead`) and its blocks
+/// inflated on several (`vcf::inflate`). Lines the direct parse leaves to htslib, a
+/// FORMAT that changes from line to line, a genotype naming an allele the record
+/// lacks (a warning, once), a last line without `\n`: the same store and the same
+/// warning as reading line by line; and an unsorted record or a damaged block gives
+/// the same message, naming the same record.
+#[test]
+fn lines_parsed_ahead_read_as_line_by_line() {
+    if !tools("lines_parsed_ahead_read_as_line_by_line", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let text = dir.path().join("ahead.vcf");
+    sh_ok(&format!(
+        r###"bcftools view {src} | awk 'BEGIN{{OFS="\t"}}
+           /^##fileformat/ {{print; print "##INFO=<ID=X,Number=1,Type=Integer,Description=\"x\">";
+                             print "##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"d\">"; next}}
+           /^#/ {{print; next}}
+           {{ n++; if (n % 5 == 0) $8 = "X=" n;
+              if (n % 13 == 0) $12 = "./.";
+              if (n % 19 == 0) {{ $5 = $5 ",C,G,T"; $14 = "3|1" }}
+              if (n % 31 == 0 && n % 19 != 0) $10 = "0|3";
+              if (n % 37 == 0) {{ $9 = "GT:DP"; for (i = 10; i <= NF; i++) $i = $i ":" (i * n % 97) }}
+              print }}' > {text}"###,
+        src = root().join("examples/small.vcf.gz").display(),
+        text = text.display()
+    ));
+    // The last line without its newline, then bgzipped with no index.
+    sh_ok(&format!(
+        "truncate -s -1 {t} && bgzip -c {t} > {t}.gz",
+        t = text.display()
+    ));
+    let gz = dir.path().join("ahead.vcf.gz");
+    assert!(!dir.path().join("ahead.vcf.gz.csi").exists());
+    let geometry = ["--variants-chunk", "100", "--variants-shard", "400"];
+    let run = |input: &std::path::Path, threads: &str| {
+        let out = dir.path().join(format!("t{threads}.zarr"));
+        let mut args = vec!["convert", "--force", "--threads", threads];
+        args.extend(geometry);
+        let o = svar2().args(args).arg(input).arg(&out).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+        let said: Vec<String> = stderr
+            .lines()
+            .filter(|l| l.contains("WARN") || l.contains("error"))
+            .map(|l| l.split_once("WARN").map_or(l, |(_, w)| w).to_string())
+            .collect();
+        (o.status.success(), out, said)
+    };
+    // Two threads: lines inflated ahead by one thread, parsed on the reading thread.
+    let (ok, serial, warned) = run(&gz, "2");
+    assert!(ok, "{warned:?}");
+    assert_eq!(warned.len(), 1, "one warning: {warned:?}");
+    assert!(warned[0].contains("record 31 "), "{warned:?}");
+    let want = digest(&serial);
+    for threads in ["3", "8"] {
+        let (ok, store, said) = run(&gz, threads);
+        assert!(ok, "{said:?}");
+        assert_eq!(said, warned, "--threads {threads}");
+        assert_eq!(digest(&store), want, "--threads {threads}");
+    }
+
+    // Record 2001 moved after record 2004: unsorted, named as reading line by line
+    // names it.
+    let unsorted = dir.path().join("unsorted.vcf.gz");
+    sh_ok(&format!(
+        "awk '/^#/ {{print; next}} {{n++}} n == 2001 {{held = $0; next}} {{print}} n == 2004 {{print held}}' {t} | bgzip > {u}",
+        t = text.display(),
+        u = unsorted.display()
+    ));
+    // A byte flipped in a block in the middle of the file.
+    let damaged = dir.path().join("damaged.vcf.gz");
+    let mut bytes = std::fs::read(&gz).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x55;
+    std::fs::write(&damaged, bytes).unwrap();
+    for (input, what) in [(&unsorted, "not sorted"), (&damaged, "corrupt")] {
+        let (ok, _, serial) = run(input, "2");
+        assert!(!ok && serial.iter().any(|l| l.contains(what)), "{serial:?}");
+        for threads in ["3", "8"] {
+            let (ok, _, said) = run(input, threads);
+            assert!(!ok);
+            assert_eq!(said, serial, "{}: --threads {threads}", input.display());
+        }
+    }
+}

@@ -3,6 +3,7 @@
 //! writer and partitions, on top of `svar2-vcf` (records into column batches),
 //! `svar2-store` (the store contract) and `svar2-planner` (pure planning).
 
+mod ahead;
 pub mod arrays;
 pub mod chunk;
 pub mod convert;

@@ -129,9 +129,19 @@ pub(crate) fn run<T: Send>(
             }
             Source::Stream { files, single } => {
                 let died = tx.clone();
+                let pool = &pool;
                 let read = move || {
                     guarded(&died, || {
-                        read_stream(files, single, schema, set, variants_chunk, &tx, &recycle_rx)
+                        read_stream(
+                            files,
+                            single,
+                            schema,
+                            set,
+                            variants_chunk,
+                            pool,
+                            &tx,
+                            &recycle_rx,
+                        )
                     })
                 };
                 spawn("reader").spawn_scoped(scope, read).map_err(failed)?;
@@ -176,13 +186,17 @@ fn guarded<R>(
 }
 
 /// One streaming reader: fills inner-chunk rows of records (batches the encoder hands
-/// back are refilled, so two exist in all) and sends them until the inputs end.
+/// back are refilled, so two exist in all) and sends them until the inputs end. A
+/// bgzipped VCF's lines are parsed ahead on `pool` when it has the threads (see
+/// `ahead`).
+#[allow(clippy::too_many_arguments)]
 fn read_stream(
     mut files: Vec<VcfReader>,
     single: bool,
     schema: &Schema,
     set: &ArraySet,
     variants_chunk: usize,
+    pool: &rayon::ThreadPool,
     tx: &Sender<svar2_vcf::Result<Batch>>,
     recycled: &Receiver<Batch>,
 ) {
@@ -194,19 +208,38 @@ fn read_stream(
     } else {
         Stream::many(files, schema, &set.record)
     };
-    let mut n: u64 = 0;
-    loop {
-        let mut batch = match recycled.try_recv() {
-            Ok(mut b) => {
-                b.reset(n);
-                b
-            }
-            Err(_) => {
-                let mut b = Batch::new(&set.record.specs, n_samples, n);
-                b.reserve(variants_chunk, &widths);
-                b
-            }
+    let next_batch = |n: u64| match recycled.try_recv() {
+        Ok(mut b) => {
+            b.reset(n);
+            b
+        }
+        Err(_) => {
+            let mut b = Batch::new(&set.record.specs, n_samples, n);
+            b.reserve(variants_chunk, &widths);
+            b
+        }
+    };
+    let mut batch = next_batch(0);
+    // The first record is read here whatever the input (htslib read its line at open,
+    // and where that line ends is not known), then the rest ahead where they can be.
+    let mut n: u64 = match stream.read_into(&mut batch, 0) {
+        Ok(true) => 1,
+        Ok(false) => return,
+        Err(e) => {
+            let _ = tx.send(Err(e));
+            return;
+        }
+    };
+    let ahead = pool.current_num_threads() >= crate::ahead::PARSE_AHEAD_THREADS;
+    if let Some((reader, ex)) = stream.parses_ahead().filter(|_| ahead) {
+        let rows = crate::ahead::Rows {
+            variants_chunk,
+            next: &next_batch,
+            tx,
         };
+        return crate::ahead::read(reader, ex, &set.record, pool, rows, batch, n);
+    }
+    loop {
         while batch.len() < variants_chunk {
             match stream.read_into(&mut batch, n) {
                 Ok(true) => n += 1,
@@ -224,6 +257,7 @@ fn read_stream(
         if done {
             return;
         }
+        batch = next_batch(n);
     }
 }
 

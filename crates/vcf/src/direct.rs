@@ -500,6 +500,12 @@ impl Extractor {
         }
         let locus = || format!("{}:{pos}", String::from_utf8_lossy(chrom));
         if max_allele >= alleles.len() as i32 {
+            let warned = self
+                .warned_allele
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if self.defers_warnings && !warned {
+                return Ok(false); // the reading thread warns, in record order
+            }
             self.allele_beyond_alt(record_no, &locus(), max_allele, alleles.len());
         }
 

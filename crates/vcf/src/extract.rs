@@ -102,8 +102,12 @@ pub struct Extractor {
     /// Whether a contig missing from the schema may be appended (one streaming
     /// reader meets contigs in file order; piece readers know them all from the index).
     learns_contigs: bool,
-    /// A genotype beyond the ALT count was reported already.
-    warned_allele: bool,
+    /// A genotype beyond the ALT count was reported already (shared with the
+    /// extractors that parse lines off the reading thread, see [`Extractor::for_lines`]).
+    pub(crate) warned_allele: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// This extractor parses lines off the reading thread: a line it would warn about
+    /// goes back to the reading thread, which warns in record order.
+    pub(crate) defers_warnings: bool,
     /// htslib counts a buffer's capacity in elements of the requested type, so each
     /// type gets its own buffer.
     bufs: [HtsBuf; 3],
@@ -177,7 +181,8 @@ impl Extractor {
                 .map(|(i, c)| (c.name.clone(), i as u32))
                 .collect(),
             learns_contigs: true,
-            warned_allele: false,
+            warned_allele: Default::default(),
+            defers_warnings: false,
             bufs: [HtsBuf::new(), HtsBuf::new(), HtsBuf::new()],
             gt_vals: Vec::new(),
             phased: Vec::new(),
@@ -193,7 +198,21 @@ impl Extractor {
     /// bcftools and bio2zarr read it, and the value is kept as given (the round trip
     /// prints it back), so it is a warning, once per reader, not a refusal.
     pub(crate) fn allele_beyond_alt(&mut self, record_no: u64, locus: &str, index: i32, n: usize) {
-        allele_beyond_alt(&mut self.warned_allele, record_no, locus, index, n);
+        allele_beyond_alt(&self.warned_allele, record_no, locus, index, n);
+    }
+
+    /// An extractor like this one for a thread that parses lines ahead of the reading
+    /// thread (`svar2_vcf::lines`): it leaves the warnings to this one.
+    pub fn for_lines(
+        &self,
+        header: &bcf::header::HeaderView,
+        schema: &Schema,
+        columns: &RecordColumns,
+    ) -> Extractor {
+        let mut ex = Extractor::for_header(header, schema, columns);
+        ex.warned_allele = self.warned_allele.clone();
+        ex.defers_warnings = true;
+        ex
     }
 }
 
@@ -296,10 +315,15 @@ fn decode_floats(data: &[u8], s: usize, n: usize, out: &mut Vec<u32>) {
 }
 
 /// [`Extractor::allele_beyond_alt`], on the flag alone (for borrows of other fields).
-fn allele_beyond_alt(warned: &mut bool, record_no: u64, locus: &str, index: i32, n: usize) {
+fn allele_beyond_alt(
+    warned: &std::sync::atomic::AtomicBool,
+    record_no: u64,
+    locus: &str,
+    index: i32,
+    n: usize,
+) {
     {
-        if !*warned {
-            *warned = true;
+        if !warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tracing::warn!(
                 "record {} ({locus}): GT allele index {index} but the record has only {} ALT \
                  allele(s); stored as given (later such records are not reported)",
@@ -688,7 +712,7 @@ impl Extractor {
                 if hi as i32 >= alleles.len() as i32 {
                     let locus = format!("{contig_name}:{pos}");
                     let n = alleles.len();
-                    allele_beyond_alt(&mut self.warned_allele, record_no, &locus, hi as i32, n);
+                    allele_beyond_alt(&self.warned_allele, record_no, &locus, hi as i32, n);
                 }
                 batch.max_ploidy = batch.max_ploidy.max(n as u32);
                 cols[*col_gt].push_i8s(&self.gt8, n as u32, lo, hi);
@@ -754,7 +778,7 @@ impl Extractor {
                 if max_allele >= alleles.len() as i32 {
                     let locus = format!("{contig_name}:{pos}");
                     let n = alleles.len();
-                    allele_beyond_alt(&mut self.warned_allele, record_no, &locus, max_allele, n);
+                    allele_beyond_alt(&self.warned_allele, record_no, &locus, max_allele, n);
                 }
                 cols[*col_gt].push_ints(&self.gt_vals, ploidy as u32);
                 cols[*col_phased].push_bools(&self.phased, 1);

@@ -26,7 +26,7 @@ pub struct LineFix {
 }
 
 /// Name lookups the direct parse and the line checks need.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Lookups {
     contigs: HashMap<Vec<u8>, u32>,
     /// FILTER name → htslib id.
@@ -57,6 +57,10 @@ pub struct TextReader {
     /// For bgzipped standard input: `Some(ends with \n)` when the line in `ks` is
     /// the stream's last (see [`HtsFile::ended_with_newline`]).
     ks_end: Option<bool>,
+    /// The line in `ks` was given ([`TextReader::set_line`]): read earlier, with its `\n`.
+    given: bool,
+    /// Threads that inflate ahead ([`TextReader::inflate_ahead`]).
+    inflaters: usize,
 }
 
 impl TextReader {
@@ -140,6 +144,8 @@ impl TextReader {
                 cut: false,
                 line_in_ks: true,
                 ks_end: None,
+                given: false,
+                inflaters: 1,
             }))
         }
     }
@@ -170,7 +176,9 @@ impl TextReader {
     /// many inputs, each opened up front, runs one such thread at a time. Plain text,
     /// plain gzip and standard input stay with htslib, as does a file that cannot be
     /// opened again (said in the log).
-    pub fn inflate_ahead(&mut self, path: &Path) {
+    /// `workers` threads inflate (see `inflate`).
+    pub fn inflate_ahead(&mut self, path: &Path, workers: usize) {
+        self.inflaters = workers;
         self.start_inflate_ahead(path, false)
     }
 
@@ -197,7 +205,7 @@ impl TextReader {
         let Some(voffset) = self.fp.tell() else {
             return;
         };
-        match InflatedLines::start(&path, voffset, self.cut) {
+        match InflatedLines::start(&path, voffset, self.cut, self.inflaters) {
             Ok(lines) => self.ahead = Some(lines),
             Err(e) => tracing::debug!("{}: inflating on the reading thread ({e})", path.display()),
         }
@@ -247,6 +255,7 @@ impl TextReader {
 
     /// Reads the next non-empty line; `Ok(false)` at end of file.
     pub fn next_line(&mut self, path: &Path, record_no: u64) -> Result<bool> {
+        self.given = false;
         loop {
             let r = match (self.pending.take(), &mut self.ahead) {
                 (Some(r), _) => r,
@@ -299,6 +308,20 @@ impl TextReader {
         }
     }
 
+    /// Makes `line`, read earlier and ended by `\n`, the current line: one that was
+    /// read ahead of the parse (`lines`) and goes through the general path.
+    pub fn set_line(&mut self, line: &[u8]) {
+        self.ks.set(line);
+        self.line_in_ks = true;
+        self.given = true;
+    }
+
+    /// Whether lines come from svar2's own inflating thread (a bgzipped file), which
+    /// knows where each one ends: only such lines are parsed ahead.
+    pub fn reads_ahead(&self) -> bool {
+        self.ahead.is_some() || self.inflate_from.is_some()
+    }
+
     /// Whether the input was read to its end and lacks the BGZF end-of-file block:
     /// standard input cut short (a file is checked before it is read, see
     /// `truncation`).
@@ -309,6 +332,9 @@ impl TextReader {
     /// Whether the current line is the input's last and known to end without `\n`
     /// (read ahead: the file was cut in the middle of it).
     pub fn unterminated(&self) -> bool {
+        if self.given {
+            return false;
+        }
         match &self.ahead {
             Some(a) if !self.line_in_ks => a.unterminated(),
             _ => self.ks_end == Some(false),
@@ -318,6 +344,9 @@ impl TextReader {
     /// How the current line, which failed to parse, ends: reads on to find out
     /// (the reading stops at this error anyway).
     pub fn line_end(&mut self, path: &Path) -> LineEnd {
+        if self.given {
+            return LineEnd::Terminated;
+        }
         if self.unterminated() {
             return LineEnd::Unterminated;
         }

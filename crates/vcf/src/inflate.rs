@@ -1,7 +1,10 @@
-//! Lines of a bgzipped VCF whose BGZF blocks are inflated on a thread of their own,
+//! Lines of a bgzipped VCF whose BGZF blocks are inflated on threads of their own,
 //! a few blocks at a time, ahead of the parse: on a FORMAT-heavy file inflate is ~40 %
 //! of the reading thread's time, and the reading thread is what every chunk row waits
-//! on. htslib's own thread pool does the same block by block, and its per-block
+//! on. The `inflate` thread reads the compressed blocks; with more than one worker it
+//! hands groups of them to `inflate-N` threads and passes their text on in order, so
+//! that with the parse itself off the reading thread (`lines`) one stream's reading
+//! keeps many cores busy. htslib's own thread pool does the same block by block, and its per-block
 //! hand-offs cost more than they save on two cores (sim.vcf.gz 0.41 -> 0.67 s); here a
 //! hand-off carries ~256 KiB of text. Each block is a gzip member, so libdeflate checks
 //! its CRC-32 and length as htslib does.
@@ -12,19 +15,26 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 /// Inflated bytes per hand-off: a few blocks, so the hand-offs cost nothing beside the
-/// inflate, and the buffers in flight (see [`BUFFERS`]) stay ~1.3 MiB.
+/// inflate, and the buffers in flight (workers + 3, see [`InflatedLines::start`]) stay
+/// ~1.3 MiB on two cores.
 const BATCH_BYTES: usize = 256 * 1024;
 /// Compressed bytes read at a time (a few blocks).
 const READ_BYTES: usize = 128 * 1024;
-/// Buffers in flight: one filling, two queued, one being read.
-pub const BUFFERS: usize = 4;
+/// Spent buffers kept for reuse beside one per worker.
+const BUFFERS: usize = 4;
 /// The most a BGZF block inflates to (the spec's limit; ISIZE is checked against it
 /// before anything is reserved).
 const MAX_BLOCK: usize = 64 * 1024;
 
-/// A bgzipped file's lines from a virtual offset on, inflated ahead on a thread.
+/// Inflated text in order: each group of blocks' text (and an error after it, if the
+/// data was damaged there) arrives on a channel of its own, those channels in order.
+type Texts = Receiver<Receiver<Result<Vec<u8>, String>>>;
+
+/// A bgzipped file's lines from a virtual offset on, inflated ahead on threads.
 pub struct InflatedLines {
-    batches: Receiver<Result<Vec<u8>, String>>,
+    groups: Texts,
+    /// The group being read.
+    group: Option<Receiver<Result<Vec<u8>, String>>>,
     spent: Sender<Vec<u8>>,
     buf: Vec<u8>,
     pos: usize,
@@ -43,46 +53,74 @@ pub struct InflatedLines {
 
 impl InflatedLines {
     /// Starts inflating `path` from the BGZF virtual offset `voffset` (as `bgzf_tell`
-    /// gives it: block address << 16 | offset in the inflated block).
+    /// gives it: block address << 16 | offset in the inflated block) on `workers`
+    /// threads (the `inflate` thread itself when one).
     /// With `cut` (the file lacks its end-of-file block and the user asked to convert
     /// what it holds), a file ending inside a block ends the stream there: the block's
     /// records are dropped, as htslib (and so bcftools) cannot inflate them either.
-    pub fn start(path: &Path, voffset: u64, cut: bool) -> std::io::Result<InflatedLines> {
+    pub fn start(
+        path: &Path,
+        voffset: u64,
+        cut: bool,
+        workers: usize,
+    ) -> std::io::Result<InflatedLines> {
         let mut file = File::open(path)?;
         std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(voffset >> 16))?;
         let skip = (voffset & 0xffff) as usize;
         let cut = cut.then(|| path.to_path_buf());
-        let (send, batches) = bounded(BUFFERS - 2);
-        let (spent, recycled) = bounded(BUFFERS);
+        let workers = workers.max(1);
+        // Groups in flight: one being read here, one queued, one per worker.
+        let (send, groups) = bounded(workers + 1);
+        let (spent, recycled) = bounded(BUFFERS + workers);
+        let mut blocks = Blocks::new(
+            BufReader::with_capacity(READ_BYTES, file),
+            voffset >> 16,
+            skip,
+        );
+        blocks.cut = cut;
+        let (jobs, take) = bounded::<Job>(1);
+        for i in (0..workers).filter(|_| workers > 1) {
+            let (take, recycled) = (take.clone(), recycled.clone());
+            std::thread::Builder::new()
+                .name(format!("inflate-{i}"))
+                .spawn(move || {
+                    let inflater = Decompressor::new();
+                    for job in take {
+                        job.run(&inflater, &recycled);
+                    }
+                })?;
+        }
+        drop(take);
         std::thread::Builder::new()
             .name("inflate".into())
             .spawn(move || {
-                let mut blocks = Blocks::new(
-                    BufReader::with_capacity(READ_BYTES, file),
-                    voffset >> 16,
-                    skip,
-                );
-                blocks.cut = cut;
+                let inflater = Decompressor::new();
                 loop {
-                    let mut buf: Vec<u8> = recycled
-                        .try_recv()
-                        .unwrap_or_else(|_| Vec::with_capacity(BATCH_BYTES + MAX_BLOCK));
-                    buf.clear();
-                    let r = blocks.fill(&mut buf);
+                    let mut group = Group::default();
+                    let r = blocks.read_group(&mut group);
                     let end = matches!(r, Ok(false) | Err(_));
-                    // Blocks before a damaged one are read first, so the error names
-                    // the record it cuts.
-                    let mut sent = buf.is_empty() || send.send(Ok(buf)).is_ok();
-                    if let Err(e) = r {
-                        sent = sent && send.send(Err(e)).is_ok();
+                    group.error = r.err();
+                    let (texts, text) = bounded(2);
+                    if send.send(text).is_err() {
+                        return;
                     }
-                    if end || !sent {
+                    let job = Job { group, texts };
+                    // One worker: the blocks are inflated here, as they are read.
+                    let job = match workers {
+                        1 => Err(job),
+                        _ => jobs.send(job).map_err(|e| e.0),
+                    };
+                    if let Err(job) = job {
+                        job.run(&inflater, &recycled);
+                    }
+                    if end {
                         return;
                     }
                 }
             })?;
         Ok(InflatedLines {
-            batches,
+            groups,
+            group: None,
             spent,
             buf: Vec::new(),
             pos: 0,
@@ -92,6 +130,19 @@ impl InflatedLines {
             unterminated: false,
             max_line: crate::limits::max_line(),
         })
+    }
+
+    /// The next inflated text in order; `None` after the last.
+    fn next_text(&mut self) -> Option<Result<Vec<u8>, String>> {
+        loop {
+            if let Some(group) = &self.group {
+                match group.recv() {
+                    Ok(text) => return Some(text),
+                    Err(_) => self.group = None,
+                }
+            }
+            self.group = Some(self.groups.recv().ok()?);
+        }
     }
 
     /// Moves to the next line (without its `\n` or `\r\n`); `Ok(false)` at end of
@@ -114,14 +165,14 @@ impl InflatedLines {
                 self.unterminated = !self.carry.is_empty();
                 return Ok(self.unterminated);
             }
-            match self.batches.recv() {
-                Ok(Ok(next)) => {
+            match self.next_text() {
+                Some(Ok(next)) => {
                     let old = std::mem::replace(&mut self.buf, next);
                     let _ = self.spent.try_send(old);
                     self.pos = 0;
                 }
-                Ok(Err(e)) => return Err(e),
-                Err(_) => {
+                Some(Err(e)) => return Err(e),
+                None => {
                     self.done = true;
                     continue;
                 }
@@ -180,11 +231,59 @@ impl Drop for Decompressor {
     }
 }
 
-/// The BGZF blocks of a file, read and inflated in order.
+/// Compressed BGZF blocks read in order, for one hand-off of text.
+#[derive(Default)]
+struct Group {
+    /// The blocks, back to back.
+    raw: Vec<u8>,
+    /// Each block's end in `raw`, inflated size, and file offset (for messages).
+    blocks: Vec<(usize, usize, u64)>,
+    /// Inflated bytes of the first block that come before the start.
+    skip: usize,
+    /// What ended the reading after these blocks: a damaged or cut block.
+    error: Option<String>,
+}
+
+/// A group to inflate, and where its text goes (then the group's error, if any).
+struct Job {
+    group: Group,
+    texts: Sender<Result<Vec<u8>, String>>,
+}
+
+impl Job {
+    /// Inflates the group's blocks into one buffer (from `recycled` when one is
+    /// there) and sends it, then the first error: a block that does not inflate ends
+    /// the text before it, so the error names the record it cuts.
+    fn run(self, inflater: &Decompressor, recycled: &Receiver<Vec<u8>>) {
+        let Job { group, texts } = self;
+        let mut out = recycled
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH_BYTES + MAX_BLOCK));
+        out.clear();
+        let mut error = group.error;
+        let mut start = 0;
+        for &(end, isize, at) in &group.blocks {
+            if let Err(e) = inflate_block(inflater, &group.raw[start..end], isize, at, &mut out) {
+                error = Some(e);
+                break;
+            }
+            start = end;
+        }
+        if group.skip > 0 {
+            out.drain(..group.skip.min(out.len()));
+        }
+        if !out.is_empty() {
+            let _ = texts.send(Ok(out));
+        }
+        if let Some(e) = error {
+            let _ = texts.send(Err(e));
+        }
+    }
+}
+
+/// The BGZF blocks of a file, read in order.
 struct Blocks<R> {
     input: R,
-    block: Vec<u8>,
-    inflater: Decompressor,
     /// Inflated bytes of the first block that come before the start.
     skip: usize,
     /// The file offset of the next block (for messages).
@@ -198,8 +297,6 @@ impl<R: Read> Blocks<R> {
     fn new(input: R, at: u64, skip: usize) -> Blocks<R> {
         Blocks {
             input,
-            block: Vec::new(),
-            inflater: Decompressor::new(),
             skip,
             at,
             cut: None,
@@ -223,28 +320,31 @@ impl<R: Read> Blocks<R> {
         ))
     }
 
-    /// Appends whole inflated blocks to `out` until it holds [`BATCH_BYTES`];
+    /// Reads whole blocks into `group` until they inflate to [`BATCH_BYTES`];
     /// `Ok(false)` once the file has ended.
-    fn fill(&mut self, out: &mut Vec<u8>) -> Result<bool, String> {
-        while out.len() < BATCH_BYTES {
-            if !self.next_block(out)? {
-                return Ok(false);
+    fn read_group(&mut self, group: &mut Group) -> Result<bool, String> {
+        group.skip = std::mem::take(&mut self.skip);
+        let mut inflated = 0;
+        while inflated < BATCH_BYTES {
+            match self.read_block(group)? {
+                Some(isize) => inflated += isize,
+                None => return Ok(false),
             }
         }
         Ok(true)
     }
 
-    /// Reads one block and appends what it inflates to; `Ok(false)` at end of file.
-    fn next_block(&mut self, out: &mut Vec<u8>) -> Result<bool, String> {
+    /// Reads one block into `group`; its inflated size, `None` at end of file.
+    fn read_block(&mut self, group: &mut Group) -> Result<Option<usize>, String> {
         let damaged = |what: String| format!("the compressed data is truncated or corrupt: {what}");
         let mut head = [0u8; 18];
         let got = read_full(&mut self.input, &mut head).map_err(|e| e.to_string())?;
         if got == 0 {
-            return Ok(false);
+            return Ok(None);
         }
         let at = self.at;
         if got < head.len() {
-            return self.ends_inside("header ", at);
+            return self.ends_inside("header ", at).map(|_| None);
         }
         // gzip magic, deflate, FEXTRA, XLEN 6 with the `BC` subfield: the header htslib
         // checks for (libdeflate reads the rest of the gzip header).
@@ -261,55 +361,65 @@ impl<R: Read> Blocks<R> {
                 "the BGZF block at byte {at} states a size too small to hold it"
             )));
         }
-        self.block.clear();
-        self.block.extend_from_slice(&head);
-        self.block.resize(size, 0);
-        let got =
-            read_full(&mut self.input, &mut self.block[head.len()..]).map_err(|e| e.to_string())?;
+        let start = group.raw.len();
+        group.raw.extend_from_slice(&head);
+        group.raw.resize(start + size, 0);
+        let got = read_full(&mut self.input, &mut group.raw[start + head.len()..])
+            .map_err(|e| e.to_string())?;
         if got < size - head.len() {
-            return self.ends_inside("", at);
+            group.raw.truncate(start);
+            return self.ends_inside("", at).map(|_| None);
         }
         self.at += size as u64;
-        let tail = &self.block[size - 4..];
+        let tail = &group.raw[start + size - 4..start + size];
         let isize = u32::from_le_bytes(tail.try_into().expect("4 bytes")) as usize;
         if isize > MAX_BLOCK {
+            group.raw.truncate(start);
             return Err(damaged(format!(
                 "the BGZF block at byte {at} states an inflated size over 64 KiB"
             )));
         }
-        if self.inflater.0.is_null() {
-            return Err("out of memory for a deflate decompressor".into());
-        }
-        let start = out.len();
-        out.reserve(isize);
-        let mut written = 0usize;
-        // SAFETY: the decompressor is live; the input is the whole block; the output
-        // has `isize` bytes reserved past `start` and libdeflate writes at most that.
-        let r = unsafe {
-            libdeflate_sys::libdeflate_gzip_decompress(
-                self.inflater.0,
-                self.block.as_ptr().cast(),
-                size,
-                out.as_mut_ptr().add(start).cast(),
-                isize,
-                &mut written,
-            )
-        };
-        if r != libdeflate_sys::libdeflate_result_LIBDEFLATE_SUCCESS || written != isize {
-            return Err(damaged(format!(
-                "the BGZF block at byte {at} does not inflate or fails its CRC check (a \
-                 damaged copy: re-download or re-create it)"
-            )));
-        }
-        // SAFETY: libdeflate initialised `written` (= isize) bytes after `start`.
-        unsafe { out.set_len(start + written) };
-        if self.skip > 0 {
-            let skip = self.skip.min(written);
-            out.drain(start..start + skip);
-            self.skip = 0;
-        }
-        Ok(true)
+        group.blocks.push((start + size, isize, at));
+        Ok(Some(isize))
     }
+}
+
+/// Inflates one whole BGZF block (`isize` bytes, checked by its CRC-32) onto `out`.
+fn inflate_block(
+    inflater: &Decompressor,
+    block: &[u8],
+    isize: usize,
+    at: u64,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    if inflater.0.is_null() {
+        return Err("out of memory for a deflate decompressor".into());
+    }
+    let start = out.len();
+    out.reserve(isize);
+    let mut written = 0usize;
+    // SAFETY: the decompressor is live and used by this thread alone; the input is the
+    // whole block; the output has `isize` bytes reserved past `start` and libdeflate
+    // writes at most that.
+    let r = unsafe {
+        libdeflate_sys::libdeflate_gzip_decompress(
+            inflater.0,
+            block.as_ptr().cast(),
+            block.len(),
+            out.as_mut_ptr().add(start).cast(),
+            isize,
+            &mut written,
+        )
+    };
+    if r != libdeflate_sys::libdeflate_result_LIBDEFLATE_SUCCESS || written != isize {
+        return Err(format!(
+            "the compressed data is truncated or corrupt: the BGZF block at byte {at} does \
+             not inflate or fails its CRC check (a damaged copy: re-download or re-create it)"
+        ));
+    }
+    // SAFETY: libdeflate initialised `written` (= isize) bytes after `start`.
+    unsafe { out.set_len(start + written) };
+    Ok(())
 }
 
 /// Reads until `buf` is full or the input ends; the bytes read.
@@ -350,7 +460,14 @@ mod tests {
             .split(|&b| b == b'\n')
             .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
             .collect();
-        let mut lines = InflatedLines::start(&path, 0, false).unwrap();
+        for workers in [1, 3] {
+            lines_from_offsets(&path, &want, workers);
+        }
+    }
+
+    /// [`lines_match_the_text_from_any_virtual_offset`] with `workers` threads.
+    fn lines_from_offsets(path: &Path, want: &[&[u8]], workers: usize) {
+        let mut lines = InflatedLines::start(path, 0, false, workers).unwrap();
         let mut got = Vec::new();
         while lines.advance().unwrap() {
             got.push(lines.line().to_vec());
@@ -362,11 +479,11 @@ mod tests {
             );
         }
         assert_eq!(got.len(), want.len());
-        assert!(got.iter().zip(&want).all(|(g, w)| g == w));
+        assert!(got.iter().zip(want).all(|(g, w)| g == w));
 
         // From the start of line 30,000, found with htslib's own reader.
-        let (voffset, skipped) = htslib_offset_after(&path, 30_000);
-        let mut lines = InflatedLines::start(&path, voffset, false).unwrap();
+        let (voffset, skipped) = htslib_offset_after(path, 30_000);
+        let mut lines = InflatedLines::start(path, voffset, false, workers).unwrap();
         let mut n = skipped;
         while lines.advance().unwrap() {
             assert_eq!(lines.line(), want[n]);
@@ -385,9 +502,9 @@ mod tests {
             .collect();
         bgzip(&path, &text);
         let good = std::fs::read(&path).unwrap();
-        let read_all = |bytes: &[u8]| {
+        let read_all = |bytes: &[u8], workers| {
             std::fs::write(&path, bytes).unwrap();
-            let mut lines = InflatedLines::start(&path, 0, false).unwrap();
+            let mut lines = InflatedLines::start(&path, 0, false, workers).unwrap();
             loop {
                 match lines.advance() {
                     Ok(true) => {}
@@ -396,13 +513,15 @@ mod tests {
                 }
             }
         };
-        assert!(read_all(&good).is_ok());
         let mut flipped = good.clone();
         flipped[good.len() / 2] ^= 0x40;
-        let e = read_all(&flipped).unwrap_err();
-        assert!(e.contains("truncated or corrupt"), "{e}");
-        let e = read_all(&good[..good.len() - 100]).unwrap_err();
-        assert!(e.contains("truncated or corrupt"), "{e}");
+        for workers in [1, 3] {
+            assert!(read_all(&good, workers).is_ok());
+            let e = read_all(&flipped, workers).unwrap_err();
+            assert!(e.contains("truncated or corrupt"), "{e}");
+            let e = read_all(&good[..good.len() - 100], workers).unwrap_err();
+            assert!(e.contains("truncated or corrupt"), "{e}");
+        }
     }
 
     fn bgzip(path: &Path, text: &[u8]) {

@@ -32,6 +32,7 @@ pub mod index;
 mod inflate;
 pub mod inputs;
 pub mod limits;
+pub mod lines;
 pub mod merge;
 pub mod packed;
 pub mod pieces;

@@ -35,6 +35,13 @@ const INFLATE_HELPER_THREADS: usize = 4;
 /// fmt500 0.31 -> 0.28 s, w500k 0.96 -> 0.89 s (medians), sim.vcf.gz unchanged.
 const INFLATE_AHEAD_THREADS: usize = 2;
 
+/// Threads that inflate bgzipped text ahead for `threads` encoding threads: one up to
+/// three, then one per three. Inflate is a fifth to a third of the work of reading
+/// VCF text and encoding it, and the parse runs on the encoding threads (`lines`).
+fn inflaters(threads: usize) -> usize {
+    threads.div_ceil(3).max(1)
+}
+
 /// An open VCF/BCF file and its parsed header.
 pub struct VcfReader {
     pub path: PathBuf,
@@ -58,6 +65,17 @@ enum Step {
     Record,
     /// A record the subset leaves out.
     Skipped,
+    End,
+}
+
+/// Where [`VcfReader::next_text_line`] left the text reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextLine {
+    /// A line ended by `\n`.
+    Line,
+    /// The input's last line, without its `\n` (cut short?): read it here.
+    Last,
+    /// The end of the input.
     End,
 }
 
@@ -118,7 +136,7 @@ impl VcfReader {
     /// [`INFLATE_AHEAD_THREADS`] on.
     fn text(mut t: TextReader, path: &Path, threads: usize) -> Inner {
         if threads >= INFLATE_AHEAD_THREADS {
-            t.inflate_ahead(path);
+            t.inflate_ahead(path, inflaters(threads));
         }
         Inner::Text(Box::new(t), Box::default())
     }
@@ -212,7 +230,7 @@ impl VcfReader {
         match &mut self.inner {
             Inner::Text(t, _) => {
                 if threads >= INFLATE_AHEAD_THREADS {
-                    t.inflate_ahead(&self.path);
+                    t.inflate_ahead(&self.path, inflaters(threads));
                 }
                 Ok(self)
             }
@@ -276,8 +294,22 @@ impl VcfReader {
         batch: &mut Batch,
         record_no: u64,
     ) -> Result<bool> {
-        let read = self.read_kept(ex, batch, record_no).map_err(|e| match e {
-            // A failure between records: say where, and whether the file was cut short.
+        let read = self
+            .read_kept(ex, batch, record_no)
+            .map_err(|e| self.reading_error(e))?;
+        if !read {
+            return Ok(false);
+        }
+        let &(rid, pos, _) = batch.loci.last().expect("a record was added");
+        self.note_order(rid, pos, record_no)?;
+        Ok(true)
+    }
+
+    /// A failure between records, said where it happened (after which record) and
+    /// whether the file was cut short: an error of [`VcfReader::next_text_line`]'s, once
+    /// the records before it are read.
+    pub fn reading_error(&self, e: Error) -> Error {
+        match e {
             Error::Record {
                 path,
                 record,
@@ -295,11 +327,11 @@ impl VcfReader {
                 record,
             },
             e => e,
-        })?;
-        if !read {
-            return Ok(false);
         }
-        let &(rid, pos, _) = batch.loci.last().expect("a record was added");
+    }
+
+    /// Checks that record `record_no` at `rid:pos` follows the last one in order.
+    fn note_order(&mut self, rid: i32, pos: i64, record_no: u64) -> Result<()> {
         if let Some((last_rid, last_pos)) = self.last {
             let name = |r: i32| self.schema.contig_label(r as i64).to_string();
             let unsorted = |msg: String| Error::Record {
@@ -332,7 +364,90 @@ impl VcfReader {
             }
         }
         self.last = Some((rid, pos));
-        Ok(true)
+        Ok(())
+    }
+
+    /// Whether this reader's lines can be parsed ahead on other threads
+    /// ([`crate::lines`]): bgzipped VCF text inflated by svar2, every record kept
+    /// (no subset), not converted past a cut.
+    pub fn parses_ahead(&self) -> bool {
+        match &self.inner {
+            Inner::Text(t, _) => t.reads_ahead() && self.subset.is_none() && !self.allow_truncated,
+            Inner::Hts(..) | Inner::Merge(_) => false,
+        }
+    }
+
+    /// A parser of this reader's lines for another thread, leaving its warnings to
+    /// `ex` (this reader's extractor).
+    pub fn line_parser(&self, ex: &Extractor, columns: &RecordColumns) -> crate::lines::LineParser {
+        let Inner::Text(t, _) = &self.inner else {
+            unreachable!("lines are parsed ahead only for VCF text (see parses_ahead)")
+        };
+        crate::lines::LineParser::new(
+            self.path.clone(),
+            ex.for_lines(t.header(), &self.schema, columns),
+            Direct::for_schema(&self.schema),
+            t.lookups().clone(),
+        )
+    }
+
+    /// Moves to the next line of VCF text, to be parsed ahead ([`VcfReader::text_line`])
+    /// or here ([`VcfReader::read_current`]); the end of the input is checked as
+    /// [`VcfReader::read_into`] checks it. An error says where through
+    /// [`VcfReader::reading_error`].
+    pub fn next_text_line(&mut self, record_no: u64) -> Result<TextLine> {
+        self.advance_text(record_no)
+    }
+
+    /// The current line ([`VcfReader::next_text_line`]).
+    pub fn text_line(&self) -> &[u8] {
+        match &self.inner {
+            Inner::Text(t, _) => t.line(),
+            Inner::Hts(..) | Inner::Merge(_) => &[],
+        }
+    }
+
+    /// Reads the current line into `batch` as [`VcfReader::read_into`] would have;
+    /// `Ok(false)` when it is the input's cut last line, dropped.
+    pub fn read_current(
+        &mut self,
+        ex: &mut Extractor,
+        batch: &mut Batch,
+        record_no: u64,
+    ) -> Result<bool> {
+        match self.parse_current(ex, batch, record_no)? {
+            Step::Record => {
+                let &(rid, pos, _) = batch.loci.last().expect("a record was added");
+                self.note_order(rid, pos, record_no)?;
+                Ok(true)
+            }
+            Step::Skipped | Step::End => Ok(false),
+        }
+    }
+
+    /// Reads `line`, read earlier with its `\n` and not taken by a parser ahead, into
+    /// `batch` as [`VcfReader::read_into`] would have.
+    pub fn read_line(
+        &mut self,
+        ex: &mut Extractor,
+        line: &[u8],
+        batch: &mut Batch,
+        record_no: u64,
+    ) -> Result<()> {
+        if let Inner::Text(t, _) = &mut self.inner {
+            t.set_line(line);
+        }
+        self.read_current(ex, batch, record_no).map(|_| ())
+    }
+
+    /// Checks the order of the records `from..` of `batch`, the first being record
+    /// `record_no`: records parsed ahead, checked as [`VcfReader::read_into`] checks
+    /// each.
+    pub fn note_order_of(&mut self, batch: &Batch, from: usize, record_no: u64) -> Result<()> {
+        for (k, &(rid, pos, _)) in batch.loci[from..].iter().enumerate() {
+            self.note_order(rid, pos, record_no + k as u64)?;
+        }
+        Ok(())
     }
 
     /// Reads records until one is kept (every record, without a subset).
@@ -398,110 +513,132 @@ impl VcfReader {
                     }
                 }
             }
-            Inner::Text(t, direct) => {
-                let path = &self.path;
-                if !t.next_line(path, record_no)? {
-                    if t.stream_cut_short(path) {
-                        if !self.allow_truncated {
-                            return Err(Error::Truncated {
-                                path: path.clone(),
-                                records: Some(record_no),
-                            });
-                        }
-                        crate::truncation::warn_allowed(path, Some(record_no));
-                    }
-                    return Ok(Step::End);
+            Inner::Text(..) => match self.advance_text(record_no)? {
+                TextLine::End => Ok(Step::End),
+                TextLine::Line | TextLine::Last => self.parse_current(ex, batch, record_no),
+            },
+        }
+    }
+
+    /// Moves the text reader to its next line; at the end, checks whether the input
+    /// was cut short.
+    fn advance_text(&mut self, record_no: u64) -> Result<TextLine> {
+        let Inner::Text(t, _) = &mut self.inner else {
+            unreachable!("VCF text")
+        };
+        let path = &self.path;
+        if !t.next_line(path, record_no)? {
+            if t.stream_cut_short(path) {
+                if !self.allow_truncated {
+                    return Err(Error::Truncated {
+                        path: path.clone(),
+                        records: Some(record_no),
+                    });
                 }
-                if t.unterminated() {
-                    // The input's last line, without its `\n`: cut inside this record?
-                    let stdin_cut = t.stream_cut_short(path);
-                    if stdin_cut && !self.allow_truncated {
-                        return Err(Error::Truncated {
-                            path: path.clone(),
-                            records: Some(record_no),
-                        });
-                    }
-                    if self.allow_truncated && (self.cut || stdin_cut) {
-                        if stdin_cut {
-                            crate::truncation::warn_allowed(path, Some(record_no));
-                        }
-                        return Ok(Step::End); // dropped (a file's warning came at the check)
-                    }
+                crate::truncation::warn_allowed(path, Some(record_no));
+            }
+            return Ok(TextLine::End);
+        }
+        Ok(match t.unterminated() {
+            true => TextLine::Last,
+            false => TextLine::Line,
+        })
+    }
+
+    /// Parses the text reader's current line into `batch`: the direct parse, else
+    /// htslib's; a failure says whether the input was cut inside the line.
+    fn parse_current(
+        &mut self,
+        ex: &mut Extractor,
+        batch: &mut Batch,
+        record_no: u64,
+    ) -> Result<Step> {
+        let subset = self.subset.as_deref_mut();
+        let Inner::Text(t, direct) = &mut self.inner else {
+            unreachable!("VCF text")
+        };
+        let path = &self.path;
+        if t.unterminated() {
+            // The input's last line, without its `\n`: cut inside this record?
+            let stdin_cut = t.stream_cut_short(path);
+            if stdin_cut && !self.allow_truncated {
+                return Err(Error::Truncated {
+                    path: path.clone(),
+                    records: Some(record_no),
+                });
+            }
+            if self.allow_truncated && (self.cut || stdin_cut) {
+                if stdin_cut {
+                    crate::truncation::warn_allowed(path, Some(record_no));
                 }
-                // `untouched`: the failure came before the batch was written to.
-                // A subset reads every line through htslib (what bcftools view sees).
-                let direct_parse = match subset.is_some() {
-                    true => Ok(false),
-                    false => ex.extract_direct_line(
-                        direct,
-                        path,
-                        record_no,
-                        t.line(),
-                        t.lookups(),
-                        batch,
-                    ),
-                };
-                let (failed, untouched) = match direct_parse {
-                    Ok(true) => return Ok(Step::Record),
-                    Err(e) => (e, false),
-                    Ok(false) => match t.parse_line(path, record_no) {
-                        Err(e) => (e, true),
-                        Ok((rec, fix)) => {
-                            let kept = match subset {
-                                None => Some((record_no, rec)),
-                                Some(s) => s.apply(rec)?,
-                            };
-                            let Some((n, rec)) = kept else {
-                                return Ok(Step::Skipped);
-                            };
-                            ex.extract(path, n, rec, batch)?;
-                            ex.apply_line_fix(&fix, batch);
-                            return Ok(Step::Record);
-                        }
-                    },
-                };
-                let Error::Record {
-                    path,
-                    record,
-                    locus,
-                    msg,
-                } = failed
-                else {
-                    return Err(failed);
-                };
-                // A line that fails to parse at the very end: the input was cut there.
-                let end = t.line_end(&path);
-                let cut = end != LineEnd::Terminated && t.stream_cut_short(&path);
-                if cut {
-                    if !self.allow_truncated {
-                        return Err(Error::Truncated {
-                            path,
-                            records: Some(record_no),
-                        });
-                    }
-                    if untouched {
-                        crate::truncation::warn_allowed(&path, Some(record_no));
-                        return Ok(Step::End);
-                    }
-                }
-                // A file's last line whose end is not known failed on its own: the file
-                // passed the truncation check (its BGZF end-of-file block is there), so
-                // no "cut short" note; standard input's gets it.
-                let note = end
-                    .note()
-                    .filter(|_| cut || end != LineEnd::Last || crate::inputs::is_stdin(&path));
-                let msg = match note {
-                    Some(note) => format!("{msg}; {note}"),
-                    None => msg,
-                };
-                Err(Error::Record {
-                    path,
-                    record,
-                    locus,
-                    msg,
-                })
+                return Ok(Step::End); // dropped (a file's warning came at the check)
             }
         }
+        // `untouched`: the failure came before the batch was written to.
+        // A subset reads every line through htslib (what bcftools view sees).
+        let direct_parse = match subset.is_some() {
+            true => Ok(false),
+            false => ex.extract_direct_line(direct, path, record_no, t.line(), t.lookups(), batch),
+        };
+        let (failed, untouched) = match direct_parse {
+            Ok(true) => return Ok(Step::Record),
+            Err(e) => (e, false),
+            Ok(false) => match t.parse_line(path, record_no) {
+                Err(e) => (e, true),
+                Ok((rec, fix)) => {
+                    let kept = match subset {
+                        None => Some((record_no, rec)),
+                        Some(s) => s.apply(rec)?,
+                    };
+                    let Some((n, rec)) = kept else {
+                        return Ok(Step::Skipped);
+                    };
+                    ex.extract(path, n, rec, batch)?;
+                    ex.apply_line_fix(&fix, batch);
+                    return Ok(Step::Record);
+                }
+            },
+        };
+        let Error::Record {
+            path,
+            record,
+            locus,
+            msg,
+        } = failed
+        else {
+            return Err(failed);
+        };
+        // A line that fails to parse at the very end: the input was cut there.
+        let end = t.line_end(&path);
+        let cut = end != LineEnd::Terminated && t.stream_cut_short(&path);
+        if cut {
+            if !self.allow_truncated {
+                return Err(Error::Truncated {
+                    path,
+                    records: Some(record_no),
+                });
+            }
+            if untouched {
+                crate::truncation::warn_allowed(&path, Some(record_no));
+                return Ok(Step::End);
+            }
+        }
+        // A file's last line whose end is not known failed on its own: the file
+        // passed the truncation check (its BGZF end-of-file block is there), so
+        // no "cut short" note; standard input's gets it.
+        let note = end
+            .note()
+            .filter(|_| cut || end != LineEnd::Last || crate::inputs::is_stdin(&path));
+        let msg = match note {
+            Some(note) => format!("{msg}; {note}"),
+            None => msg,
+        };
+        Err(Error::Record {
+            path,
+            record,
+            locus,
+            msg,
+        })
     }
 }
 
@@ -539,6 +676,15 @@ impl Stream {
             files,
             at: 0,
             contig_file: Vec::new(),
+        }
+    }
+
+    /// The one input and its extractor, when its lines can be parsed ahead on other
+    /// threads ([`VcfReader::parses_ahead`]).
+    pub fn parses_ahead(&mut self) -> Option<(&mut VcfReader, &mut Extractor)> {
+        match self.files.as_mut_slice() {
+            [(r, ex)] if r.parses_ahead() => Some((r, ex)),
+            _ => None,
         }
     }
 
