@@ -7,8 +7,9 @@
 #   scripts/bench_scaling.sh [SVAR2_BINARY] [THREADS...]    default target/release/svar2, 1 2 16
 # Inputs (made once, cached in target/bench-inputs): the shared corpus' sim.vcf.gz;
 # its chr1 alone (one contig: sub-contig readers must carry it); four copies with the
-# contigs renamed chr1..chr12, as four per-chromosome-style files; a store of the
-# corpus for view and rechunk (to --patch 4096x1). Each row: input threads wall_s cpu_s bound busiest busiest_s, then
+# contigs renamed chr1..chr12, as four per-chromosome-style files; the corpus with no
+# index (`stream`: one streaming reader); a store of the corpus for view and rechunk
+# (to --patch 4096x1). Each row: input threads wall_s cpu_s bound busiest busiest_s, then
 # per thread kind count:cpu_s:max_s. Targets (issue 45): bound >= 12 for the 12-contig
 # conversion at 16 threads, >= 8 for chr1 alone, >= 8 for view. Output goes to
 # /dev/null for view: writing a file costs the writer thread the kernel's copy.
@@ -38,6 +39,9 @@ for k in 0 1 2 3; do
   bcftools annotate --no-version --rename-chrs "$work/rename" -Oz -o "$f" "$corpus"
   bcftools index -f "$f"
 done
+# The corpus with no index beside it: one streaming reader, its lines inflated and
+# parsed ahead on other threads (the `stream` row).
+cp "$corpus" "$work/stream.vcf.gz"
 
 printf '%-10s %7s %7s %7s %6s %-12s %9s  %s\n' input threads wall_s cpu_s bound busiest busiest_s "kind:threads:cpu_s:max_s"
 row() {
@@ -55,9 +59,11 @@ for t in "${threads[@]}"; do
   rm -rf "$work/o.zarr"
   row 12-contig "$t" "$svar2" convert -q --threads "$t" "${copies[@]}" "$work/o.zarr"
   d12=$("$svar2" digest "$work/o.zarr"); rm -rf "$work/o.zarr"
+  row stream "$t" "$svar2" convert -q --threads "$t" "$work/stream.vcf.gz" "$work/o.zarr"
+  ds=$("$svar2" digest "$work/o.zarr"); rm -rf "$work/o.zarr"
   row view "$t" "$svar2" view --threads "$t" -o /dev/null "$work/corpus.zarr"
   row rechunk "$t" "$svar2" rechunk -q --threads "$t" --patch 4096x1 "$work/corpus.zarr" "$work/r.zarr"
   rm -rf "$work/r.zarr"
-  echo "digests at $t threads: corpus ${d1:0:16} 12-contig ${d12:0:16}" >> "$work/digests"
+  echo "digests at $t threads: corpus ${d1:0:16} stream ${ds:0:16} 12-contig ${d12:0:16}" >> "$work/digests"
 done
 cat "$work/digests"
