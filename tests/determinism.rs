@@ -263,10 +263,10 @@ fn stale_index_is_an_error() {
 
 /// A bgzipped VCF without an index, read as one stream: from three threads on its
 /// lines are parsed ahead on the encoding threads (`convert::ahead`) and its blocks
-/// inflated on several (`vcf::inflate`). Lines the direct parse leaves to htslib, a
-/// FORMAT that changes from line to line, a genotype naming an allele the record
-/// lacks (a warning, once), a last line without `\n`: the same store and the same
-/// warning as reading line by line; and an unsorted record or a damaged block gives
+/// inflated on several (`vcf::inflate`). Lines the direct parse leaves to htslib (a
+/// float with an exponent, one just before the last line), a FORMAT that changes from
+/// line to line, a genotype naming an allele the record lacks (a warning, once), a
+/// last line without `\n`: the same store and the same warning as reading line by line; and an unsorted record or a damaged block gives
 /// the same message, naming the same record.
 #[test]
 fn lines_parsed_ahead_read_as_line_by_line() {
@@ -278,6 +278,7 @@ fn lines_parsed_ahead_read_as_line_by_line() {
     sh_ok(&format!(
         r###"bcftools view {src} | awk 'BEGIN{{OFS="\t"}}
            /^##fileformat/ {{print; print "##INFO=<ID=X,Number=1,Type=Integer,Description=\"x\">";
+                             print "##INFO=<ID=F,Number=1,Type=Float,Description=\"f\">";
                              print "##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"d\">"; next}}
            /^#/ {{print; next}}
            {{ n++; if (n % 5 == 0) $8 = "X=" n;
@@ -285,7 +286,8 @@ fn lines_parsed_ahead_read_as_line_by_line() {
               if (n % 19 == 0) {{ $5 = $5 ",C,G,T"; $14 = "3|1" }}
               if (n % 31 == 0 && n % 19 != 0) $10 = "0|3";
               if (n % 37 == 0) {{ $9 = "GT:DP"; for (i = 10; i <= NF; i++) $i = $i ":" (i * n % 97) }}
-              print }}' > {text}"###,
+              if (n % 97 == 0 || n == last - 1) $8 = "F=1.5e-3";
+              print }}' last=$(bcftools view -H {src} | wc -l) > {text}"###,
         src = root().join("examples/small.vcf.gz").display(),
         text = text.display()
     ));

@@ -85,10 +85,10 @@ fn read_rows(
     let mut spare: Vec<(LineBlock, Batch)> = Vec::new();
     let mut in_flight: VecDeque<Receiver<Parsed>> = VecDeque::new();
     // Lines cut into blocks so far (a line is a record: none is left out), and how
-    // the input ended: the last line to read here, or an error to give once the
-    // records before it are in.
+    // the input ended: at a `\n`, with a last line without one to read here, or with
+    // an error to give once the records before it are in.
     let mut lines = n;
-    let mut end: Option<Result<TextLine>> = None;
+    let mut end: Option<Result<Option<Vec<u8>>>> = None;
     loop {
         while end.is_none() && !idle.is_empty() {
             let (mut block, mut sub) = spare.pop().unwrap_or_else(|| {
@@ -107,8 +107,18 @@ fn read_rows(
                         block.push(reader.text_line());
                         lines += 1;
                     }
-                    other => {
-                        end = Some(other);
+                    // The last line is copied now: lines read here later replace
+                    // the reader's current line.
+                    Ok(TextLine::Last) => {
+                        end = Some(Ok(Some(reader.text_line().to_vec())));
+                        break;
+                    }
+                    Ok(TextLine::End) => {
+                        end = Some(Ok(None));
+                        break;
+                    }
+                    Err(e) => {
+                        end = Some(Err(e));
                         break;
                     }
                 }
@@ -144,7 +154,7 @@ fn read_rows(
         batch.append_range(&sub, 0, taken);
         reader.note_order_of(&batch, from, block.first)?;
         for i in taken..block.len() {
-            reader.read_line(ex, block.line(i), &mut batch, block.first + i as u64)?;
+            reader.read_line(ex, block.line(i), false, &mut batch, block.first + i as u64)?;
         }
         n += block.len() as u64;
         spare.push((block, sub));
@@ -158,8 +168,8 @@ fn read_rows(
     match end {
         Some(Err(e)) => return Err(reader.reading_error(e)),
         // The input's last line, without its `\n`: read here, as line by line.
-        Some(Ok(TextLine::Last)) => {
-            reader.read_current(ex, &mut batch, n)?;
+        Some(Ok(Some(last))) => {
+            reader.read_line(ex, &last, true, &mut batch, n)?;
         }
         _ => {}
     }

@@ -57,8 +57,9 @@ pub struct TextReader {
     /// For bgzipped standard input: `Some(ends with \n)` when the line in `ks` is
     /// the stream's last (see [`HtsFile::ended_with_newline`]).
     ks_end: Option<bool>,
-    /// The line in `ks` was given ([`TextReader::set_line`]): read earlier, with its `\n`.
-    given: bool,
+    /// The line in `ks` was given ([`TextReader::set_line`]): read earlier, and how it
+    /// ended.
+    given: Option<LineEnd>,
     /// Threads that inflate ahead ([`TextReader::inflate_ahead`]).
     inflaters: usize,
 }
@@ -144,7 +145,7 @@ impl TextReader {
                 cut: false,
                 line_in_ks: true,
                 ks_end: None,
-                given: false,
+                given: None,
                 inflaters: 1,
             }))
         }
@@ -255,7 +256,7 @@ impl TextReader {
 
     /// Reads the next non-empty line; `Ok(false)` at end of file.
     pub fn next_line(&mut self, path: &Path, record_no: u64) -> Result<bool> {
-        self.given = false;
+        self.given = None;
         loop {
             let r = match (self.pending.take(), &mut self.ahead) {
                 (Some(r), _) => r,
@@ -308,12 +309,16 @@ impl TextReader {
         }
     }
 
-    /// Makes `line`, read earlier and ended by `\n`, the current line: one that was
-    /// read ahead of the parse (`lines`) and goes through the general path.
-    pub fn set_line(&mut self, line: &[u8]) {
+    /// Makes `line`, read earlier (ended by `\n`, or the input's last line without it:
+    /// `unterminated`), the current line: one read ahead of the parse (`lines`) that
+    /// goes through the general path here.
+    pub fn set_line(&mut self, line: &[u8], unterminated: bool) {
         self.ks.set(line);
         self.line_in_ks = true;
-        self.given = true;
+        self.given = Some(match unterminated {
+            true => LineEnd::Unterminated,
+            false => LineEnd::Terminated,
+        });
     }
 
     /// Whether lines come from svar2's own inflating thread (a bgzipped file), which
@@ -332,8 +337,8 @@ impl TextReader {
     /// Whether the current line is the input's last and known to end without `\n`
     /// (read ahead: the file was cut in the middle of it).
     pub fn unterminated(&self) -> bool {
-        if self.given {
-            return false;
+        if let Some(end) = self.given {
+            return end == LineEnd::Unterminated;
         }
         match &self.ahead {
             Some(a) if !self.line_in_ks => a.unterminated(),
@@ -344,8 +349,8 @@ impl TextReader {
     /// How the current line, which failed to parse, ends: reads on to find out
     /// (the reading stops at this error anyway).
     pub fn line_end(&mut self, path: &Path) -> LineEnd {
-        if self.given {
-            return LineEnd::Terminated;
+        if let Some(end) = self.given {
+            return end;
         }
         if self.unterminated() {
             return LineEnd::Unterminated;
@@ -384,6 +389,11 @@ impl TextReader {
     /// what htslib could not hold, for the extractor.
     pub fn parse_line(&mut self, path: &Path, record_no: u64) -> Result<(&bcf::Record, LineFix)> {
         if let (Some(ahead), false) = (&self.ahead, self.line_in_ks) {
+            // Moved into `ks` with how it ends, which the inflating reader knows.
+            self.given = Some(match ahead.unterminated() {
+                true => LineEnd::Unterminated,
+                false => LineEnd::Terminated,
+            });
             self.ks.set(ahead.line());
             self.line_in_ks = true;
         }

@@ -392,7 +392,7 @@ impl VcfReader {
     }
 
     /// Moves to the next line of VCF text, to be parsed ahead ([`VcfReader::text_line`])
-    /// or here ([`VcfReader::read_current`]); the end of the input is checked as
+    /// or here ([`VcfReader::read_line`]); the end of the input is checked as
     /// [`VcfReader::read_into`] checks it. An error says where through
     /// [`VcfReader::reading_error`].
     pub fn next_text_line(&mut self, record_no: u64) -> Result<TextLine> {
@@ -407,9 +407,9 @@ impl VcfReader {
         }
     }
 
-    /// Reads the current line into `batch` as [`VcfReader::read_into`] would have;
-    /// `Ok(false)` when it is the input's cut last line, dropped.
-    pub fn read_current(
+    /// Reads the text reader's current line into `batch` as [`VcfReader::read_into`]
+    /// would have; `Ok(false)` when it is the input's cut last line, dropped.
+    fn read_current(
         &mut self,
         ex: &mut Extractor,
         batch: &mut Batch,
@@ -425,19 +425,22 @@ impl VcfReader {
         }
     }
 
-    /// Reads `line`, read earlier with its `\n` and not taken by a parser ahead, into
-    /// `batch` as [`VcfReader::read_into`] would have.
+    /// Reads `line`, read earlier and not taken by a parser ahead, into `batch` as
+    /// [`VcfReader::read_into`] would have: a line ended by `\n`, or the input's last
+    /// line without it (`last`, the one [`TextLine::Last`] left current, copied before
+    /// other lines were read here); `Ok(false)` when that one is dropped.
     pub fn read_line(
         &mut self,
         ex: &mut Extractor,
         line: &[u8],
+        last: bool,
         batch: &mut Batch,
         record_no: u64,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         if let Inner::Text(t, _) = &mut self.inner {
-            t.set_line(line);
+            t.set_line(line, last);
         }
-        self.read_current(ex, batch, record_no).map(|_| ())
+        self.read_current(ex, batch, record_no)
     }
 
     /// Checks the order of the records `from..` of `batch`, the first being record
