@@ -79,14 +79,16 @@ impl InflatedLines {
         );
         blocks.cut = cut;
         let (jobs, take) = bounded::<Job>(1);
+        // Groups' buffers back from the workers, for the next groups.
+        let (spare, reuse) = bounded::<Group>(workers + 2);
         for i in (0..workers).filter(|_| workers > 1) {
-            let (take, recycled) = (take.clone(), recycled.clone());
+            let (take, recycled, spare) = (take.clone(), recycled.clone(), spare.clone());
             std::thread::Builder::new()
                 .name(format!("inflate-{i}"))
                 .spawn(move || {
                     let inflater = Decompressor::new();
                     for job in take {
-                        job.run(&inflater, &recycled);
+                        let _ = spare.try_send(job.run(&inflater, &recycled));
                     }
                 })?;
         }
@@ -96,7 +98,9 @@ impl InflatedLines {
             .spawn(move || {
                 let inflater = Decompressor::new();
                 loop {
-                    let mut group = Group::default();
+                    let mut group = reuse.try_recv().unwrap_or_default();
+                    group.raw.clear();
+                    group.blocks.clear();
                     let r = blocks.read_group(&mut group);
                     let end = matches!(r, Ok(false) | Err(_));
                     group.error = r.err();
@@ -111,7 +115,7 @@ impl InflatedLines {
                         _ => jobs.send(job).map_err(|e| e.0),
                     };
                     if let Err(job) = job {
-                        job.run(&inflater, &recycled);
+                        let _ = spare.try_send(job.run(&inflater, &recycled));
                     }
                     if end {
                         return;
@@ -254,13 +258,14 @@ impl Job {
     /// Inflates the group's blocks into one buffer (from `recycled` when one is
     /// there) and sends it, then the first error: a block that does not inflate ends
     /// the text before it, so the error names the record it cuts.
-    fn run(self, inflater: &Decompressor, recycled: &Receiver<Vec<u8>>) {
-        let Job { group, texts } = self;
+    /// The group comes back for its buffers' reuse.
+    fn run(self, inflater: &Decompressor, recycled: &Receiver<Vec<u8>>) -> Group {
+        let Job { mut group, texts } = self;
         let mut out = recycled
             .try_recv()
             .unwrap_or_else(|_| Vec::with_capacity(BATCH_BYTES + MAX_BLOCK));
         out.clear();
-        let mut error = group.error;
+        let mut error = group.error.take();
         let mut start = 0;
         for &(end, isize, at) in &group.blocks {
             if let Err(e) = inflate_block(inflater, &group.raw[start..end], isize, at, &mut out) {
@@ -278,6 +283,7 @@ impl Job {
         if let Some(e) = error {
             let _ = texts.send(Err(e));
         }
+        group
     }
 }
 
