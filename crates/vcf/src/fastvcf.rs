@@ -437,8 +437,8 @@ impl LineEnd {
                  a record, i.e. it was cut short (re-download or re-create it)",
             ),
             LineEnd::Unterminated => Some(
-                "the input ends in the middle of this record (its last line has no newline): \
-                 it was cut short, re-download or re-create it",
+                "this is the input's last line and it has no newline: if the input ends in \
+                 the middle of this record, it was cut short (re-download or re-create it)",
             ),
         }
     }
