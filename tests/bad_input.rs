@@ -149,6 +149,17 @@ fn record_and_header_errors_name_file_place_and_fix() {
             vec![GOOD[0]],
             &["INFO/XS declares Number=2000000000", "fix the header"],
         ),
+        (
+            // A contig the header does not declare is named too (it was `?`).
+            "unsorted_undeclared.vcf",
+            HEADER.into(),
+            vec![
+                GOOD[0],
+                "chrU 5 . A C 30 PASS DP=5 GT:AD 0/1:1,2 1/1:0,3",
+                GOOD[1],
+            ],
+            &["chr1:20", "chr1 resumes after chrU began"],
+        ),
     ];
     for (name, header, records, needles) in &cases {
         let input = write_vcf(d, name, header, records);

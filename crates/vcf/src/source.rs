@@ -51,6 +51,9 @@ pub struct VcfReader {
     /// queries on the store assume the records are sorted.
     last: Option<(i32, i64)>,
     left: Vec<bool>,
+    /// Contigs met in the records that the header does not declare (the extractor adds
+    /// them to the store's list), by store index: named in messages.
+    learned: Vec<(u32, String)>,
     /// The user opted in to converting inputs cut short (`--allow-truncated`).
     allow_truncated: bool,
     /// This file lacks the BGZF end-of-file block (found before reading).
@@ -166,6 +169,7 @@ impl VcfReader {
             schema,
             last: None,
             left: Vec::new(),
+            learned: Vec::new(),
             allow_truncated: false,
             cut: false,
             subset: None,
@@ -300,8 +304,7 @@ impl VcfReader {
         if !read {
             return Ok(false);
         }
-        let &(rid, pos, _) = batch.loci.last().expect("a record was added");
-        self.note_order(rid, pos, record_no)?;
+        self.note_order(batch, batch.len() - 1, record_no)?;
         Ok(true)
     }
 
@@ -317,9 +320,7 @@ impl VcfReader {
                 msg,
             } if locus == "reading" => Error::Record {
                 locus: match self.last {
-                    Some((rid, pos)) => {
-                        format!("after {}:{pos}", self.schema.contig_label(rid as i64))
-                    }
+                    Some((rid, pos)) => format!("after {}:{pos}", self.contig_label(rid)),
                     None => "first record".into(),
                 },
                 msg: format!("{msg}{}", truncation_hint(&path)),
@@ -330,10 +331,29 @@ impl VcfReader {
         }
     }
 
-    /// Checks that record `record_no` at `rid:pos` follows the last one in order.
-    fn note_order(&mut self, rid: i32, pos: i64, record_no: u64) -> Result<()> {
+    /// A store contig's name for messages: the header's, or one the records added.
+    fn contig_label(&self, rid: i32) -> String {
+        match self.schema.contig_label(rid as i64) {
+            "?" => self
+                .learned
+                .iter()
+                .find(|(c, _)| *c as i64 == rid as i64)
+                .map_or("?".into(), |(_, name)| name.clone()),
+            name => name.to_string(),
+        }
+    }
+
+    /// Checks that record `i` of `batch`, record `record_no` of the input, follows the
+    /// last one in order.
+    fn note_order(&mut self, batch: &Batch, i: usize, record_no: u64) -> Result<()> {
+        for (c, name) in &batch.new_contigs {
+            if !self.learned.iter().any(|(d, _)| d == c) {
+                self.learned.push((*c, name.clone()));
+            }
+        }
+        let (rid, pos, _) = batch.loci[i];
         if let Some((last_rid, last_pos)) = self.last {
-            let name = |r: i32| self.schema.contig_label(r as i64).to_string();
+            let name = |r: i32| self.contig_label(r);
             let unsorted = |msg: String| Error::Record {
                 path: self.path.clone(),
                 record: record_no + 1,
@@ -417,8 +437,7 @@ impl VcfReader {
     ) -> Result<bool> {
         match self.parse_current(ex, batch, record_no)? {
             Step::Record => {
-                let &(rid, pos, _) = batch.loci.last().expect("a record was added");
-                self.note_order(rid, pos, record_no)?;
+                self.note_order(batch, batch.len() - 1, record_no)?;
                 Ok(true)
             }
             Step::Skipped | Step::End => Ok(false),
@@ -447,8 +466,8 @@ impl VcfReader {
     /// `record_no`: records parsed ahead, checked as [`VcfReader::read_into`] checks
     /// each.
     pub fn note_order_of(&mut self, batch: &Batch, from: usize, record_no: u64) -> Result<()> {
-        for (k, &(rid, pos, _)) in batch.loci[from..].iter().enumerate() {
-            self.note_order(rid, pos, record_no + k as u64)?;
+        for i in from..batch.len() {
+            self.note_order(batch, i, record_no + (i - from) as u64)?;
         }
         Ok(())
     }
