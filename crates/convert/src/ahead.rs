@@ -2,8 +2,8 @@
 //! the `reader` thread only cuts the inflated text into blocks of lines and joins the
 //! parsed blocks in order, so the parse — most of the reading of a FORMAT-heavy file,
 //! which one streaming reader did alone — runs on every core. This is how a file
-//! without an index (or standard input's replacement, a pipe into `bgzip`) and any
-//! file read by one reader is split by record ranges. Lines the direct parse does not
+//! without an index, and any file the plan gives one reader, is split by record
+//! ranges. Lines the direct parse does not
 //! take are read on the `reader` thread in order (`svar2_vcf::lines`), so the store,
 //! the messages and the warnings are those of reading line by line.
 
@@ -133,7 +133,8 @@ fn read_rows(
                 let taken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     parser.parse(&block, &mut sub)
                 }));
-                // A parser that panicked is dropped: its block is read here instead.
+                // A parser that panicked sends nothing: the reader thread reports an
+                // internal error instead of a short store.
                 if let Ok(taken) = taken {
                     let _ = done.send((parser, block, sub, taken));
                 }

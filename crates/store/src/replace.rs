@@ -209,7 +209,10 @@ fn classify_tree(t: &Tree, read: &dyn Fn(&str) -> Option<Vec<u8>>) -> Existing {
     };
     let interrupted = t.has_file(IN_PROGRESS);
     if interrupted {
-        let ours = read(IN_PROGRESS).is_some_and(|b| b.starts_with(b"svar2 "));
+        // svar2 writes its marker into an emptied directory; killed between creating
+        // it and writing its first bytes, it leaves the marker empty and alone.
+        let ours = read(IN_PROGRESS)
+            .is_some_and(|b| b.starts_with(b"svar2 ") || (b.is_empty() && names.len() == 1));
         if !ours {
             return Existing::Foreign(format!("holds a `{IN_PROGRESS}` that svar2 did not write"));
         }
@@ -614,6 +617,16 @@ mod tests {
         );
         assert!(matches!(
             keys(&partial, &[(IN_PROGRESS, "mine")]),
+            Existing::Foreign(_)
+        ));
+        // Killed as it created the marker: empty and alone, it is svar2's; beside
+        // anything else, an empty marker proves nothing.
+        assert_eq!(
+            keys(&[IN_PROGRESS], &[(IN_PROGRESS, "")]),
+            Existing::Interrupted
+        );
+        assert!(matches!(
+            keys(&partial, &[(IN_PROGRESS, "")]),
             Existing::Foreign(_)
         ));
         assert!(matches!(
