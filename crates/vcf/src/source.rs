@@ -411,14 +411,6 @@ impl VcfReader {
         )
     }
 
-    /// Moves to the next line of VCF text, to be parsed ahead ([`VcfReader::text_line`])
-    /// or here ([`VcfReader::read_line`]); the end of the input is checked as
-    /// [`VcfReader::read_into`] checks it. An error says where through
-    /// [`VcfReader::reading_error`].
-    pub fn next_text_line(&mut self, record_no: u64) -> Result<TextLine> {
-        self.advance_text(record_no)
-    }
-
     /// The current line ([`VcfReader::next_text_line`]).
     pub fn text_line(&self) -> &[u8] {
         match &self.inner {
@@ -535,16 +527,18 @@ impl VcfReader {
                     }
                 }
             }
-            Inner::Text(..) => match self.advance_text(record_no)? {
+            Inner::Text(..) => match self.next_text_line(record_no)? {
                 TextLine::End => Ok(Step::End),
                 TextLine::Line | TextLine::Last => self.parse_current(ex, batch, record_no),
             },
         }
     }
 
-    /// Moves the text reader to its next line; at the end, checks whether the input
-    /// was cut short.
-    fn advance_text(&mut self, record_no: u64) -> Result<TextLine> {
+    /// Moves to the next line of VCF text, to be parsed ahead ([`VcfReader::text_line`])
+    /// or here ([`VcfReader::read_line`]); at the end, checks whether the input was cut
+    /// short, as [`VcfReader::read_into`] does. An error says where through
+    /// [`VcfReader::reading_error`].
+    pub fn next_text_line(&mut self, record_no: u64) -> Result<TextLine> {
         let Inner::Text(t, _) = &mut self.inner else {
             unreachable!("VCF text")
         };
