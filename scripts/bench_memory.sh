@@ -67,9 +67,11 @@ for b in 64MiB 256MiB 1GiB auto; do bench ../shared/corpus/sim.vcf.gz "$b" --thr
 for b in 256MiB 1GiB auto; do bench ../shared/corpus/sim.vcf.gz "$b" --readers 2; done
 for b in 64MiB 128MiB 256MiB 1GiB auto; do bench "$wide" "$b" --readers 1; done
 bench "$wide" 1GiB --readers 2
+bench "$wide" 1GiB --readers 4
 bench "$wide" 1GiB --threads 4 --readers 1
 for b in 96MiB 128MiB 256MiB 1GiB auto; do bench "$work/f2000.vcf.gz" "$b" --readers 1; done
 for b in 1GiB 2GiB 4GiB auto; do bench "$biobank" "$b" --readers 1; done
+bench "$biobank" 4GiB --readers 2
 bench "$work/f2000.vcf.gz" 512MiB --readers 2
 for b in 64MiB 128MiB 256MiB; do bench "$work/f1000ft.vcf.gz" "$b" --readers 1; done
 for b in 48MiB 96MiB auto; do bench "$work/f500.vcf.gz" "$b" --readers 1; done

@@ -9,9 +9,11 @@
 //! filling, one encoding; more with piece readers and concurrent contigs): untouched
 //! allocation costs address space, not RSS, so a chunk row longer than the data costs
 //! only what the data fills. κ covers those rows and allocator slack.
-//! `in_flight_format` is the part of them that per-sample FORMAT fields other than GT
-//! take (AD, DP, GQ, PL…): laid out, encoded and buffered field by field, they cost
-//! more per byte held than GT's packed calls (κ_f > κ). `scratch` is encoder threads ×
+//! `in_flight_format` is the part of the rows being encoded that per-sample FORMAT
+//! fields other than GT take (AD, DP, GQ, PL…): laid out, encoded and buffered field
+//! by field, they cost more per byte held than GT's packed calls (κ_f > κ). Rows held
+//! raw before encoding (by piece readers and the stitcher) weigh κ, FORMAT fields
+//! and all. `scratch` is encoder threads ×
 //! one inner chunk of every per-sample array at the dtypes the values need (a
 //! thread's buffers and malloc arena keep
 //! the high-water mark of the chunks it lays out and compresses); it matters once

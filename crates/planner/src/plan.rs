@@ -85,7 +85,8 @@ pub struct Plan {
     /// Records known from the index (all contigs counted), if every contig was.
     pub records: Option<u64>,
     pub in_flight_bytes: u64,
-    /// The part of `in_flight_bytes` in per-sample FORMAT fields other than GT.
+    /// The part of `in_flight_bytes` in per-sample FORMAT fields other than GT of
+    /// the rows being encoded (the law's κ_f; rows held before encoding weigh κ).
     pub in_flight_format_bytes: u64,
     /// Encoder scratch: threads × one inner chunk of every per-sample array.
     pub scratch_bytes: u64,
@@ -138,10 +139,28 @@ impl std::fmt::Display for PlanError {
 
 impl std::error::Error for PlanError {}
 
-/// Memory one extra piece reader adds beyond its chunk rows, plus its own copy of the
-/// header (the law's per-sample bytes): file handle, index, malloc arena. Fitted to
-/// sim.vcf.gz (1,000 samples) and a 20,000-sample file at 2-3 readers.
+/// Memory one extra piece reader adds beyond its chunk rows: file handle, header,
+/// index, malloc arena. Measured as the peak's step per reader past two
+/// (`scripts/bench_memory.sh`, 2026-12-05): ~5 MB at 1,000 samples, ~6 MB at 20,000,
+/// none to see at 300,000 — a reader's header copy is small beside the law's
+/// per-sample bytes, which it used to charge again for every reader (+300 MB a reader
+/// at biobank width, which cost concurrency).
 const PER_READER_BYTES: u64 = 8 << 20;
+
+/// Chunk rows (in halves) a contig read in pieces holds beyond its readers' own
+/// batches: the row its sequencer is cutting, and with several readers the hand-offs
+/// around it. Fitted to the highest of 6-14 runs (2026-12-05): the step from one
+/// reader to two is 2.9 to 3.8 rows of raw columns on GT-only files of 20,000 and
+/// 300,000 samples, of which the stitch row and the readers' batches were charged and
+/// three halves are the rest; two contigs at once, one reader each, peaked up to half
+/// a row per contig over the rest of the law.
+const fn sequencer_half_rows(w: u32) -> u64 {
+    if w == 1 {
+        1
+    } else {
+        3
+    }
+}
 
 /// Pieces each contig is cut into per reader: enough that readers finishing early
 /// find work, few enough that each piece spans many chunk rows.
@@ -271,6 +290,15 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         (1, _) => 1,
         _ => (with_data - 1) as u64,
     };
+    // Each contig read in pieces: its sequencer's row and hand-offs, in half rows.
+    let sequencer_halves = |cc: usize, w: u32| -> u64 {
+        if w == 1 && cc == 1 {
+            return 0; // one streaming reader fills the rows itself
+        }
+        cc as u64 * sequencer_half_rows(w)
+    };
+    let sequencer_rows =
+        |vc: u64, cc: usize, w: u32| sequencer_halves(cc, w) * eff_rows(vc, cc) / 2;
     let format_row = input.format_row_bytes.min(input.row_bytes);
     let per_row = InFlight {
         other: input.row_bytes - format_row,
@@ -281,12 +309,26 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     // so each batch encoding past the first adds half a charged row. The law was
     // fitted at a window of two, and a window of one saves nothing measurable (the
     // reader's filled batch waits beside the one encoding): it is charged as two.
+    // Rows held before encoding (piece readers, sequencers, the stitcher) are raw
+    // columns, FORMAT fields included, so they all weigh κ: κ_f is the cost of laying
+    // FORMAT fields out and compressing them, which only the encoding rows pay. (With
+    // κ_f on them, a 2,000-sample call set read by two readers was over-predicted
+    // by 60 %.)
+    let in_flight_of = |encoding_rows: u64, held_rows: u64| {
+        let encoding = InFlight::rows(encoding_rows, per_row);
+        InFlight {
+            other: encoding.other + held_rows * per_row.total(),
+            format: encoding.format,
+        }
+    };
     let in_flight = |vc: u64, cc: usize, window: u64, w: u32| {
         let eff = eff_rows(vc, cc);
-        let rows = (window.max(2) + 1) * eff / 2
-            + stitch_rows(cc, w) * eff
-            + cc as u64 * piece_rows(vc, cc, w);
-        InFlight::rows(rows, per_row)
+        in_flight_of(
+            (window.max(2) + 1) * eff / 2,
+            stitch_rows(cc, w) * eff
+                + cc as u64 * piece_rows(vc, cc, w)
+                + sequencer_rows(vc, cc, w),
+        )
     };
     let sc = chunks.samples;
     // Each encoding thread holds one inner chunk of every per-sample array, and each
@@ -295,8 +337,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     let threads_extra = |threads: usize| threads.saturating_sub(2) as u64 * PER_EXTRA_THREAD_BYTES;
     let m = &input.model;
     // Each reader past the first: its own file handle, header, index and malloc arena.
-    let per_reader = PER_READER_BYTES + (m.per_sample * input.samples as f64) as u64;
-    let readers_extra = |cc: usize, w: u32| (cc as u64 * w as u64 - 1) * per_reader;
+    let readers_extra = |cc: usize, w: u32| (cc as u64 * w as u64 - 1) * PER_READER_BYTES;
     let pred = |vc: u64, cc: usize, window: u64, w: u32, threads: usize| {
         m.peak(
             input.samples,
@@ -348,11 +389,11 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
                 input.samples,
                 allowed.saturating_sub(readers_extra(cc, w) + threads_extra(threads)),
                 // (Pieces counted as whole rows here: a bound, not the estimate.)
-                InFlight::rows(
-                    (window.max(2) + 1).div_ceil(2)
-                        + cc as u64 * piece_rows(1, cc, w)
-                        + stitch_rows(cc, w),
-                    per_row,
+                in_flight_of(
+                    (window.max(2) + 1).div_ceil(2),
+                    cc as u64 * piece_rows(1, cc, w)
+                        + stitch_rows(cc, w)
+                        + sequencer_halves(cc, w).div_ceil(2),
                 ),
                 scratch_row(threads),
             )
@@ -581,7 +622,7 @@ mod tests {
 
     #[test]
     fn a_tight_budget_takes_the_window_and_readers_before_the_chunk_rows() {
-        // 100,000 samples: each reader past the first holds its own header copy.
+        // 100,000 samples: every row in flight is big, and each reader holds rows.
         let mut i = input(3 << 30, 100_000);
         i.threads = 8;
         let roomy = plan(&input(64 << 30, 100_000)).unwrap();
@@ -596,6 +637,29 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_costs_its_rows_and_handle_not_the_samples_again() {
+        // 300,000 samples: charging each reader the law's per-sample bytes again
+        // would add ~290 MB a reader (measured: nothing to see).
+        let mut i = input(64 << 30, 300_000);
+        i.cores = 16;
+        i.readers = Some(2);
+        let two = plan(&i).unwrap();
+        i.readers = Some(3);
+        let three = plan(&i).unwrap();
+        assert_eq!((two.w, three.w), (2, 3));
+        let rows = three.in_flight_bytes - two.in_flight_bytes;
+        let step = three.predicted_peak_rss - two.predicted_peak_rss;
+        let expected = (MEASURED.kappa * rows as f64) as u64 + PER_READER_BYTES;
+        assert!(step.abs_diff(expected) <= 1, "{step} vs {expected}");
+        // Rows held before encoding weigh κ, FORMAT fields included.
+        i.format_row_bytes = i.row_bytes;
+        let f2 = plan(&i).unwrap();
+        i.readers = Some(1);
+        let f1 = plan(&i).unwrap();
+        assert_eq!(f2.in_flight_format_bytes, f1.in_flight_format_bytes);
+    }
+
+    #[test]
     fn concurrent_contigs_need_counts_and_pay_for_stitching() {
         let mut i = input(64 << 30, 1000);
         i.max_concurrent_contigs = 64;
@@ -604,8 +668,9 @@ mod tests {
         assert_eq!((p.cc, p.order.clone()), (2, vec![0, 1]));
         // Straddling rows wait for their other part: more in flight than cc rows.
         // Two batches encoding (one and a half charged rows: see `in_flight`), one
-        // straddling, one per reader (two contigs, one reader each).
-        assert_eq!(p.in_flight_bytes, 4500 * i.row_bytes);
+        // straddling, one per reader (two contigs, one reader each) and half a row
+        // per sequencer.
+        assert_eq!(p.in_flight_bytes, 5500 * i.row_bytes);
         i.contigs[1].tier = CostTier::ContigLength;
         let p = plan(&i).unwrap();
         assert_eq!(p.cc, 1);
