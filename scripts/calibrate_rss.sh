@@ -65,6 +65,13 @@ for S in 100 1000 5000 20000; do
   for vc in 100 500 1000 2000; do measure "$S" "$vc" 2; done
 done
 for vc in 500 2000; do measure 1000 "$vc" 1; measure 20000 "$vc" 1; done
+# Biobank width (shared with scripts/bench_convert.sh's cache): at 300,000 samples the
+# per-sample bytes are most of the peak, and the 20,000-sample files alone leave them
+# to extrapolation (966 B a sample fitted without this, ~630 measured).
+biobank=${XDG_CACHE_HOME:-$HOME/.cache}/svar2/bench-inputs/w300k.vcf.gz
+if [[ -e $biobank ]]; then
+  for vc in 32 150 687; do measure_vcf "$biobank" 300000 "$vc" 2; done
+fi
 # A long file cut into short rows: the allocator's arenas fragment over 198 k records.
 corpus=../shared/corpus/sim.vcf.gz
 if [[ -e $corpus ]]; then

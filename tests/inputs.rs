@@ -177,6 +177,30 @@ fn split_files_give_the_same_arrays_as_vcf2zarr() {
     ));
 }
 
+#[test]
+fn the_rate_probe_reads_the_largest_contig_of_many_inputs() {
+    if !tools(
+        "the_rate_probe_reads_the_largest_contig_of_many_inputs",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let parts = split_by_contig(&data("all_fields.vcf"), dir.path());
+    // The largest contig (chr1, 4 records) in the last file, so the probe must find it.
+    let gz: Vec<&Path> = parts.iter().rev().map(|p| p.0.as_path()).collect();
+    let o = svar2()
+        .args(["plan", "--dry-run", "--json", "--probe", "--threads", "8"])
+        .args(&gz)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["plan"]["readers_from"], "probe", "{j}");
+    assert!(j["probe_skipped"].is_null(), "{j}");
+    assert_eq!(j["probe"]["records"].as_u64(), Some(4), "{j}");
+}
+
 /// One line on stderr, exit 1, and no output directory.
 fn refused(inputs: &[&Path], out: &Path) -> String {
     let o = svar2()

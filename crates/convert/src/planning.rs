@@ -217,7 +217,15 @@ pub fn plan_merge(
         }
         false => (contig_counts(&serial.path, &schema.contigs), None),
     };
-    let mut report = plan_schema(&serial.path, schema, counted, 1, Prefix::None, request)?;
+    let mut report = plan_schema(
+        &serial.path,
+        schema,
+        counted,
+        1,
+        Prefix::None,
+        ProbeOn::Nothing("--merge reads its inputs side by side, by contig"),
+        request,
+    )?;
     if let Some((least, sum)) = bounds {
         report.plan.notes.push(format!(
             "a merge writes the union of the inputs' sites: {least} to {sum} records (the \
@@ -266,6 +274,7 @@ pub fn plan_reader(reader: &VcfReader, request: &PlanRequest) -> Result<PlanRepo
         counted,
         1,
         Prefix::Read(std::slice::from_ref(&reader.path)),
+        ProbeOn::Input(&reader.path),
         request,
     )
 }
@@ -365,12 +374,21 @@ pub fn make_plan_inputs(
         PathBuf::from(format!("{} inputs", inputs.len()))
     };
     let paths: Vec<PathBuf> = inputs.iter().map(|i| i.path.clone()).collect();
+    let own: Vec<(&Path, &Schema)> = inputs
+        .iter()
+        .map(|i| (i.path.as_path(), &i.schema))
+        .collect();
+    let probe_on = match own.len() {
+        1 => ProbeOn::Input(&inputs[0].path),
+        _ => ProbeOn::Inputs(&own),
+    };
     plan_schema(
         &label,
         merged.clone(),
         counted,
         inputs.len(),
         Prefix::Read(&paths),
+        probe_on,
         request,
     )
 }
@@ -406,12 +424,17 @@ pub fn plan_partition(
         counts,
         undeclared: Vec::new(),
     });
+    let probe_on = match streams {
+        1 => ProbeOn::Input(label),
+        _ => ProbeOn::Nothing("a partition of several inputs is planned without one"),
+    };
     plan_schema(
         label,
         schema,
         counted,
         streams,
         Prefix::Known(prefix),
+        probe_on,
         &request,
     )
 }
@@ -494,12 +517,23 @@ fn check_declared_numbers(input: &Path, schema: &Schema, samples: u64, budget: u
     Ok(())
 }
 
+/// What the rate probe may read: it times one reader on the start of the largest
+/// contig, wherever that contig is.
+enum ProbeOn<'a> {
+    /// One input.
+    Input(&'a Path),
+    /// Several inputs of one call set, each with its own header's schema.
+    Inputs(&'a [(&'a Path, &'a Schema)]),
+    /// Nothing, for this reason.
+    Nothing(&'static str),
+}
+
 /// Why the rate probe does not run for this plan, or `None` when it should.
 fn probe_skipped(
     request: &PlanRequest,
     index: Option<IndexKind>,
     cores: usize,
-    one_file: bool,
+    probe_on: &ProbeOn,
 ) -> Option<String> {
     if !request.probe {
         return Some("plan runs it only with --probe".into());
@@ -516,8 +550,8 @@ fn probe_skipped(
     if index.is_none() {
         return Some("it reads through an index, and there is none".into());
     }
-    if !one_file {
-        return Some("it probes one input file".into());
+    if let ProbeOn::Nothing(why) = probe_on {
+        return Some((*why).into());
     }
     if svar2_planner::readers_that_fit(cores) <= 1 {
         return Some(format!(
@@ -530,7 +564,7 @@ fn probe_skipped(
 /// Runs the rate probe on the start of the largest contig with the geometry just
 /// planned, and plans again with what it measured.
 fn replan_with_probe(
-    input: &Path,
+    probe_on: &ProbeOn,
     schema: &Schema,
     set: &ArraySet,
     plan_input: &PlanInput,
@@ -540,13 +574,19 @@ fn replan_with_probe(
 ) -> Result<(Plan, Option<crate::probe::Probe>)> {
     let counts: Vec<u64> = plan_input.contigs.iter().map(|c| c.cost).collect();
     let largest = plan.order.first().copied();
-    let piece = largest.and_then(|rid| {
-        svar2_vcf::pieces::plan_pieces(input, schema, &counts, 1)?
-            .into_iter()
-            .find(|p| p.rid as usize == rid)
-    });
+    let pieces = match probe_on {
+        ProbeOn::Input(input) => svar2_vcf::pieces::plan_pieces(input, schema, &counts, 1),
+        ProbeOn::Inputs(own) => svar2_vcf::pieces::plan_pieces_inputs(own, schema, 1),
+        ProbeOn::Nothing(_) => None,
+    };
+    let piece = largest.and_then(|rid| pieces?.into_iter().find(|p| p.rid as usize == rid));
     let Some(piece) = piece else {
         return Ok((plan, None));
+    };
+    let input = match probe_on {
+        ProbeOn::Input(input) => input,
+        ProbeOn::Inputs(own) => own[piece.file as usize].0,
+        ProbeOn::Nothing(_) => return Ok((plan, None)),
     };
     let geometry = Geometry {
         variants_chunk: plan.chunks.variants,
@@ -622,6 +662,7 @@ fn plan_schema(
     counted: Counted,
     streams: usize,
     prefix: Prefix,
+    probe_on: ProbeOn,
     request: &PlanRequest,
 ) -> Result<PlanReport> {
     let stdin = svar2_vcf::inputs::is_stdin(input);
@@ -712,12 +753,11 @@ fn plan_schema(
     check_declared_numbers(input, &schema, samples, budget)?;
     let plan_err = |e: svar2_planner::PlanError| Error::Usage(format!("{}: {e}", input.display()));
     let plan = plan(&plan_input).map_err(plan_err)?;
-    let one_file = streams == 1 && !one_stream;
-    let skipped = probe_skipped(request, index, plan_input.cores, one_file);
+    let skipped = probe_skipped(request, index, plan_input.cores, &probe_on);
     let (plan, probe) = match skipped {
         Some(_) => (plan, None),
         None => replan_with_probe(
-            input,
+            &probe_on,
             &schema,
             &set,
             &plan_input,
