@@ -66,8 +66,10 @@ for S in 100 1000 5000 20000; do
 done
 for vc in 500 2000; do measure 1000 "$vc" 1; measure 20000 "$vc" 1; done
 # Biobank width (shared with scripts/bench_convert.sh's cache): at 300,000 samples the
-# per-sample bytes are most of the peak, and the 20,000-sample files alone leave them
-# to extrapolation (966 B a sample fitted without this, ~630 measured).
+# per-sample bytes are most of the peak. They are not linear in S: ~1.2 KB a sample
+# at 5,000-20,000 samples, ~0.64 KB at 300,000 (2026-12-05), so a fit with these
+# points keeps a per-sample term that over-predicts biobank width at short chunk rows
+# by 40-60 % (as the law fitted without them does).
 biobank=${XDG_CACHE_HOME:-$HOME/.cache}/svar2/bench-inputs/w300k.vcf.gz
 if [[ -e $biobank ]]; then
   for vc in 32 150 687; do measure_vcf "$biobank" 300000 "$vc" 2; done
