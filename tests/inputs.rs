@@ -201,6 +201,70 @@ fn the_rate_probe_reads_the_largest_contig_of_many_inputs() {
     assert_eq!(j["probe"]["records"].as_u64(), Some(4), "{j}");
 }
 
+/// `--max-mem` holds with many per-chromosome files: only the input being read is
+/// open (each open one held its header and buffers: 8 files of 20,000 samples peaked
+/// at twice the smallest budget the plan accepted).
+#[test]
+fn many_input_files_stay_under_max_mem() {
+    if !tools("many_input_files_stay_under_max_mem", &[Tool::Bcftools])
+        || !Path::new("/usr/bin/time").exists()
+    {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let whole = d.join("whole.vcf");
+    sh_ok(&format!(
+        "python3 {}/scripts/make_wide_vcf.py {w} 20000 400 8 && bgzip -f {w} && \
+         bcftools index -f {w}.gz && for k in 1 2 3 4 5 6 7 8; do \
+         bcftools view --no-version -r c$k -Oz -o {d}/c$k.vcf.gz {w}.gz && \
+         bcftools index -f {d}/c$k.vcf.gz; done",
+        root().display(),
+        w = whole.display(),
+        d = d.display()
+    ));
+    let parts: Vec<PathBuf> = (1..=8).map(|k| d.join(format!("c{k}.vcf.gz"))).collect();
+    // The smallest budget the plan accepts, from its refusal of a smaller one.
+    let o = svar2()
+        .args(["plan", "--dry-run", "--max-mem", "20MiB"])
+        .args(&parts)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let mib: f64 = err
+        .split("pass --max-mem ")
+        .nth(1)
+        .and_then(|t| t.split(" MiB").next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no smallest budget in: {err}"));
+    let budget = format!("{mib}MiB");
+    let out = d.join("out.zarr");
+    let list: Vec<String> = parts.iter().map(|p| p.display().to_string()).collect();
+    let report = sh_ok(&format!(
+        "/usr/bin/time -v {} convert -q --max-mem {budget} {} {} 2>&1 >/dev/null",
+        env!("CARGO_BIN_EXE_svar2"),
+        list.join(" "),
+        out.display()
+    ));
+    let kb: f64 = report
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        kb / 1024.0 <= mib,
+        "8 inputs: peak {:.1} MiB over --max-mem {budget}",
+        kb / 1024.0
+    );
+    // The same records as one file give the same store.
+    let one = d.join("one.zarr");
+    convert(&whole.with_extension("vcf.gz"), &one, &[]);
+    let again = d.join("again.zarr");
+    convert_many(&parts.iter().map(PathBuf::as_path).collect::<Vec<_>>(), &again, &[]);
+    assert_eq!(digest(&one), digest(&again));
+}
+
 /// One line on stderr, exit 1, and no output directory.
 fn refused(inputs: &[&Path], out: &Path) -> String {
     let o = svar2()

@@ -7,7 +7,7 @@
 
 use crate::arrays::{ArraySet, Geometry};
 use crate::error::{Error, Result};
-use crate::pipeline::{Source, Stages};
+use crate::pipeline::{Source, Stages, StreamInputs};
 use crate::planning::{make_plan_inputs, plan_reader, PlanReport, PlanRequest};
 use crate::writer::{Limits, Writer};
 use std::path::Path;
@@ -123,23 +123,49 @@ fn first_contig(r: &VcfReader) -> Option<String> {
     Some(fresh.schema.contig_label(rid as i64).to_string())
 }
 
+/// A call set's inputs in reading order, each with its own header's schema, and the
+/// first one open. The others are closed until a stream reaches them (or a piece
+/// reader opens them): an open input holds its header and buffers, ~450 bytes a
+/// sample, so 24 per-chromosome files of a 300,000-sample cohort held open took ~3 GB.
+pub(crate) struct Opened {
+    pub(crate) first: VcfReader,
+    /// Every input, `first`'s included. A later input's schema keeps no sample
+    /// names: they were checked equal to the first's.
+    pub(crate) inputs: Vec<Input>,
+}
+
+impl Opened {
+    fn one(first: VcfReader) -> Opened {
+        let inputs = vec![Input {
+            path: first.path.clone(),
+            schema: first.schema.clone(),
+        }];
+        Opened { first, inputs }
+    }
+
+    /// Each input's path and own schema, in reading order.
+    pub(crate) fn own(&self) -> Vec<(&Path, &Schema)> {
+        self.inputs
+            .iter()
+            .map(|i| (i.path.as_path(), &i.schema))
+            .collect()
+    }
+}
+
 /// Opens a call set's inputs — headers read and checked, merged when there are
-/// several — and plans its conversion. The readers come back in reading order.
+/// several — and plans its conversion.
 pub(crate) fn open_call_set(
     inputs: &[std::path::PathBuf],
     request: &PlanRequest,
-) -> Result<(PlanReport, Vec<VcfReader>, Schema)> {
+) -> Result<(PlanReport, Opened, Schema)> {
     let first = inputs
         .first()
         .ok_or_else(|| Error::Usage("no input files".into()))?;
     // A file cut short fails here, before any work (standard input at its end).
     let cut = svar2_vcf::truncation::check_complete(inputs, request.allow_truncated)?;
-    let opt_in = |mut r: VcfReader| {
-        if request.allow_truncated {
-            let is_cut = cut.contains(&r.path);
-            r.allow_truncated(is_cut);
-        }
-        r
+    let opt_in = |r: VcfReader| {
+        let is_cut = cut.contains(&r.path);
+        opt_in_cut(r, request, is_cut)
     };
     crate::planning::set_read_limits(request);
     if let Some(m) = request.merge {
@@ -153,7 +179,7 @@ pub(crate) fn open_call_set(
         let (report, reader) = crate::planning::plan_merge(inputs, m, request, true)?;
         let reader = opt_in(reader);
         let schema = reader.schema.clone();
-        return Ok((report, vec![reader], schema));
+        return Ok((report, Opened::one(reader), schema));
     }
     if inputs.len() == 1 && !is_stdin(first) {
         // Opened without the inflate helper: a read through the index (pieces)
@@ -161,33 +187,68 @@ pub(crate) fn open_call_set(
         let reader = opt_in(crate::planning::open_input(first, 1, request)?);
         let report = plan_reader(&reader, request)?;
         let schema = reader.schema.clone();
-        return Ok((report, vec![reader], schema));
+        return Ok((report, Opened::one(reader), schema));
     }
     let threads = request.budget.threads.unwrap_or(1);
-    let opened = inputs
-        .iter()
-        .map(|p| crate::planning::open_input(p, threads, request).map(opt_in))
-        .collect::<Result<Vec<_>>>()?;
-    let ins: Vec<Input> = opened
-        .iter()
-        .map(|r| Input {
+    let open = |p: &Path| crate::planning::open_input(p, threads, request).map(opt_in);
+    if inputs.len() == 1 {
+        // Standard input, which is read once: kept open.
+        let reader = open(first)?;
+        let opened = Opened::one(reader);
+        let merged = opened.inputs[0].schema.clone();
+        let report = make_plan_inputs(&opened.inputs, &merged, request)?;
+        return Ok((report, opened, merged));
+    }
+    // Several files: each opened for its header and first contig, then closed.
+    let mut ins = Vec::with_capacity(inputs.len());
+    let mut firsts = Vec::with_capacity(inputs.len());
+    for p in inputs {
+        let r = open(p)?;
+        firsts.push(first_contig(&r));
+        ins.push(Input {
             path: r.path.clone(),
             schema: r.schema.clone(),
-        })
-        .collect();
-    let merged = match ins.len() {
-        1 => ins[0].schema.clone(),
-        _ => svar2_vcf::inputs::merge(&ins)?,
-    };
+        });
+    }
+    let merged = svar2_vcf::inputs::merge(&ins)?;
     let report = make_plan_inputs(&ins, &merged, request)?;
-    let firsts: Vec<Option<String>> = opened.iter().map(first_contig).collect();
     let order = svar2_vcf::inputs::read_order(&ins, &firsts, &merged);
-    let mut slots: Vec<Option<VcfReader>> = opened.into_iter().map(Some).collect();
-    let files = order
+    let mut slots: Vec<Option<Input>> = ins.into_iter().map(Some).collect();
+    let mut ins: Vec<Input> = order
         .iter()
         .map(|&i| slots[i].take().expect("each input once"))
         .collect();
-    Ok((report, files, merged))
+    for later in &mut ins[1..] {
+        later.schema.samples = Vec::new();
+    }
+    let first = open(&ins[0].path)?;
+    Ok((report, Opened { first, inputs: ins }, merged))
+}
+
+/// Reads `r` to its end though it lacks BGZF's end-of-file block (`is_cut`), where
+/// the user allowed that (`--allow-truncated`).
+fn opt_in_cut(mut r: VcfReader, request: &PlanRequest, is_cut: bool) -> VcfReader {
+    if request.allow_truncated {
+        r.allow_truncated(is_cut);
+    }
+    r
+}
+
+/// Opens a later input of a stream as [`open_call_set`] opened it first.
+fn reopener(request: &PlanRequest) -> svar2_vcf::source::Opener {
+    let request = request.clone();
+    let threads = request.budget.threads.unwrap_or(1);
+    Box::new(move |p: &Path| {
+        let r = crate::planning::open_input(p, threads, &request).map_err(|e| match e {
+            Error::Vcf(e) => e,
+            other => svar2_vcf::Error::Open {
+                path: p.into(),
+                msg: other.to_string(),
+            },
+        })?;
+        let is_cut = svar2_vcf::truncation::lacks_eof_block(p);
+        Ok(opt_in_cut(r, &request, is_cut))
+    })
 }
 
 /// How the records are read: through the index in pieces (contigs at once, sub-contig
@@ -223,7 +284,7 @@ fn is_single(inputs: &[std::path::PathBuf]) -> bool {
 /// was cut short and the user chose to convert what it holds.
 fn plan_reading(
     inputs: &[std::path::PathBuf],
-    files: &[VcfReader],
+    opened: &Opened,
     schema: &Schema,
     report: &PlanReport,
     options: &Options,
@@ -236,13 +297,13 @@ fn plan_reading(
     let per_contig = PIECES_PER_READER as usize * readers;
     // An input cut short (converted as far as it goes, --allow-truncated) is read by
     // one stream: its index describes the whole file.
-    if files.iter().any(VcfReader::is_merge) {
+    if opened.first.is_merge() {
         if options.request.readers.is_some_and(|r| r > 1) {
             tracing::warn!("--merge: the inputs are read side by side by one streaming reader");
         }
         return Ok(Reading::Stream { single: true });
     }
-    if files.iter().any(VcfReader::is_subset) {
+    if opened.first.is_subset() {
         if let Some(r) = options.request.readers.filter(|&r| r > 1) {
             tracing::warn!("--readers {r}: a subset is read by one streaming reader");
         } else if parallel {
@@ -269,11 +330,7 @@ fn plan_reading(
             if is_single(inputs) {
                 svar2_vcf::pieces::plan_pieces(input, schema, &counts, per_contig)
             } else {
-                let own: Vec<(&Path, &Schema)> = files
-                    .iter()
-                    .map(|r| (r.path.as_path(), &r.schema))
-                    .collect();
-                svar2_vcf::pieces::plan_pieces_inputs(&own, schema, per_contig)
+                svar2_vcf::pieces::plan_pieces_inputs(&opened.own(), schema, per_contig)
             }
         })
         .flatten();
@@ -313,7 +370,7 @@ fn plan_reading(
 fn run_pipeline(
     input: &Path,
     reading: Reading,
-    files: Vec<VcfReader>,
+    opened: Opened,
     schema: &Schema,
     set: &ArraySet,
     report: &PlanReport,
@@ -323,7 +380,8 @@ fn run_pipeline(
     let variants_chunk = writer.geometry().variants_chunk as usize;
     let (cc, readers) = (report.plan.cc, report.plan.w as usize);
     let counts: Vec<u64> = report.contigs.iter().map(|c| c.cost).collect();
-    let paths: Vec<std::path::PathBuf> = files.iter().map(|r| r.path.clone()).collect();
+    let Opened { first, inputs } = opened;
+    let paths: Vec<std::path::PathBuf> = inputs.into_iter().map(|i| i.path).collect();
     let (source, stitcher) = match &reading {
         Reading::Pieces { pieces, order } => {
             let runs = crate::schedule::contig_runs(pieces, &counts, order.as_deref());
@@ -333,7 +391,7 @@ fn run_pipeline(
                 pieces.len(),
                 options.contig_order
             );
-            drop(files);
+            drop(first); // piece readers open their own
             let total = counts.iter().sum();
             let stitcher = crate::schedule::Stitcher::new(
                 &set.record,
@@ -352,14 +410,14 @@ fn run_pipeline(
             (source, Some(stitcher))
         }
         &Reading::Stream { single } => {
-            let files = match single {
-                true => files
-                    .into_iter()
-                    .map(|r| r.for_threads(report.threads))
-                    .collect::<svar2_vcf::Result<Vec<_>>>()?,
-                false => files,
+            let inputs = match single {
+                true => StreamInputs::Single(first.for_threads(report.threads)?),
+                false => {
+                    let later = paths[1..].to_vec();
+                    StreamInputs::Many(first, later, reopener(&options.request))
+                }
             };
-            (Source::Stream { files, single }, None)
+            (Source::Stream(inputs), None)
         }
     };
     let stages = Stages {
@@ -424,7 +482,7 @@ fn convert_call_set(
     check_not_in_output(inputs, output)?;
     svar2_store::dir::check_output(output, options.force)?;
     let input = inputs[0].as_path();
-    let (report, files, mut schema) = open_call_set(inputs, &options.request)?;
+    let (report, opened, mut schema) = open_call_set(inputs, &options.request)?;
     svar2_vcf::limits::set_budget(report.budget);
     tracing::info!("plan\n{}", report.render().trim_end());
     schema.add_undeclared_contigs(&report.undeclared_contigs);
@@ -438,7 +496,7 @@ fn convert_call_set(
         && inputs
             .iter()
             .any(|p| svar2_vcf::truncation::lacks_eof_block(p));
-    let reading = plan_reading(inputs, &files, &schema, &report, options, cut)?;
+    let reading = plan_reading(inputs, &opened, &schema, &report, options, cut)?;
     let store = StoreDir::create(output, options.force)?;
     tracing::info!(
         "converting {}: {} samples, {} contigs, {} arrays; {geometry}",
@@ -462,7 +520,7 @@ fn convert_call_set(
     run_pipeline(
         input,
         reading,
-        files,
+        opened,
         &schema,
         &set,
         &report,

@@ -30,9 +30,17 @@ pub(crate) enum Source<'a> {
         cc: usize,
         w: usize,
     },
-    /// One streaming reader: one file with its own schema (`single`), else files one
-    /// after another (or standard input) read into the merged schema.
-    Stream { files: Vec<VcfReader>, single: bool },
+    /// One streaming reader: one file with its own schema, else files one after
+    /// another (or standard input) read into the merged schema.
+    Stream(StreamInputs),
+}
+
+/// What a streaming reader reads.
+pub(crate) enum StreamInputs {
+    /// One file, with its own schema.
+    Single(VcfReader),
+    /// The first input, opened; the later ones, opened in turn by the opener.
+    Many(VcfReader, Vec<PathBuf>, svar2_vcf::source::Opener),
 }
 
 /// What every stage shares: the records' shape, the encoding threads, the batches
@@ -127,21 +135,12 @@ pub(crate) fn run<T: Send>(
                 drop(recycle_rx); // pieces are read into fresh batches
                 spawn("pieces").spawn_scoped(scope, read).map_err(failed)?;
             }
-            Source::Stream { files, single } => {
+            Source::Stream(inputs) => {
                 let died = tx.clone();
                 let pool = &pool;
                 let read = move || {
                     guarded(&died, || {
-                        read_stream(
-                            files,
-                            single,
-                            schema,
-                            set,
-                            variants_chunk,
-                            pool,
-                            &tx,
-                            &recycle_rx,
-                        )
+                        read_stream(inputs, schema, set, variants_chunk, pool, &tx, &recycle_rx)
                     })
                 };
                 spawn("reader").spawn_scoped(scope, read).map_err(failed)?;
@@ -191,8 +190,7 @@ fn guarded<R>(
 /// `ahead`).
 #[allow(clippy::too_many_arguments)]
 fn read_stream(
-    mut files: Vec<VcfReader>,
-    single: bool,
+    inputs: StreamInputs,
     schema: &Schema,
     set: &ArraySet,
     variants_chunk: usize,
@@ -203,10 +201,11 @@ fn read_stream(
     let widths = set.planned_column_widths();
     let n_samples = schema.samples.len();
     // Built here: extractors hold htslib buffers and stay on this thread.
-    let mut stream = if single {
-        Stream::single(files.pop().expect("one reader"), &set.record)
-    } else {
-        Stream::many(files, schema, &set.record)
+    let mut stream = match inputs {
+        StreamInputs::Single(reader) => Stream::single(reader, &set.record),
+        StreamInputs::Many(first, later, open) => {
+            Stream::many(first, later, open, schema, &set.record)
+        }
     };
     let next_batch = |n: u64| match recycled.try_recv() {
         Ok(mut b) => {

@@ -748,6 +748,7 @@ fn plan_schema(
         readers: if one_stream { Some(1) } else { request.readers },
         read_share: None,
         max_concurrent_contigs: if one_stream { 1 } else { EXECUTOR_MAX_CC },
+        inputs: streams.max(1),
         model: MEASURED,
     };
     check_declared_numbers(input, &schema, samples, budget)?;

@@ -63,7 +63,8 @@ impl RowBytes {
 /// plan then charges the header's worst case, and the conversion names the error.
 pub fn measure(reader: VcfReader, schema: &Schema, set: &ArraySet) -> Option<RowBytes> {
     let path = reader.path.clone();
-    let mut stream = Stream::many(vec![reader], schema, &set.record);
+    let never = Box::new(|_: &std::path::Path| unreachable!("one input"));
+    let mut stream = Stream::many(reader, Vec::new(), never, schema, &set.record);
     let mut batch = Batch::new(&set.record.specs, schema.samples.len(), 0);
     while batch.len() < PREFIX_RECORDS && batch.filled_bytes() < PREFIX_BYTES {
         let record_no = batch.len() as u64;

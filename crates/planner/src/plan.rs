@@ -55,6 +55,8 @@ pub struct PlanInput {
     pub read_share: Option<f64>,
     /// The most contigs the executor can convert at once.
     pub max_concurrent_contigs: usize,
+    /// Input files of the call set (per-chromosome files: several).
+    pub inputs: usize,
     pub model: RssModel,
 }
 
@@ -161,6 +163,14 @@ const fn sequencer_half_rows(w: u32) -> u64 {
         3
     }
 }
+
+/// Memory each input file past the first adds, whatever the chunk rows: its schema
+/// (kept for the plan's pieces), and what reading its start while planning and
+/// opening it in turn leave behind (thread arenas). Measured 2026-12-05 at the
+/// smallest budgets: 1.9 MB a file at 20,000 samples (8 per-contig files against the
+/// same records in one), under 11 MB at 300,000.
+const PER_INPUT_BYTES: u64 = 2 << 20;
+const PER_INPUT_SAMPLE_BYTES: u64 = 40;
 
 /// Pieces each contig is cut into per reader: enough that readers finishing early
 /// find work, few enough that each piece spans many chunk rows.
@@ -336,14 +346,19 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     let scratch_row = |threads: usize| threads.max(1) as u64 * sc * input.scratch_cell_bytes.max(1);
     let threads_extra = |threads: usize| threads.saturating_sub(2) as u64 * PER_EXTRA_THREAD_BYTES;
     let m = &input.model;
-    // Each reader past the first: its own file handle, header, index and malloc arena.
-    let readers_extra = |cc: usize, w: u32| (cc as u64 * w as u64 - 1) * PER_READER_BYTES;
+    // Each reader past the first: its own file handle, header, index and malloc arena;
+    // each input file past the first: see PER_INPUT_BYTES.
+    let handles_extra = |cc: usize, w: u32| {
+        (cc as u64 * w as u64 - 1) * PER_READER_BYTES
+            + input.inputs.saturating_sub(1) as u64
+                * (PER_INPUT_BYTES + PER_INPUT_SAMPLE_BYTES * input.samples)
+    };
     let pred = |vc: u64, cc: usize, window: u64, w: u32, threads: usize| {
         m.peak(
             input.samples,
             in_flight(vc, cc, window, w),
             vc * scratch_row(threads),
-        ) + readers_extra(cc, w)
+        ) + handles_extra(cc, w)
             + threads_extra(threads)
     };
     // What the budget allows the law to predict (see HEADROOM).
@@ -387,7 +402,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         let fits = m
             .max_rows(
                 input.samples,
-                allowed.saturating_sub(readers_extra(cc, w) + threads_extra(threads)),
+                allowed.saturating_sub(handles_extra(cc, w) + threads_extra(threads)),
                 // (Pieces counted as whole rows here: a bound, not the estimate.)
                 in_flight_of(
                     (window.max(2) + 1).div_ceil(2),
@@ -527,6 +542,7 @@ mod tests {
             readers: None,
             read_share: None,
             max_concurrent_contigs: 1,
+            inputs: 1,
             model: MEASURED,
         }
     }

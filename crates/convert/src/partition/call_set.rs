@@ -6,13 +6,14 @@ use crate::error::{Error, Result};
 use crate::planning::PlanRequest;
 use std::path::{Path, PathBuf};
 use svar2_vcf::index::IndexKind;
+use svar2_vcf::inputs::Input;
 use svar2_vcf::pieces::Piece;
 use svar2_vcf::schema::Schema;
 
 /// The whole contigs of a call set with records, in variants-axis order (the
 /// pieces a one-reader conversion reads).
 pub(super) fn whole_contigs(
-    files: &[svar2_vcf::source::VcfReader],
+    files: &[Input],
     schema: &Schema,
     counts: &[u64],
 ) -> Option<Vec<Piece>> {
@@ -27,10 +28,10 @@ pub(super) fn whole_contigs(
     }
 }
 
-/// A call set opened for a partitioned conversion: its readers in reading order,
+/// A call set opened for a partitioned conversion: its inputs in reading order,
 /// its schema (undeclared contigs added), the index kind, and the whole contigs.
 pub(super) struct CallSet {
-    pub(super) files: Vec<svar2_vcf::source::VcfReader>,
+    pub(super) files: Vec<Input>,
     pub(super) schema: Schema,
     pub(super) kind: IndexKind,
     pub(super) counts: Vec<u64>,
@@ -61,7 +62,8 @@ pub(super) fn open_indexed(inputs: &[PathBuf], request: &PlanRequest) -> Result<
     }
     let mut request = request.clone();
     request.probe = false;
-    let (report, files, mut schema) = open_call_set(inputs, &request)?;
+    let (report, opened, mut schema) = open_call_set(inputs, &request)?;
+    let files = opened.inputs;
     schema.add_undeclared_contigs(&report.undeclared_contigs);
     let no_counts = || {
         Error::Usage(format!(
