@@ -417,7 +417,7 @@ fn run_pipeline(
                     StreamInputs::Many(first, later, reopener(&options.request))
                 }
             };
-            (Source::Stream(inputs), None)
+            (Source::Stream(Box::new(inputs)), None)
         }
     };
     let stages = Stages {

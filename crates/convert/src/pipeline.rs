@@ -32,7 +32,7 @@ pub(crate) enum Source<'a> {
     },
     /// One streaming reader: one file with its own schema, else files one after
     /// another (or standard input) read into the merged schema.
-    Stream(StreamInputs),
+    Stream(Box<StreamInputs>),
 }
 
 /// What a streaming reader reads.
