@@ -248,7 +248,10 @@ fn many_input_files_stay_under_max_mem() {
     ));
     let kb: f64 = report
         .lines()
-        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): "))
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Maximum resident set size (kbytes): ")
+        })
         .unwrap()
         .parse()
         .unwrap();
@@ -261,7 +264,11 @@ fn many_input_files_stay_under_max_mem() {
     let one = d.join("one.zarr");
     convert(&whole.with_extension("vcf.gz"), &one, &[]);
     let again = d.join("again.zarr");
-    convert_many(&parts.iter().map(PathBuf::as_path).collect::<Vec<_>>(), &again, &[]);
+    convert_many(
+        &parts.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
+        &again,
+        &[],
+    );
     assert_eq!(digest(&one), digest(&again));
 }
 

@@ -140,7 +140,7 @@ pub(crate) fn run<T: Send>(
                 let pool = &pool;
                 let read = move || {
                     guarded(&died, || {
-                        read_stream(inputs, schema, set, variants_chunk, pool, &tx, &recycle_rx)
+                        read_stream(*inputs, schema, set, variants_chunk, pool, &tx, &recycle_rx)
                     })
                 };
                 spawn("reader").spawn_scoped(scope, read).map_err(failed)?;
