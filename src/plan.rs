@@ -28,8 +28,9 @@ pub struct Args {
     /// Also run the rate probe (parses a bounded prefix of the largest contig and
     /// encodes it on one thread; writes nothing): reading's share of the work sizes
     /// the readers, so `cc` and `w` are the ones `convert` will use. It runs only
-    /// where it can change the plan — one indexed input, no --readers, and 3 or more
-    /// cores (usable, or --threads) — and the plan says why when it did not.
+    /// where it can change the plan — indexed input (one file or several), no --readers,
+    /// no subset or --merge, and 3 or more cores (usable, or --threads) — and the plan
+    /// says why when it did not.
     #[arg(long)]
     probe: bool,
     /// Plan a conversion in N partitions, each converted by its own task (a
