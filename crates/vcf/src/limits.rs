@@ -50,7 +50,8 @@ pub(crate) fn check_header_samples(path: &Path, line: &[u8]) -> Result<()> {
     // (Not the header's fault: the budget's.)
     Err(Error::Inputs(format!(
         "{}: {samples} samples: reading them takes ~{} MB, over the memory budget of {} MB \
-         (--max-mem); raise --max-mem",
+         (--max-mem); raise --max-mem (once the header fits, the plan names the least a \
+         conversion needs)",
         path.display(),
         need.div_ceil(1 << 20),
         budget >> 20
