@@ -1,14 +1,22 @@
 //! The peak-RSS law of a conversion:
 //!
-//! `peak = base + per_sample × S + κ × in_flight + κ_f × in_flight_format + τ × scratch
-//! + format_base` (the last only for call sets with FORMAT fields other than GT)
+//! `peak = base + per_sample × S + per_sample_arena × min(S, ARENA_SAMPLES)
+//! + κ × in_flight + κ_f × in_flight_format + τ × scratch + format_base` (the last only
+//! for call sets with FORMAT fields other than GT)
+//!
+//! The per-sample bytes are not linear: a buffer under the mmap threshold (4 MiB,
+//! pinned in the binary) stays in its thread's malloc arena when freed, one over it
+//! goes back to the system at once, so the per-sample buffers of the first ~20,000
+//! samples cost more than the rest (measured: ~1 KB a sample at 5,000-20,000
+//! samples, ~0.65 KB at 300,000).
 //!
 //! where `in_flight` is the bytes one inner-chunk row of records fills (measured on the
 //! input's first records: calls packed, integers as narrow as they fit)
-//! (`min(variants_chunk, records) × row_bytes`) times the rows alive at once (one
-//! filling, one encoding; more with piece readers and concurrent contigs): untouched
-//! allocation costs address space, not RSS, so a chunk row longer than the data costs
-//! only what the data fills. κ covers those rows and allocator slack.
+//! (`min(variants_chunk, records) × row_bytes`) times the rows that can be full at
+//! once (the encoding window's and the one the reader fills; more with piece readers
+//! and concurrent contigs): untouched allocation costs address space, not RSS, so a
+//! chunk row longer than the data costs only what the data fills. κ ≥ 1 covers those
+//! rows and allocator slack.
 //! `in_flight_format` is the part of the rows being encoded that per-sample FORMAT
 //! fields other than GT take (AD, DP, GQ, PL…): laid out, encoded and buffered field
 //! by field, they cost more per byte held than GT's packed calls (κ_f > κ). Rows held
@@ -31,6 +39,9 @@ pub struct RssModel {
     pub base: f64,
     /// Bytes per sample: names, header dictionaries, per-sample codec state.
     pub per_sample: f64,
+    /// Bytes per sample of the first [`ARENA_SAMPLES`]: per-sample buffers small
+    /// enough to stay in malloc arenas when freed.
+    pub per_sample_arena: f64,
     /// Multiplier on in-flight raw bytes (genotypes and per-variant columns).
     pub kappa: f64,
     /// Multiplier on the in-flight raw bytes of per-sample FORMAT fields (not GT).
@@ -43,25 +54,35 @@ pub struct RssModel {
     pub format_base: f64,
 }
 
+/// Samples whose per-sample buffers stay in malloc arenas: the mmap threshold (4 MiB)
+/// over the ~200 bytes a sample of the buffers that cross it.
+pub const ARENA_SAMPLES: u64 = 20_000;
+
 /// Measured on 2026-12-05 (2 cores, glibc malloc with the binary's pinned thresholds)
-/// by `scripts/calibrate_rss.sh`: 32 configurations, each the highest peak of four
-/// runs — GT-only files of S ∈ {100, 1000, 5000, 20000} × variants chunk ∈ {100, 500,
-/// 1000, 2000}, the shared corpus at 25, 300 and 1000 records a row, and call sets
-/// with FORMAT fields (2,000 samples of GT:AD:DP:GQ:PL, 500 of GT:GQ:DP:AD:VAF:PL,
-/// 1,000 of GT:DP:GQ) — at 1 and 2 threads, with rows and scratch as the input's
-/// first records measure them (`svar2_convert::prefix`). Fitted as an upper bound: no
-/// configuration peaks over its prediction, and the mean over-prediction is the least
-/// such a law allows (a linear program): 12 % on average, GT-only files 0–28 %, call
-/// sets 0–56 % (a call set's peak moves by up to 25 % between identical runs, as
-/// thread timing decides how many batches are alive at once, and the bound must hold
-/// the high ones).
+/// by `scripts/calibrate_rss.sh`: 35 configurations, each the highest peak of two
+/// runs on a quiet machine and two beside a second conversion — GT-only files of
+/// S ∈ {100, 1000, 5000, 20000} × variants chunk ∈ {100, 500, 1000, 2000}, 300,000
+/// samples at 32, 150 and 687 records a row, the shared corpus at 25, 300 and 1000
+/// records a row, and call sets with FORMAT fields (2,000 samples of GT:AD:DP:GQ:PL,
+/// 500 of GT:GQ:DP:AD:VAF:PL, 1,000 of GT:DP:GQ) — at 1 and 2 threads, with rows and
+/// scratch as the input's first records measure them (`svar2_convert::prefix`). The
+/// plan charges every row that can be full at once (the window's and the reader's),
+/// and κ, κ_f are held at 1.1 or more (a full row and allocator slack): quiet runs of
+/// GT-only files, where reading is the slower side, rarely fill the window, and a
+/// loaded machine does (a call set beside a second conversion peaked 30 % over its
+/// quiet runs). Fitted as an upper bound: no configuration peaks over its
+/// prediction, and the mean over-prediction is the least such a law allows (a linear
+/// program): 15 % on average, GT-only files 0–51 % (the most at 20,000-300,000
+/// samples and long rows, whose runs here held one row fewer than the law charges),
+/// call sets 0–46 %.
 pub const MEASURED: RssModel = RssModel {
-    base: 1.9812e7,
-    per_sample: 966.6,
-    kappa: 1.175,
-    kappa_format: 3.017,
-    tau: 1.038,
-    format_base: 3.9602e6,
+    base: 2.0304e7,
+    per_sample: 620.0,
+    per_sample_arena: 249.0,
+    kappa: 1.100,
+    kappa_format: 1.789,
+    tau: 0.446,
+    format_base: 4.4105e6,
 };
 
 /// Raw bytes in flight, split as the law weighs them.
@@ -92,8 +113,7 @@ impl InFlight {
 /// a target. The law is an upper bound of its calibration runs; the headroom holds
 /// what it has not seen: inputs whose later records fill more than their first ones
 /// (the pipeline then encodes fewer batches at once, up to 25 % more in flight before
-/// it does), other call sets' field mixes, and machines whose thread timing keeps
-/// one more batch alive.
+/// it does), other call sets' field mixes, and other machines' allocators.
 pub const HEADROOM: f64 = 1.25;
 
 impl RssModel {
@@ -108,7 +128,10 @@ impl RssModel {
     /// What the rows do not change: base, samples, and a call set's FORMAT state.
     fn fixed(&self, samples: u64, format: bool) -> f64 {
         let format = if format { self.format_base } else { 0.0 };
-        self.base + self.per_sample * samples as f64 + format
+        self.base
+            + self.per_sample * samples as f64
+            + self.per_sample_arena * samples.min(ARENA_SAMPLES) as f64
+            + format
     }
 
     /// The most chunk rows that keep the predicted peak within `budget`, when each

@@ -314,11 +314,13 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         other: input.row_bytes - format_row,
         format: format_row,
     };
-    // One pool serves every contig: `window` rows being encoded, whatever cc. κ was
-    // fitted with one charged row standing for two alive (one filling, one encoding),
-    // so each batch encoding past the first adds half a charged row. The law was
-    // fitted at a window of two, and a window of one saves nothing measurable (the
-    // reader's filled batch waits beside the one encoding): it is charged as two.
+    // One pool serves every contig: `window` rows admitted for encoding, whatever cc,
+    // and the one the reader fills, all full at once whenever encoding is the slower
+    // side — a loaded or shared machine, or a call set. (Charged as two alive before:
+    // what quiet runs of GT-only files show, where reading is slower and the window
+    // is rarely full. Beside a second conversion, a 20,000-sample file then held one
+    // more 22 MB row than planned and went over a --max-mem its plan fitted.) A window
+    // of one holds two, so a tight budget gives up the window first.
     // Rows held before encoding (piece readers, sequencers, the stitcher) are raw
     // columns, FORMAT fields included, so they all weigh κ: κ_f is the cost of laying
     // FORMAT fields out and compressing them, which only the encoding rows pay. (With
@@ -334,7 +336,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     let in_flight = |vc: u64, cc: usize, window: u64, w: u32| {
         let eff = eff_rows(vc, cc);
         in_flight_of(
-            (window.max(2) + 1) * eff / 2,
+            (window.max(1) + 1) * eff,
             stitch_rows(cc, w) * eff
                 + cc as u64 * piece_rows(vc, cc, w)
                 + sequencer_rows(vc, cc, w),
@@ -405,7 +407,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
                 allowed.saturating_sub(handles_extra(cc, w) + threads_extra(threads)),
                 // (Pieces counted as whole rows here: a bound, not the estimate.)
                 in_flight_of(
-                    (window.max(2) + 1).div_ceil(2),
+                    window.max(1) + 1,
                     cc as u64 * piece_rows(1, cc, w)
                         + stitch_rows(cc, w)
                         + sequencer_halves(cc, w).div_ceil(2),
@@ -683,10 +685,9 @@ mod tests {
         let p = plan(&i).unwrap();
         assert_eq!((p.cc, p.order.clone()), (2, vec![0, 1]));
         // Straddling rows wait for their other part: more in flight than cc rows.
-        // Two batches encoding (one and a half charged rows: see `in_flight`), one
-        // straddling, one per reader (two contigs, one reader each) and half a row
-        // per sequencer.
-        assert_eq!(p.in_flight_bytes, 5500 * i.row_bytes);
+        // Two batches encoding and one filling (see `in_flight`), one straddling, one
+        // per reader (two contigs, one reader each) and half a row per sequencer.
+        assert_eq!(p.in_flight_bytes, 7000 * i.row_bytes);
         i.contigs[1].tier = CostTier::ContigLength;
         let p = plan(&i).unwrap();
         assert_eq!(p.cc, 1);
