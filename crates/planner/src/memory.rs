@@ -1,7 +1,7 @@
 //! The peak-RSS law of a conversion:
 //!
-//! `peak = base + per_sample × S + per_sample_arena × min(S, ARENA_SAMPLES)
-//! + κ × in_flight + κ_f × in_flight_format + τ × scratch + format_base` (the last only
+//! `peak = base + per_sample × S + per_sample_arena × min(S, ARENA_SAMPLES) +
+//! κ × in_flight + κ_f × in_flight_format + τ × scratch + format_base` (the last only
 //! for call sets with FORMAT fields other than GT)
 //!
 //! The per-sample bytes are not linear: a buffer under the mmap threshold (4 MiB,
