@@ -149,21 +149,6 @@ impl std::error::Error for PlanError {}
 /// at biobank width, which cost concurrency).
 const PER_READER_BYTES: u64 = 8 << 20;
 
-/// Chunk rows (in halves) a contig read in pieces holds beyond its readers' own
-/// batches: the row its sequencer is cutting, and with several readers the hand-offs
-/// around it. Fitted to the highest of 6-14 runs (2026-12-05): the step from one
-/// reader to two is 2.9 to 3.8 rows of raw columns on GT-only files of 20,000 and
-/// 300,000 samples, of which the stitch row and the readers' batches were charged and
-/// three halves are the rest; two contigs at once, one reader each, peaked up to half
-/// a row per contig over the rest of the law.
-const fn sequencer_half_rows(w: u32) -> u64 {
-    if w == 1 {
-        1
-    } else {
-        3
-    }
-}
-
 /// Memory each input file past the first adds, whatever the chunk rows: its schema
 /// (kept for the plan's pieces), and what reading its start while planning and
 /// opening it in turn leave behind (thread arenas). Measured 2026-12-05 at the
@@ -282,15 +267,17 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         let cap = if cc == 1 { records } else { biggest };
         cap.map_or(vc, |n| vc.min(n.max(1)))
     };
-    // One streaming reader keeps two chunk rows alive (one filling, one encoding: κ).
-    // Piece readers each keep a batch of their own besides (κ: one filling, one
-    // queued), no longer than a piece; concurrent contigs each have their readers.
+    // Rows that can be full at once, as the window's: each piece reader's batch
+    // filling and the one queued for its sequencer, no longer than a piece;
+    // concurrent contigs each have their readers. (Two contigs at once of a
+    // 20,000-sample file, 16,000 records each, peaked at 349 MB beside a second
+    // conversion where one row a reader had been charged: 293.)
     let piece_rows = |vc: u64, cc: usize, w: u32| -> u64 {
         if w == 1 && cc == 1 {
             return 0;
         }
         let piece = biggest.map_or(vc, |n| n.div_ceil(PIECES_PER_READER * w as u64).max(1));
-        w as u64 * eff_rows(vc, cc).min(piece)
+        2 * w as u64 * eff_rows(vc, cc).min(piece)
     };
     // Concurrent contigs finish out of file order, so the chunk rows that straddle two
     // contigs wait in the stitcher for their other part: under one row per boundary.
@@ -300,15 +287,14 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         (1, _) => 1,
         _ => (with_data - 1) as u64,
     };
-    // Each contig read in pieces: its sequencer's row and hand-offs, in half rows.
-    let sequencer_halves = |cc: usize, w: u32| -> u64 {
+    // Each contig read in pieces: the row its sequencer is cutting.
+    let sequencer_count = |cc: usize, w: u32| -> u64 {
         if w == 1 && cc == 1 {
             return 0; // one streaming reader fills the rows itself
         }
-        cc as u64 * sequencer_half_rows(w)
+        cc as u64
     };
-    let sequencer_rows =
-        |vc: u64, cc: usize, w: u32| sequencer_halves(cc, w) * eff_rows(vc, cc) / 2;
+    let sequencer_rows = |vc: u64, cc: usize, w: u32| sequencer_count(cc, w) * eff_rows(vc, cc);
     let format_row = input.format_row_bytes.min(input.row_bytes);
     let per_row = InFlight {
         other: input.row_bytes - format_row,
@@ -408,9 +394,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
                 // (Pieces counted as whole rows here: a bound, not the estimate.)
                 in_flight_of(
                     window.max(1) + 1,
-                    cc as u64 * piece_rows(1, cc, w)
-                        + stitch_rows(cc, w)
-                        + sequencer_halves(cc, w).div_ceil(2),
+                    cc as u64 * piece_rows(1, cc, w) + stitch_rows(cc, w) + sequencer_count(cc, w),
                 ),
                 scratch_row(threads),
             )
@@ -685,9 +669,10 @@ mod tests {
         let p = plan(&i).unwrap();
         assert_eq!((p.cc, p.order.clone()), (2, vec![0, 1]));
         // Straddling rows wait for their other part: more in flight than cc rows.
-        // Two batches encoding and one filling (see `in_flight`), one straddling, one
-        // per reader (two contigs, one reader each) and half a row per sequencer.
-        assert_eq!(p.in_flight_bytes, 7000 * i.row_bytes);
+        // Two batches encoding and one filling (see `in_flight`), one straddling, two
+        // per reader (two contigs, one reader each: filling and queued) and one per
+        // sequencer.
+        assert_eq!(p.in_flight_bytes, 10000 * i.row_bytes);
         i.contigs[1].tier = CostTier::ContigLength;
         let p = plan(&i).unwrap();
         assert_eq!(p.cc, 1);
