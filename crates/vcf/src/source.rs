@@ -740,8 +740,16 @@ impl Stream {
                 self.current = None;
                 self.at += 1;
                 if let Some(path) = self.paths.get(self.at).cloned() {
-                    let (open, _, _) = self.later.as_mut().expect("a stream of many");
+                    let (open, schema, _) = self.later.as_mut().expect("a stream of many");
                     let next = open(&path)?;
+                    // Checked when the conversion started; a file replaced since
+                    // must not put its calls under other samples' names.
+                    if next.schema.samples != schema.samples {
+                        return Err(Error::Inputs(format!(
+                            "{}: its samples are not the ones it had when the conversion                              started (the file changed while it was converted); convert                              again",
+                            path.display()
+                        )));
+                    }
                     self.current = Some(self.reading(next));
                 }
                 continue;
