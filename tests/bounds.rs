@@ -206,18 +206,6 @@ fn query_decodes_only_the_arrays_it_prints() {
     assert!(!query("%POS[\t%GT]\n").status.success());
 }
 
-/// Peak RSS (KiB) of a finished command run under `/usr/bin/time -v`, from its stderr.
-fn max_rss_kib(stderr: &str) -> u64 {
-    stderr
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("Maximum resident set size (kbytes): ")
-        })
-        .and_then(|v| v.trim().parse().ok())
-        .expect("/usr/bin/time -v output")
-}
-
 /// `svar2 ARGS INPUT OUT` under `/usr/bin/time -v`: whether it succeeded, its stderr
 /// (time's report included) and its peak RSS in bytes.
 fn run_timed(args: &[&str], input: &Path, out: &Path) -> (bool, String, u64) {

@@ -246,15 +246,7 @@ fn many_input_files_stay_under_max_mem() {
         list.join(" "),
         out.display()
     ));
-    let kb: f64 = report
-        .lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("Maximum resident set size (kbytes): ")
-        })
-        .unwrap()
-        .parse()
-        .unwrap();
+    let kb = max_rss_kib(&report) as f64;
     assert!(
         kb / 1024.0 <= mib,
         "8 inputs: peak {:.1} MiB over --max-mem {budget}",

@@ -254,15 +254,7 @@ fn measured_peak_rss_stays_under_max_mem() {
                 vcf.display(),
                 out.display()
             ));
-            let kb: u64 = report
-                .lines()
-                .find_map(|l| {
-                    l.trim()
-                        .strip_prefix("Maximum resident set size (kbytes): ")
-                })
-                .unwrap()
-                .parse()
-                .unwrap();
+            let kb = max_rss_kib(&report);
             let predicted = plan["plan"]["predicted_peak_rss"].as_u64().unwrap();
             assert!(
                 kb * 1024 <= budget_mib << 20,

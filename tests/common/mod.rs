@@ -658,3 +658,15 @@ pub const ONE_CHUNK_PER_SHARD: [&str; 8] = [
     "--samples-shard",
     "10",
 ];
+
+/// Peak RSS (KiB) of a finished command run under `/usr/bin/time -v`, from its report.
+pub fn max_rss_kib(report: &str) -> u64 {
+    report
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Maximum resident set size (kbytes): ")
+        })
+        .and_then(|v| v.trim().parse().ok())
+        .expect("/usr/bin/time -v output")
+}
