@@ -58,14 +58,17 @@ pub fn run(
     let samples_chunk = geometry.samples_chunk.max(1) as usize;
     let tasks = chunk_tasks(set, n_samples, samples_chunk);
     let layouts: Vec<_> = set.arrays.iter().map(|a| a.layout(&stats, &dims)).collect();
-    let codecs: Vec<InnerCodec> = set
-        .arrays
-        .iter()
-        .zip(&layouts)
-        .map(|(a, l)| InnerCodec::new(l.dtype, a.bitshuffle, geometry.zstd_level))
-        .collect::<std::result::Result<_, _>>()?;
     // One thread: the probe measures work, and the plan divides it among the cores.
     let pool = crate::chunk::encoder_pool(1)?;
+    // Made on the pool: a codec asks rayon for its thread count, which outside any
+    // pool starts rayon's global one (unnamed threads that never work).
+    let codecs: Vec<InnerCodec> = pool.install(|| {
+        set.arrays
+            .iter()
+            .zip(&layouts)
+            .map(|(a, l)| InnerCodec::new(l.dtype, a.bitshuffle, geometry.zstd_level))
+            .collect::<std::result::Result<_, _>>()
+    })?;
     // The probe's rows are the first `rows` records: lay them out on that grid.
     let geometry = Geometry {
         variants_chunk: rows as u64,

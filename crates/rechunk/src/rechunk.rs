@@ -341,9 +341,10 @@ fn fetch(
     let stop = AtomicBool::new(false);
     let mut first_err = None;
     std::thread::scope(|s| {
-        for _ in 0..io_threads.min(n) {
+        for i in 0..io_threads.min(n) {
             let (job_rx, read_tx, stop) = (job_rx.clone(), read_tx.clone(), &stop);
-            s.spawn(move || {
+            let io = std::thread::Builder::new().name(format!("rechunk-io-{i}"));
+            let started = io.spawn_scoped(s, move || {
                 for idx in job_rx {
                     if stop.load(Ordering::Relaxed) {
                         break;
@@ -354,6 +355,13 @@ fn fetch(
                     }
                 }
             });
+            if let Err(e) = started {
+                // The threads started so far read every source chunk.
+                if i == 0 {
+                    first_err.get_or_insert(Error::Usage(format!("cannot start a thread: {e}")));
+                }
+                break;
+            }
         }
         drop(read_tx);
         for (idx, r) in read_rx.iter() {
