@@ -731,6 +731,11 @@ impl Stream {
         }
     }
 
+    /// The input being read (the last one, once all are read).
+    pub fn path(&self) -> &Path {
+        &self.paths[self.at.min(self.paths.len() - 1)]
+    }
+
     /// Reads the next record into `batch`; `Ok(false)` after the last file. A contig
     /// met in a second file is an error (its records would not be in order).
     pub fn read_into(&mut self, batch: &mut Batch, record_no: u64) -> Result<bool> {
@@ -746,7 +751,8 @@ impl Stream {
                     // must not put its calls under other samples' names.
                     if next.schema.samples != schema.samples {
                         return Err(Error::Inputs(format!(
-                            "{}: its samples are not the ones it had when the conversion                              started (the file changed while it was converted); convert                              again",
+                            "{}: its samples are not the ones it had when the conversion started (the \
+                             file changed while it was converted); convert again",
                             path.display()
                         )));
                     }
