@@ -586,6 +586,106 @@ fn a_record_of_more_alleles_than_the_budget_holds_is_refused() {
     );
 }
 
+/// Records that fill more than the ones the plan measured (here 7 ALT alleles, with
+/// their AD and PL, after a stretch of biallelic sites, past where the plan samples)
+/// are refused while their chunk row is read, under `--max-mem`, with a
+/// `--variants-chunk` that then converts them under it.
+#[test]
+fn records_that_fill_more_later_are_refused_within_the_budget() {
+    let test = "records_that_fill_more_later_are_refused_within_the_budget";
+    if !Path::new("/usr/bin/time").exists() || !sh("command -v bgzip").status.success() {
+        skip(test, "/usr/bin/time or bgzip not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let vcf = dir.path().join("late.vcf");
+    let samples = 400;
+    {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&vcf).unwrap());
+        writeln!(
+            f,
+            "##fileformat=VCFv4.3\n##contig=<ID=chr1,length=100000000>\n\
+             ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
+             ##FORMAT=<ID=AD,Number=R,Type=Integer,Description=\"Depths\">\n\
+             ##FORMAT=<ID=PL,Number=G,Type=Integer,Description=\"Likelihoods\">"
+        )
+        .unwrap();
+        write!(f, "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT").unwrap();
+        for s in 0..samples {
+            write!(f, "\tS{s}").unwrap();
+        }
+        writeln!(f).unwrap();
+        let narrow = "\t0/1:10,5:30,0,40".repeat(samples);
+        let pl: Vec<String> = (100..136).map(|v| v.to_string()).collect();
+        let wide = format!("\t0/1:0,1,2,3,4,5,6,7:{}", pl.join(",")).repeat(samples);
+        for i in 0..2000 {
+            let (alt, calls) = match i < 1000 {
+                true => ("C", &narrow),
+                false => ("C,G,T,CA,CG,CT,CC", &wide),
+            };
+            writeln!(
+                f,
+                "chr1\t{}\t.\tA\t{alt}\t.\tPASS\t.\tGT:AD:PL{calls}",
+                i + 1
+            )
+            .unwrap();
+        }
+    }
+    sh_ok(&format!(
+        "bgzip -f {0} && bcftools index -f {0}.gz",
+        vcf.display()
+    ));
+    let gz = dir.path().join("late.vcf.gz");
+    let budget = ["--max-mem", "56MiB"];
+    let (ok, err, rss) = run_timed(
+        &["convert", "-q", budget[0], budget[1]],
+        &gz,
+        &dir.path().join("o.zarr"),
+    );
+    eprintln!("refused at peak RSS {} MiB", rss >> 20);
+    assert!(!ok, "converted:\n{err}");
+    assert!(
+        err.contains(&format!("{}: record ", gz.display()))
+            && err.contains("does not fit --max-mem 56.0 MiB")
+            && err.contains("(it fits this budget)"),
+        "{err}"
+    );
+    assert!(
+        rss < 56 << 20,
+        "peak RSS {} MiB over --max-mem 56MiB",
+        rss >> 20
+    );
+    // The chunk rows it names convert under the same budget.
+    let rows = err
+        .split("--variants-chunk ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .unwrap();
+    let out = dir.path().join("ok.zarr");
+    let (ok, err, rss) = run_timed(
+        &[
+            "convert",
+            "-q",
+            budget[0],
+            budget[1],
+            "--variants-chunk",
+            rows,
+        ],
+        &gz,
+        &out,
+    );
+    eprintln!("--variants-chunk {rows}: peak RSS {} MiB", rss >> 20);
+    assert!(ok, "{err}");
+    assert!(
+        rss < 56 << 20,
+        "peak RSS {} MiB over --max-mem 56MiB",
+        rss >> 20
+    );
+    let info = svar2().args(["inspect"]).arg(&out).output().unwrap();
+    let info = String::from_utf8_lossy(&info.stdout).into_owned();
+    assert!(info.contains("2000"), "{info}");
+}
+
 #[test]
 fn partition_counts_beyond_any_cluster_are_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -34,6 +34,8 @@ const BLOCK_BYTES: usize = 256 * 1024;
 /// starting at a record, `tx` takes each full one (and the last, short one).
 pub(crate) struct Rows<'a> {
     pub variants_chunk: usize,
+    pub limit: &'a crate::row_limit::RowLimit,
+    pub set: &'a crate::arrays::ArraySet,
     pub next: &'a dyn Fn(u64) -> Batch,
     pub tx: &'a Sender<svar2_vcf::Result<Batch>>,
 }
@@ -158,6 +160,14 @@ fn read_rows(
             reader.read_line(ex, block.line(i), false, &mut batch, block.first + i as u64)?;
         }
         n += block.len() as u64;
+        rows.limit.check(
+            &reader.path,
+            &reader.schema,
+            rows.set,
+            n,
+            &batch,
+            rows.variants_chunk,
+        )?;
         spare.push((block, sub));
         if batch.len() as u64 == vc {
             if rows.tx.send(Ok(batch)).is_err() {

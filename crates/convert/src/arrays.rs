@@ -370,6 +370,35 @@ impl ArraySet {
             .max(1)
     }
 
+    /// In-memory bytes per sample of every per-sample array together, laid out as
+    /// `layouts` (one per array) say: the encoder scratch the records at hand need
+    /// (AD and PL of small counts in one byte, not four; strings an offset and a few
+    /// bytes of text).
+    pub fn scratch_cell_of(&self, layouts: &[Layout]) -> u64 {
+        self.arrays
+            .iter()
+            .zip(layouts)
+            .filter(|(a, _)| a.per_sample)
+            .map(|(_, l)| l.cell() as u64 * l.dtype.size().unwrap_or(16) as u64)
+            .sum::<u64>()
+            .max(1)
+    }
+
+    /// Bytes per record by which the per-variant arrays laid out as `layouts` are
+    /// wider than planned: each encoding thread holds a chunk of them (one record
+    /// with a million INFO values makes every chunk of that array a million wide).
+    pub fn variant_excess_of(&self, layouts: &[Layout]) -> u64 {
+        self.arrays
+            .iter()
+            .zip(layouts)
+            .filter(|(a, _)| !a.per_sample)
+            .map(|(a, l)| {
+                let extra = (l.cell() as u64).saturating_sub(a.planned_width());
+                extra * l.dtype.size().unwrap_or(16) as u64
+            })
+            .sum()
+    }
+
     /// The planned trailing width of each column (that of the first array reading it).
     pub fn planned_column_widths(&self) -> Vec<u64> {
         (0..self.record.specs.len())

@@ -9,7 +9,8 @@ use crate::arrays::{ArraySet, Geometry};
 use crate::error::{Error, Result};
 use crate::pipeline::{Source, Stages, StreamInputs};
 use crate::planning::{make_plan_inputs, plan_reader, PlanReport, PlanRequest};
-use crate::writer::{Limits, Writer};
+use crate::row_limit::RowLimit;
+use crate::writer::Writer;
 use std::path::Path;
 use std::time::Instant;
 use svar2_planner::geometry::whole_chunks;
@@ -507,7 +508,7 @@ fn convert_call_set(
     );
     let mut writer = Writer::new(
         input,
-        Limits::of(&report),
+        RowLimit::of(&report),
         schema.clone(),
         set.clone(),
         geometry,

@@ -14,6 +14,7 @@ mod pipeline;
 pub mod planning;
 pub mod prefix;
 pub mod probe;
+mod row_limit;
 pub mod schedule;
 pub mod spill;
 mod writer;

@@ -8,6 +8,7 @@
 
 use crate::arrays::ArraySet;
 use crate::error::{Error, Result};
+use crate::row_limit::{RowLimit, CHECK_EVERY};
 use crate::schedule::{ContigRun, Stitcher};
 use crate::writer::{Admitted, Encoded, Writer};
 use crossbeam_channel::{Receiver, Select, Sender};
@@ -57,11 +58,17 @@ pub(crate) struct Stages<'a> {
 /// the plan charged them. The plan measured a row on the input's first records (calls
 /// packed, FORMAT integers in 16 bits); batches that fill more — later records that do
 /// not pack — are encoded fewer at once, so the memory the budget bought holds them.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Window {
     pub batches: usize,
     /// Bytes the batches encoding at once may fill together (one is always admitted).
     pub bytes: u64,
+    /// Bytes one batch may fill and still be handed back to the reader for reuse: a
+    /// reused batch keeps its buffers, so one that later records filled past the
+    /// plan would hold that memory for good, however few batches encode at once.
+    pub reusable: u64,
+    /// What one batch may fill while it is read.
+    pub limit: RowLimit,
 }
 
 /// Batches may fill this much more than the plan's measured rows before the window
@@ -77,6 +84,8 @@ impl Window {
         Window {
             batches,
             bytes: (batch as f64 * batches as f64 * WINDOW_SLACK) as u64,
+            reusable: (batch as f64 * WINDOW_SLACK) as u64,
+            limit: RowLimit::of(report),
         }
     }
 }
@@ -102,6 +111,7 @@ pub(crate) fn run<T: Send>(
         progress,
     } = stages;
     let variants_chunk = writer.geometry().variants_chunk as usize;
+    let limit = window.limit.clone();
     let pool = crate::chunk::encoder_pool(threads)?;
     let (tx, rx) = crossbeam_channel::bounded::<svar2_vcf::Result<Batch>>(0);
     // Batches the writer is done with, for the streaming reader to refill.
@@ -123,11 +133,12 @@ pub(crate) fn run<T: Send>(
                         crate::schedule::read_in_pieces(
                             paths,
                             schema,
-                            &set.record,
+                            set,
                             pieces,
                             &runs,
                             (cc, w),
                             variants_chunk,
+                            &limit,
                             &tx,
                         )
                     })
@@ -140,7 +151,8 @@ pub(crate) fn run<T: Send>(
                 let pool = &pool;
                 let read = move || {
                     guarded(&died, || {
-                        read_stream(*inputs, schema, set, variants_chunk, pool, &tx, &recycle_rx)
+                        let rows = (variants_chunk, &limit);
+                        read_stream(*inputs, schema, set, rows, pool, &tx, &recycle_rx)
                     })
                 };
                 spawn("reader").spawn_scoped(scope, read).map_err(failed)?;
@@ -193,7 +205,7 @@ fn read_stream(
     inputs: StreamInputs,
     schema: &Schema,
     set: &ArraySet,
-    variants_chunk: usize,
+    (variants_chunk, limit): (usize, &RowLimit),
     pool: &rayon::ThreadPool,
     tx: &Sender<svar2_vcf::Result<Batch>>,
     recycled: &Receiver<Batch>,
@@ -233,6 +245,8 @@ fn read_stream(
     if let Some((reader, ex)) = stream.parses_ahead().filter(|_| ahead) {
         let rows = crate::ahead::Rows {
             variants_chunk,
+            limit,
+            set,
             next: &next_batch,
             tx,
         };
@@ -240,7 +254,15 @@ fn read_stream(
     }
     loop {
         while batch.len() < variants_chunk {
-            match stream.read_into(&mut batch, n) {
+            let read = stream.read_into(&mut batch, n).and_then(|more| match more {
+                true if batch.len() % CHECK_EVERY == 0 => {
+                    let rows = variants_chunk;
+                    limit.check(stream.path(), schema, set, n + 1, &batch, rows)?;
+                    Ok(true)
+                }
+                more => Ok(more),
+            });
+            match read {
                 Ok(true) => n += 1,
                 Ok(false) => break,
                 Err(e) => {
@@ -296,7 +318,9 @@ fn drain(
             let encoded = encoded.map_err(|_| Error::Usage("an encoding thread failed".into()))?;
             let admitted = Arc::into_inner(admitted).expect("the encoder let go of it");
             let batch = w.commit(admitted, encoded, Some(pool))?;
-            let _ = recycle.try_send(batch);
+            if batch.filled_bytes() as u64 <= window.reusable {
+                let _ = recycle.try_send(batch);
+            }
             Ok(())
         };
         let mut reading = true;

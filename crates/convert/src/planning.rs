@@ -122,6 +122,10 @@ pub struct PlanReport {
     pub subset: bool,
     /// `--merge`: how the inputs are joined (counted in the predicted peak).
     pub merge: Option<MergePlan>,
+    /// What `plan` was made from (the rate probe's read share included), to plan
+    /// again for other chunk rows or budgets.
+    #[serde(skip)]
+    pub plan_input: PlanInput,
 }
 
 /// How a `--merge` conversion reads its inputs, and what that adds to the peak.
@@ -567,11 +571,11 @@ fn replan_with_probe(
     probe_on: &ProbeOn,
     schema: &Schema,
     set: &ArraySet,
-    plan_input: &PlanInput,
+    plan_input: PlanInput,
     plan: Plan,
     zstd_level: i32,
     plan_err: impl Fn(svar2_planner::PlanError) -> Error,
-) -> Result<(Plan, Option<crate::probe::Probe>)> {
+) -> Result<(Plan, Option<crate::probe::Probe>, PlanInput)> {
     let counts: Vec<u64> = plan_input.contigs.iter().map(|c| c.cost).collect();
     let largest = plan.order.first().copied();
     let pieces = match probe_on {
@@ -581,12 +585,12 @@ fn replan_with_probe(
     };
     let piece = largest.and_then(|rid| pieces?.into_iter().find(|p| p.rid as usize == rid));
     let Some(piece) = piece else {
-        return Ok((plan, None));
+        return Ok((plan, None, plan_input));
     };
     let input = match probe_on {
         ProbeOn::Input(input) => input,
         ProbeOn::Inputs(own) => own[piece.file as usize].0,
-        ProbeOn::Nothing(_) => return Ok((plan, None)),
+        ProbeOn::Nothing(_) => return Ok((plan, None, plan_input)),
     };
     let geometry = Geometry {
         variants_chunk: plan.chunks.variants,
@@ -604,10 +608,10 @@ fn replan_with_probe(
         p.t_exec * 1e3,
         p.read_share * 100.0
     );
-    let mut with_probe = plan_input.clone();
+    let mut with_probe = plan_input;
     with_probe.read_share = Some(p.read_share);
     let plan = svar2_planner::plan(&with_probe).map_err(plan_err)?;
-    Ok((plan, Some(p)))
+    Ok((plan, Some(p), with_probe))
 }
 
 /// Where a plan's row bytes come from.
@@ -755,13 +759,13 @@ fn plan_schema(
     let plan_err = |e: svar2_planner::PlanError| Error::Usage(format!("{}: {e}", input.display()));
     let plan = plan(&plan_input).map_err(plan_err)?;
     let skipped = probe_skipped(request, index, plan_input.cores, &probe_on);
-    let (plan, probe) = match skipped {
-        Some(_) => (plan, None),
+    let (plan, probe, plan_input) = match skipped {
+        Some(_) => (plan, None, plan_input),
         None => replan_with_probe(
             &probe_on,
             &schema,
             &set,
-            &plan_input,
+            plan_input,
             plan,
             request.layout.zstd_level,
             plan_err,
@@ -790,6 +794,7 @@ fn plan_schema(
         streams: if stdin { 0 } else { streams },
         merge: None,
         subset: !request.subset.is_empty(),
+        plan_input,
     })
 }
 

@@ -8,7 +8,7 @@
 //! figure and encodes fewer at once when later records fill more (haploid calls on
 //! chrX, alleles past 13, values past 16 bits).
 
-use crate::arrays::{ArraySet, Dims, Stats};
+use crate::arrays::{ArraySet, Dims, Layout, Stats};
 use svar2_vcf::ragged::{Batch, Values};
 use svar2_vcf::schema::Schema;
 use svar2_vcf::source::{Stream, VcfReader};
@@ -88,26 +88,11 @@ fn estimate(batch: &Batch, schema: &Schema, set: &ArraySet) -> Option<RowBytes> 
         return None;
     }
     let (row, format) = set.row_bytes_estimate(schema.samples.len() as u64, Some(batch));
-    // Each encoding thread lays out a chunk of every per-sample array at the dtype and
-    // width the values need (AD and PL of small counts in one byte, not four).
-    let stats = Stats::of_batch(set, batch);
-    let dims = Dims::from_stats(set, &stats, schema.has_gt);
-    let scratch_cell = set
-        .arrays
-        .iter()
-        .filter(|a| a.per_sample)
-        .map(|a| {
-            let l = a.layout(&stats, &dims);
-            // (Strings: an offset and a few bytes of text.)
-            l.cell() as u64 * l.dtype.size().unwrap_or(16) as u64
-        })
-        .sum::<u64>()
-        .max(1);
     Some(RowBytes {
         records: n,
         row,
         format,
-        scratch_cell,
+        scratch_cell: scratch_cell(batch, schema, set),
         packed: set
             .record
             .specs
@@ -116,6 +101,19 @@ fn estimate(batch: &Batch, schema: &Schema, set: &ArraySet) -> Option<RowBytes> 
             .filter(|(spec, _)| spec.genotype)
             .all(|(_, c)| matches!(c.values, Values::Diploid(_))),
     })
+}
+
+/// Bytes per sample an encoding thread lays out for a chunk of every per-sample
+/// array, at the dtypes and widths `batch`'s values need.
+fn scratch_cell(batch: &Batch, schema: &Schema, set: &ArraySet) -> u64 {
+    set.scratch_cell_of(&layouts_of(batch, schema, set))
+}
+
+/// Every array's layout as `batch`'s values alone need it.
+pub(crate) fn layouts_of(batch: &Batch, schema: &Schema, set: &ArraySet) -> Vec<Layout> {
+    let stats = Stats::of_batch(set, batch);
+    let dims = Dims::from_stats(set, &stats, schema.has_gt);
+    set.arrays.iter().map(|a| a.layout(&stats, &dims)).collect()
 }
 
 /// Pieces of an indexed file whose first records the probe also reads, besides the
@@ -160,10 +158,17 @@ pub fn measure_spots(
         let piece = &pieces[i];
         let mut got = None;
         reader
-            .read(piece, rows, &set.record.specs, n_samples, |b| {
-                got = Some(b);
-                false
-            })
+            .read(
+                piece,
+                rows,
+                &set.record.specs,
+                n_samples,
+                |_, _| Ok(()),
+                |b| {
+                    got = Some(b);
+                    false
+                },
+            )
             .ok()?;
         estimate(&got?, schema, set)
     });

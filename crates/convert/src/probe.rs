@@ -40,10 +40,17 @@ pub fn run(
     let mut reader = PieceReader::open(input, schema, &set.record)?;
     let mut got: Option<Batch> = None;
     let t0 = Instant::now();
-    reader.read(piece, rows, &set.record.specs, n_samples, |b| {
-        got = Some(b);
-        false
-    })?;
+    reader.read(
+        piece,
+        rows,
+        &set.record.specs,
+        n_samples,
+        |_, _| Ok(()),
+        |b| {
+            got = Some(b);
+            false
+        },
+    )?;
     let t_read = t0.elapsed().as_secs_f64();
     let Some(batch) = got else {
         return Ok(Probe {

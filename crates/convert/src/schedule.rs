@@ -6,6 +6,8 @@
 //! by the [`Stitcher`]. The store is byte-identical to a single streaming reader's
 //! whatever the readers, contigs at once or order.
 
+use crate::arrays::ArraySet;
+use crate::row_limit::{RowLimit, CHECK_EVERY};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use svar2_vcf::columns::RecordColumns;
@@ -85,17 +87,19 @@ struct ContigJob {
 /// in parts, for a [`Stitcher`]. A run whose record count disagrees with what it
 /// expects (the index's) is an error.
 #[allow(clippy::too_many_arguments)]
-pub fn read_in_pieces(
+pub(crate) fn read_in_pieces(
     inputs: &[PathBuf],
     schema: &Schema,
-    columns: &RecordColumns,
+    set: &ArraySet,
     pieces: &[Piece],
     runs: &[ContigRun],
     (cc, w): (usize, usize),
     rows: usize,
+    limit: &RowLimit,
     out: &crossbeam_channel::Sender<Result<Batch>>,
 ) {
     let n_samples = schema.samples.len();
+    let columns = &set.record;
     let specs = &columns.specs;
     // Pieces are queued in dispatch order, so the readers always serve the earliest
     // unfinished contig first: a reader blocked on a later contig never starves it.
@@ -147,7 +151,12 @@ pub fn read_in_pieces(
                         }
                     }
                     let (_, reader) = open.as_mut().expect("opened above");
-                    let sent = reader.read(&pieces[i], rows, specs, n_samples, |b| {
+                    let path = &inputs[f];
+                    let check = |b: &Batch, n: u64| match b.len() % CHECK_EVERY {
+                        0 => limit.check(path, schema, set, n, b, rows),
+                        _ => Ok(()),
+                    };
+                    let sent = reader.read(&pieces[i], rows, specs, n_samples, check, |b| {
                         tx.send(PieceMsg::Rows(b)).is_ok()
                     });
                     let msg = match sent {

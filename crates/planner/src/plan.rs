@@ -90,6 +90,11 @@ pub struct Plan {
     /// The part of `in_flight_bytes` in per-sample FORMAT fields other than GT of
     /// the rows being encoded (the law's κ_f; rows held before encoding weigh κ).
     pub in_flight_format_bytes: u64,
+    /// Records that stay in flight however few batches encode at once (one encoding,
+    /// the reader's, and those held before encoding): what later records that fill
+    /// more than the measured rows multiply, since the pipeline narrows the window
+    /// down to one batch but no further.
+    pub least_in_flight_records: u64,
     /// Encoder scratch: threads × one inner chunk of every per-sample array.
     pub scratch_bytes: u64,
     pub predicted_peak_rss: u64,
@@ -319,13 +324,15 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
             format: encoding.format,
         }
     };
+    let held_records = |vc: u64, cc: usize, w: u32| {
+        stitch_rows(cc, w) * eff_rows(vc, cc)
+            + cc as u64 * piece_rows(vc, cc, w)
+            + sequencer_rows(vc, cc, w)
+    };
     let in_flight = |vc: u64, cc: usize, window: u64, w: u32| {
-        let eff = eff_rows(vc, cc);
         in_flight_of(
-            (window.max(1) + 1) * eff,
-            stitch_rows(cc, w) * eff
-                + cc as u64 * piece_rows(vc, cc, w)
-                + sequencer_rows(vc, cc, w),
+            (window.max(1) + 1) * eff_rows(vc, cc),
+            held_records(vc, cc, w),
         )
     };
     let sc = chunks.samples;
@@ -438,6 +445,8 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
 
     let in_flight_split = in_flight(chunks.variants, cc, window, w);
     let in_flight_bytes = in_flight_split.total();
+    let least_in_flight_records =
+        2 * eff_rows(chunks.variants, cc) + held_records(chunks.variants, cc, w);
     let in_flight_format_bytes = in_flight_split.format;
     let predicted_peak_rss = pred(chunks.variants, cc, window, w, threads);
     let amplification = input
@@ -483,6 +492,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         records,
         in_flight_bytes,
         in_flight_format_bytes,
+        least_in_flight_records,
         scratch_bytes: chunks.variants * scratch_row(threads),
         threads,
         predicted_peak_rss,
@@ -673,6 +683,8 @@ mod tests {
         // per reader (two contigs, one reader each: filling and queued) and one per
         // sequencer.
         assert_eq!(p.in_flight_bytes, 10000 * i.row_bytes);
+        // With one batch encoding (the window narrowed): one row less.
+        assert_eq!(p.least_in_flight_records, 9000);
         i.contigs[1].tier = CostTier::ContigLength;
         let p = plan(&i).unwrap();
         assert_eq!(p.cc, 1);

@@ -308,13 +308,16 @@ impl PieceReader {
     }
 
     /// Reads one piece, handing out batches of at most `rows` records. Returns the
-    /// number of records read.
+    /// number of records read. `check` sees the batch after each record and its
+    /// number in the piece (1-based): an `Err` stops the read (a batch filling more
+    /// than the memory budget holds).
     pub fn read(
         &mut self,
         piece: &Piece,
         rows: usize,
         specs: &[crate::columns::ColumnSpec],
         n_samples: usize,
+        mut check: impl FnMut(&Batch, u64) -> Result<()>,
         mut emit: impl FnMut(Batch) -> bool,
     ) -> Result<u64> {
         let itr = self.index.query(piece.tid, piece.beg, piece.end);
@@ -363,6 +366,7 @@ impl PieceReader {
                     self.ex.extract(&self.path, n, &self.rec, &mut batch)?;
                 }
                 n += 1;
+                check(&batch, n)?;
                 if batch.len() == rows {
                     let full = std::mem::replace(&mut batch, Batch::new(specs, n_samples, 0));
                     if !emit(full) {

@@ -8,9 +8,10 @@ use super::space::{Holder, Space};
 use crate::arrays::ArraySet;
 use crate::error::{Error, Result};
 use crate::planning::PlanRequest;
+use crate::row_limit::RowLimit;
 use crate::schedule::Stitcher;
 use crate::writer::Fragment;
-use crate::writer::{Limits, Writer};
+use crate::writer::Writer;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -142,12 +143,14 @@ pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSumma
         svar2_planner::host::resolve_budget(request.budget.max_mem, host.memory_limit().as_ref())
             .map_err(Error::Usage)?;
     let threads = request.budget.threads.unwrap_or(host.cores().usable).max(1);
-    let limits = Limits {
-        budget,
-        planned_peak: 0,
-        threads,
-    };
-    let mut w = Writer::new(plan_path, limits, schema, set.clone(), geometry, store);
+    let mut w = Writer::new(
+        plan_path,
+        RowLimit::unplanned(budget),
+        schema,
+        set.clone(),
+        geometry,
+        store,
+    );
     w.record_request(&request.layout.requested);
     let own = work.join("finalize");
     remove_if_present(&own)?;

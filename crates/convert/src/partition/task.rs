@@ -12,8 +12,9 @@ use crate::convert::normalise;
 use crate::error::{Error, Result};
 use crate::pipeline::{Source, Stages};
 use crate::planning::{plan_partition, PlanRequest};
+use crate::row_limit::RowLimit;
 use crate::schedule::{ContigRun, Stitcher};
-use crate::writer::{Limits, Writer};
+use crate::writer::Writer;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use svar2_planner::PIECES_PER_READER;
@@ -349,7 +350,7 @@ fn run_claimed(
     let threads = report.threads;
     let mut writer = Writer::new(
         &label,
-        Limits::of(&report),
+        RowLimit::of(&report),
         schema.clone(),
         set.clone(),
         geometry,

@@ -15,6 +15,7 @@ pub use partition::{Fragment, LayoutRecord, PartitionOutput, RowRecord, SlotReco
 use crate::arrays::{ArraySet, ArraySpec, Dims, Geometry, Layout, Stats};
 use crate::chunk::{chunk_tasks, column_from_raw, encode_chunk, materialize, ChunkView};
 use crate::error::{Error, Result};
+use crate::row_limit::{Fill, RowLimit};
 use rayon::prelude::*;
 use serde_json::json;
 use std::collections::HashMap;
@@ -68,26 +69,6 @@ struct OpenRow {
     records: u64,
 }
 
-/// What a writer may use: `--max-mem`, the plan's predicted peak and the encoding
-/// threads.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    pub budget: u64,
-    pub planned_peak: u64,
-    pub threads: usize,
-}
-
-impl Limits {
-    /// A plan's.
-    pub(crate) fn of(report: &crate::planning::PlanReport) -> Limits {
-        Limits {
-            budget: report.budget,
-            planned_peak: report.plan.predicted_peak_rss,
-            threads: report.threads,
-        }
-    }
-}
-
 /// A batch the writer has taken in, with the layouts and codecs its chunks are
 /// encoded under and the (array, sample chunk) tasks that encode them.
 pub(crate) struct Admitted {
@@ -124,11 +105,9 @@ impl Admitted {
 
 pub(crate) struct Writer {
     input: PathBuf,
-    /// `--max-mem`, the plan's predicted peak and the encoding threads: wide records
-    /// are checked against what the plan left over.
-    budget: u64,
-    planned_peak: u64,
-    threads: usize,
+    /// `--max-mem` and what the plan charged the rows in flight and the encoders'
+    /// chunks: wide records are checked against what the plan left over.
+    rows: RowLimit,
     schema: Schema,
     set: ArraySet,
     geometry: Geometry,
@@ -154,16 +133,16 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// A writer for `set`'s arrays into `store` (empty stats: `Stats::for_store`),
-    /// within `limits` (wide records are checked against them).
     /// The store geometry the writer lays rows out on.
     pub(crate) fn geometry(&self) -> Geometry {
         self.geometry
     }
 
+    /// A writer for `set`'s arrays into `store` (empty stats: `Stats::for_store`),
+    /// within `rows` (wide records are checked against it).
     pub(crate) fn new(
         input: &Path,
-        limits: Limits,
+        rows: RowLimit,
         schema: Schema,
         set: ArraySet,
         geometry: Geometry,
@@ -172,9 +151,7 @@ impl Writer {
         let n_arrays = set.arrays.len();
         Writer {
             input: input.into(),
-            budget: limits.budget,
-            planned_peak: limits.planned_peak,
-            threads: limits.threads,
+            rows,
             stats: Stats::for_store(&set, &schema),
             schema,
             set,
@@ -445,73 +422,73 @@ impl Writer {
     /// every chunk of that array a million wide; each encoding thread holds one such
     /// chunk and its encoded copy.
     fn check_widths(&self, batch: &Batch, layouts: &[Layout]) -> Result<()> {
-        for (spec, l) in self.set.arrays.iter().zip(layouts) {
-            let Some(width) = l.width else { continue };
-            let planned = spec.planned_width();
-            if u64::from(width) <= planned {
-                continue;
-            }
-            let shape = self.inner_shape(spec, l);
-            let chunk = shape.iter().product::<u64>() * l.dtype.size().unwrap_or(16) as u64;
-            // What the plan did not budget: the chunk's width beyond the planned one.
-            let excess = chunk - chunk / u64::from(width) * planned;
-            let need = self
-                .planned_peak
-                .saturating_add(excess.saturating_mul(2 * self.threads as u64));
-            if need <= self.budget {
-                continue;
-            }
-            // The first record of this batch that is this wide (`widths` holds one
-            // width per record, whatever the cells per record). None is, where the
-            // width is the store's dimension (Number=G: the most alleles at the most
-            // ploidy seen, maybe in different records): the batch's first is named.
-            let widest = batch.columns[spec.column]
-                .widths
-                .iter()
-                .position(|&w| w >= width);
-            let locus = batch
-                .loci
-                .get(widest.unwrap_or(0))
-                .map(|&(rid, pos, _)| format!("{}:{pos}", self.schema.contig_label(rid as i64)))
-                .unwrap_or_else(|| "header".into());
-            let why = match widest {
-                Some(_) => String::new(),
-                None => " (the dimension the alleles and ploidy seen so far give it)".into(),
-            };
-            // A larger budget alone moves the goal: the plan then chooses longer chunk
-            // rows. Name the rows that fit this budget, and pin them with a larger one.
-            let vc = self.geometry.variants_chunk.max(1);
-            let per_row = (excess.saturating_mul(2 * self.threads as u64) / vc).max(1);
-            let fits = self.budget.saturating_sub(self.planned_peak) / per_row;
-            let about = svar2_planner::size::human(need.saturating_mul(5) / 4);
-            let advice = match fits {
-                0 => format!("pass --max-mem {about} with --variants-chunk {vc}"),
-                n => format!(
-                    "pass --variants-chunk {n} (it fits this budget), or --max-mem {about} \
-                     with --variants-chunk {vc}"
-                ),
-            };
-            return Err(svar2_vcf::Error::Record {
-                path: self.input.clone(),
-                record: batch.first + widest.unwrap_or(0) as u64 + 1,
-                locus,
-                msg: format!(
-                    "{} is {width} values wide here{why}; every inner chunk of it would hold \
-                     {} ({}), which does not fit --max-mem {}. Drop the field (`bcftools \
-                     annotate -x`), or {advice}",
-                    spec.name,
-                    shape
-                        .iter()
-                        .map(u64::to_string)
-                        .collect::<Vec<_>>()
-                        .join(" x "),
-                    svar2_planner::size::human(chunk),
-                    svar2_planner::size::human(self.budget),
-                ),
-            }
-            .into());
+        // The array wider than planned whose chunks grew the most, if any.
+        let Some((spec, l, width)) = self
+            .set
+            .arrays
+            .iter()
+            .zip(layouts)
+            .filter_map(|(spec, l)| Some((spec, l, l.width?)))
+            .filter(|(spec, _, width)| u64::from(*width) > spec.planned_width())
+            .max_by_key(|(spec, l, width)| {
+                let cells = if spec.per_sample {
+                    self.n_samples() as u64
+                } else {
+                    1
+                };
+                let size = l.dtype.size().unwrap_or(16) as u64;
+                (u64::from(*width) - spec.planned_width()) * cells * size
+            })
+        else {
+            return Ok(());
+        };
+        // Every array's chunks as laid out now, and the rows in flight if they fill
+        // as this batch does.
+        let fill = Fill::of(batch, &self.set, layouts);
+        if self.rows.need(fill) <= self.rows.budget {
+            return Ok(());
         }
-        Ok(())
+        let shape = self.inner_shape(spec, l);
+        let chunk = shape.iter().product::<u64>() * l.dtype.size().unwrap_or(16) as u64;
+        // The first record of this batch that is this wide (`widths` holds one width
+        // per record, whatever the cells per record). None is, where the width is the
+        // store's dimension (Number=G: the most alleles at the most ploidy seen, maybe
+        // in different records): the batch's first is named.
+        let widest = batch.columns[spec.column]
+            .widths
+            .iter()
+            .position(|&w| w >= width);
+        let locus = batch
+            .loci
+            .get(widest.unwrap_or(0))
+            .map(|&(rid, pos, _)| format!("{}:{pos}", self.schema.contig_label(rid as i64)))
+            .unwrap_or_else(|| "header".into());
+        let why = match widest {
+            Some(_) => String::new(),
+            None => " (the dimension the alleles and ploidy seen so far give it)".into(),
+        };
+        // A larger budget alone moves the goal: the plan then chooses longer chunk
+        // rows. Name the rows that fit this budget, and pin them with a larger one.
+        Err(svar2_vcf::Error::Record {
+            path: self.input.clone(),
+            record: batch.first + widest.unwrap_or(0) as u64 + 1,
+            locus,
+            msg: format!(
+                "{} is {width} values wide here{why}; every inner chunk of it would hold {} \
+                 ({}), which with the rows in flight does not fit --max-mem {}. Drop the \
+                 field (`bcftools annotate -x`), or {}",
+                spec.name,
+                shape
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" x "),
+                svar2_planner::size::human(chunk),
+                svar2_planner::size::human(self.rows.budget),
+                self.rows.advice(fill),
+            ),
+        }
+        .into())
     }
 }
 

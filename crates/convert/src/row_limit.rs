@@ -1,0 +1,237 @@
+//! How much the chunk rows of records may fill under `--max-mem`. The plan charges
+//! rows at what the input's first records (and spots spread over an indexed file)
+//! measured; later records can fill more (more alleles, values that do not pack,
+//! longer strings) and lay out wider chunks. The pipeline then encodes fewer batches
+//! at once, down to one and no further, so past a point a row is refused — while it
+//! is read, before it takes the memory, or when a wider layout is admitted — with the
+//! chunk rows or the budget that would hold it. Both refusals give the same advice.
+
+use crate::arrays::{ArraySet, Layout};
+use std::path::Path;
+use std::sync::Arc;
+use svar2_planner::memory::{HEADROOM, MEASURED};
+use svar2_planner::size::human;
+use svar2_planner::{Plan, PlanInput};
+use svar2_vcf::ragged::Batch;
+use svar2_vcf::schema::Schema;
+
+/// Records between two checks of a batch being filled: summing its columns costs a
+/// few dozen nanoseconds, a record's parse microseconds.
+pub(crate) const CHECK_EVERY: usize = 16;
+
+/// What records at hand need, beside what the plan measured.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fill {
+    /// Bytes a record fills in a batch.
+    pub per_record: u64,
+    /// Bytes per sample of every per-sample array's chunk layout.
+    pub sample_cell: u64,
+    /// Bytes per record by which the per-variant arrays are wider than planned.
+    pub variant_excess: u64,
+}
+
+impl Fill {
+    /// `batch`'s records, with every array laid out as `layouts`.
+    pub(crate) fn of(batch: &Batch, set: &ArraySet, layouts: &[Layout]) -> Fill {
+        Fill {
+            per_record: batch.filled_bytes() as u64 / batch.len().max(1) as u64,
+            sample_cell: set.scratch_cell_of(layouts),
+            variant_excess: set.variant_excess_of(layouts),
+        }
+    }
+}
+
+/// What the budget leaves the rows in flight and the encoders' chunks, from a plan,
+/// and the plan's input, to re-plan for the advice a refusal gives.
+#[derive(Debug, Clone)]
+pub(crate) struct RowLimit {
+    /// `--max-mem`, bytes.
+    pub budget: u64,
+    now: Charges,
+    /// What the plan was made from, and what was added to its peak after (`--merge`).
+    input: Option<Arc<PlanInput>>,
+    extra: u64,
+}
+
+/// What one plan charges the rows in flight and the encoders' chunks.
+#[derive(Debug, Clone, Copy)]
+struct Charges {
+    /// The plan's predicted peak less its rows in flight and its encoder scratch:
+    /// what neither changes.
+    rest: u64,
+    /// Records in flight whatever the window (see `Plan::least_in_flight_records`).
+    records: u64,
+    /// Bytes a record in flight weighs per byte it fills (the law's κ, κ_f).
+    weight: f64,
+    /// Bytes a record was planned to fill.
+    planned: u64,
+    /// The law's encoder scratch (τ × threads × one inner chunk of every per-sample
+    /// array), and the bytes per sample of that chunk it was planned at.
+    scratch: f64,
+    scratch_cell: u64,
+    /// Encoding threads, each holding one chunk of every array.
+    threads: u64,
+    /// Records in a chunk row.
+    variants_chunk: u64,
+}
+
+impl Charges {
+    fn of(p: &Plan, planned: u64, extra: u64) -> Charges {
+        let format = p.in_flight_format_bytes.min(p.in_flight_bytes);
+        let rows = MEASURED.kappa * (p.in_flight_bytes - format) as f64
+            + MEASURED.kappa_format * format as f64;
+        let scratch = MEASURED.tau * p.scratch_bytes as f64;
+        let variants_chunk = p.chunks.variants.max(1);
+        let cells = variants_chunk * p.chunks.samples.max(1) * p.threads.max(1) as u64;
+        Charges {
+            rest: (p.predicted_peak_rss + extra).saturating_sub((rows + scratch) as u64),
+            records: p.least_in_flight_records.max(1),
+            weight: MEASURED.kappa.max(MEASURED.kappa_format),
+            planned: planned.max(1),
+            scratch,
+            scratch_cell: (p.scratch_bytes / cells).max(1),
+            threads: p.threads.max(1) as u64,
+            variants_chunk,
+        }
+    }
+
+    /// Predicted peak when records fill as `fill` says (each figure no less than
+    /// planned).
+    fn need(&self, fill: Fill) -> u64 {
+        let per_record = fill.per_record.max(self.planned) as f64;
+        let rows = self.records as f64 * self.weight * per_record;
+        let cell = fill.sample_cell.max(self.scratch_cell) as f64 / self.scratch_cell as f64;
+        let variant =
+            MEASURED.tau * (self.threads * self.variants_chunk) as f64 * fill.variant_excess as f64;
+        self.rest
+            .saturating_add((rows + self.scratch * cell + variant) as u64)
+    }
+
+    /// Bytes a record may fill, on average, before the rows in flight alone (the
+    /// chunks as planned) overrun `budget`.
+    fn most_per_record(&self, budget: u64) -> f64 {
+        let room = budget.saturating_sub(self.rest) as f64 - self.scratch;
+        room.max(0.0) / (self.records as f64 * self.weight)
+    }
+}
+
+impl RowLimit {
+    /// A plan's.
+    pub(crate) fn of(report: &crate::planning::PlanReport) -> RowLimit {
+        let extra = report.merge.map_or(0, |m| m.extra_bytes);
+        RowLimit {
+            budget: report.budget,
+            now: Charges::of(&report.plan, report.row_bytes, extra),
+            input: Some(Arc::new(report.plan_input.clone())),
+            extra,
+        }
+    }
+
+    /// No plan: only the budget (a run that admits no records).
+    pub(crate) fn unplanned(budget: u64) -> RowLimit {
+        RowLimit {
+            budget,
+            now: Charges {
+                rest: 0,
+                records: 1,
+                weight: 1.0,
+                planned: 1,
+                scratch: 0.0,
+                scratch_cell: 1,
+                threads: 1,
+                variants_chunk: 1,
+            },
+            input: None,
+            extra: 0,
+        }
+    }
+
+    /// Predicted peak of this run when records fill as `fill` says.
+    pub(crate) fn need(&self, fill: Fill) -> u64 {
+        self.now.need(fill)
+    }
+
+    /// What the planner charges at `budget` with chunk rows of `variants_chunk`
+    /// records, if it can plan them.
+    fn replan(&self, budget: u64, variants_chunk: u64) -> Option<Charges> {
+        let mut input = PlanInput::clone(self.input.as_ref()?);
+        input.budget = budget;
+        input.requested.variants_chunk = Some(variants_chunk);
+        let plan = svar2_planner::plan(&input).ok()?;
+        Some(Charges::of(&plan, self.now.planned, self.extra))
+    }
+
+    /// What to pass instead, as the planner would run it: the longest chunk rows
+    /// whose records, filling as `fill` says, fit this budget, or the budget that
+    /// holds them at these chunk rows.
+    pub(crate) fn advice(&self, fill: Fill) -> String {
+        let vc = self.now.variants_chunk;
+        let fits = |n: u64| {
+            self.replan(self.budget, n)
+                .is_some_and(|c| c.need(fill) <= self.budget)
+        };
+        // The longest that fits, by bisection (the need grows with the rows).
+        let (mut lo, mut hi) = (0, vc);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            match fits(mid) {
+                true => lo = mid,
+                false => hi = mid,
+            }
+        }
+        // With room to spare the planner gives every thread and batch back: the
+        // budget that holds those at these rows holds them at any budget above.
+        let roomy = self.replan(u64::MAX >> 8, vc).unwrap_or(self.now);
+        let pinned = human((roomy.need(fill) as f64 * HEADROOM) as u64);
+        match lo {
+            0 => format!("pass --max-mem {pinned} with --variants-chunk {vc}"),
+            n => format!(
+                "pass --variants-chunk {n} (it fits this budget), or --max-mem {pinned} with \
+                 --variants-chunk {vc}"
+            ),
+        }
+    }
+
+    /// `Err` when `batch` — `path`'s records up to record `record` (1-based), in a
+    /// batch that will hold `rows` records — fills more than the budget holds rows of
+    /// that length.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn check(
+        &self,
+        path: &Path,
+        schema: &Schema,
+        set: &ArraySet,
+        record: u64,
+        batch: &Batch,
+        rows: usize,
+    ) -> svar2_vcf::Result<()> {
+        let filled = batch.filled_bytes() as u64;
+        let most = self.now.most_per_record(self.budget) * rows as f64;
+        if filled as f64 <= most || batch.is_empty() {
+            return Ok(());
+        }
+        let per_record = filled / batch.len() as u64;
+        let fill = Fill::of(batch, set, &crate::prefix::layouts_of(batch, schema, set));
+        let locus = batch
+            .loci
+            .last()
+            .map(|&(rid, pos, _)| format!("{}:{pos}", schema.contig_label(rid as i64)))
+            .unwrap_or_default();
+        Err(svar2_vcf::Error::Record {
+            path: path.into(),
+            record,
+            locus,
+            msg: format!(
+                "the {} records of this chunk row so far fill {} ({} a record, where the \
+                 plan measured {} on the input's first records: more alleles, values or \
+                 text), so a row of {rows} does not fit --max-mem {}; {}",
+                batch.len(),
+                human(filled),
+                human(per_record),
+                human(self.now.planned),
+                human(self.budget),
+                self.advice(fill),
+            ),
+        })
+    }
+}
