@@ -587,8 +587,9 @@ fn a_record_of_more_alleles_than_the_budget_holds_is_refused() {
 }
 
 /// Records that fill more than the ones the plan measured (here 7 ALT alleles, with
-/// their AD and PL, after a stretch of biallelic sites, past where the plan samples)
-/// are refused while their chunk row is read, under `--max-mem`, with a
+/// their AD and PL, after a stretch of biallelic sites, all in the first 2 kb of a
+/// contig the header says is 100 Mb: closer than the index's 16 kb bins tell apart,
+/// so no spot the plan samples lands on them) are refused while their chunk row is read, under `--max-mem`, with a
 /// `--variants-chunk` that then converts them under it.
 #[test]
 fn records_that_fill_more_later_are_refused_within_the_budget() {

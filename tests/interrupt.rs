@@ -112,7 +112,10 @@ fn kill_at_random_moments_never_leaves_a_complete_looking_store() {
         let o = svar2().arg("digest").arg(&out).output().unwrap();
         assert!(!o.status.success(), "digest accepted an interrupted store");
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("not a complete store"), "killed at {at:?}: {err}");
+        assert!(
+            err.contains("not a complete store"),
+            "killed at {at:?}: {err}"
+        );
         if python_checked < 3 {
             python_checked += 1;
             let zp = sh(&format!(

@@ -118,7 +118,8 @@ pub(crate) fn layouts_of(batch: &Batch, schema: &Schema, set: &ArraySet) -> Vec<
 
 /// Pieces of an indexed file whose first records the probe also reads, besides the
 /// file's head: spread over its contigs (each contig's start first, the largest
-/// first, then the other three quarters of each by position), so a later
+/// first, then where each quarter of its bytes and each quarter of its length
+/// begins), so a later
 /// contig or region whose records fill more (chrX's haploid calls, a stretch of
 /// multiallelic sites) is planned for too.
 pub const SPOTS: usize = 32;
@@ -137,7 +138,19 @@ pub fn measure_spots(
     counts: &[u64],
     head: RowBytes,
 ) -> Option<RowBytes> {
-    let pieces = svar2_vcf::pieces::plan_pieces(input, schema, counts, 4)?;
+    // The starts of pieces cut by bytes (the records wherever they lie) and by
+    // position (records packed closer than the index tells apart), each spot read
+    // up to the next.
+    use svar2_vcf::pieces::{cut_pieces, Cut};
+    let mut pieces = cut_pieces(input, schema, counts, 4, Cut::Bytes)?;
+    pieces.extend(cut_pieces(input, schema, counts, 4, Cut::Position)?);
+    pieces.sort_by_key(|p| (p.rid, p.beg));
+    pieces.dedup_by_key(|p| (p.rid, p.beg));
+    for i in 0..pieces.len() {
+        if let Some(next) = pieces.get(i + 1).filter(|n| n.rid == pieces[i].rid) {
+            pieces[i].end = next.beg;
+        }
+    }
     // Every contig's first piece before any contig's second, contigs with the most
     // records first: each contig is sampled before any is sampled twice.
     let mut order: Vec<(usize, std::cmp::Reverse<u64>, usize)> = Vec::new();

@@ -283,6 +283,36 @@ impl Index {
         }
     }
 
+    /// The position where `share` of contig `tid`'s bytes (by the index's file
+    /// offsets) lies behind: the first position whose records start past that share.
+    /// 0 when the index cannot tell (the contig is then not cut there). Cuts by bytes
+    /// follow the records wherever they lie, not the header's length: a file of one
+    /// region of a long contig (a biobank's pVCF block) is cut inside that region.
+    pub fn locate(&self, tid: i32, length: Option<i64>, share: f64) -> u64 {
+        let Some((lo, hi)) = self.data_from(tid, 0) else {
+            return 0;
+        };
+        let target = lo + ((hi - lo) as f64 * share.clamp(0.0, 1.0)) as u64;
+        let starts_past = |pos: u64| {
+            self.data_from(tid, pos as i64)
+                .is_none_or(|(first, _)| first >= target)
+        };
+        // The smallest position whose records start at or past the target.
+        let (mut a, mut b) = (1u64, length.map_or(1 << 31, |l| l as u64).max(2));
+        if !starts_past(b) {
+            return 0;
+        }
+        while a < b {
+            let mid = a + (b - a) / 2;
+            if starts_past(mid) {
+                b = mid;
+            } else {
+                a = mid + 1;
+            }
+        }
+        a
+    }
+
     /// Compressed offset where a contig's records start (for file order).
     pub(crate) fn first_offset(&self, tid: i32) -> Option<u64> {
         let itr = self.query(tid, 0, i64::MAX >> 2);

@@ -36,14 +36,40 @@ pub struct Piece {
 
 pub use crate::index::is_text;
 
-/// Splits every contig with records into about `per_contig` pieces by position
-/// (the header length; one piece when unknown) and orders contigs as the file does.
-/// `None` when the input has no usable index.
+/// Splits every contig with records into about `per_contig` pieces of about equal
+/// bytes (cut where the index's file offsets put each share; by the header's length
+/// where the index cannot tell) and orders contigs as the file does. Cut by bytes,
+/// each piece is about as much work, and the pieces follow the records: a file of
+/// one region of a long contig, or of records packed into its start, is cut inside
+/// them instead of into pieces of which all but one are empty. `None` when the input
+/// has no usable index.
 pub fn plan_pieces(
     input: &Path,
     schema: &Schema,
     counts: &[u64],
     per_contig: usize,
+) -> Option<Vec<Piece>> {
+    cut_pieces(input, schema, counts, per_contig, Cut::Bytes)
+}
+
+/// Where [`cut_pieces`] cuts a contig.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// Where the index puts each share of its bytes (by position where it cannot tell).
+    Bytes,
+    /// At equal shares of the header's length (one piece when it gives none).
+    Position,
+}
+
+/// [`plan_pieces`], cut as `cut` says. Positions find what bytes cannot: the index
+/// tells offsets apart only bin by bin (16 kb), so records packed closer than that
+/// are one lump to it.
+pub fn cut_pieces(
+    input: &Path,
+    schema: &Schema,
+    counts: &[u64],
+    per_contig: usize,
+    cut: Cut,
 ) -> Option<Vec<Piece>> {
     let index = Index::load(input, is_text(input))?;
     let mut contigs = Vec::new();
@@ -56,31 +82,38 @@ pub fn plan_pieces(
             index.first_offset(tid)?,
             rid as u32,
             tid,
-            c.length.unwrap_or(0),
+            c.length.filter(|&l| l > 0),
         ));
     }
     contigs.sort();
     let mut pieces = Vec::new();
     for (_, rid, tid, length) in contigs {
-        let k = if length > 0 {
-            per_contig.max(1) as i64
-        } else {
-            1
+        let k = per_contig.max(1);
+        let mut cuts: Vec<i64> = match cut {
+            Cut::Bytes => (1..k)
+                .map(|i| index.locate(tid, length, i as f64 / k as f64) as i64)
+                .collect(),
+            Cut::Position => vec![0],
         };
-        let step = if length > 0 { (length + k - 1) / k } else { 0 };
-        for i in 0..k {
-            let beg = i * step;
-            let end = if i + 1 == k {
-                i64::MAX >> 2
-            } else {
-                (i + 1) * step
+        if cuts.contains(&0) {
+            // The index cannot tell: by position, where the header gives a length.
+            cuts = match length {
+                Some(l) => (1..k as i64)
+                    .map(|i| i * ((l + k as i64 - 1) / k as i64))
+                    .collect(),
+                None => Vec::new(),
             };
+        }
+        cuts.dedup(); // (a cut met twice would make an empty piece)
+        let end = i64::MAX >> 2;
+        let bounds: Vec<i64> = std::iter::once(0).chain(cuts).chain([end]).collect();
+        for (i, b) in bounds.windows(2).enumerate() {
             pieces.push(Piece {
                 rid,
                 tid,
-                beg,
-                end,
-                last_of_contig: i + 1 == k,
+                beg: b[0],
+                end: b[1],
+                last_of_contig: i + 2 == bounds.len(),
                 file: 0,
             });
         }
@@ -382,5 +415,49 @@ impl PieceReader {
         // SAFETY: itr from hts_itr_query.
         unsafe { htslib::hts_itr_destroy(itr) };
         result.map(|_| n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::VcfReader;
+
+    /// A file of one region of a long contig: pieces cut by bytes lie inside the
+    /// region and share its records about equally (cut by the header's length, one
+    /// piece would hold them all).
+    #[test]
+    fn pieces_follow_the_records_not_the_header_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("region.vcf.gz");
+        let mut text = String::from(
+            "##fileformat=VCFv4.3\n##contig=<ID=c1,length=100000000>\n\
+             ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"x\">\n\
+             #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\n",
+        );
+        for i in 0..4000 {
+            text += &format!(
+                "c1\t{}\t.\tA\tC\t.\t.\t.\tGT\t0|1\t1|1\n",
+                10_000_000 + i * 500
+            );
+        }
+        crate::testing::bgzip(&path, text.as_bytes(), 50);
+        rust_htslib::bcf::index::build(&path, None, 1, rust_htslib::bcf::index::Type::Csi(14))
+            .unwrap();
+        let schema = VcfReader::open(&path, 1).unwrap().schema;
+        let pieces = plan_pieces(&path, &schema, &[4000], 4).unwrap();
+        assert_eq!(pieces.len(), 4, "{pieces:?}");
+        let columns = RecordColumns::new(&schema);
+        let mut reader = PieceReader::open(&path, &schema, &columns).unwrap();
+        let counts: Vec<u64> = pieces.iter().map(|p| reader.count(p).unwrap()).collect();
+        assert_eq!(counts.iter().sum::<u64>(), 4000);
+        assert!(
+            counts.iter().all(|&n| (800..=1200).contains(&n)),
+            "{counts:?}"
+        );
+        // By position, as the spots also cut: the region is in the first quarter.
+        let by_length = cut_pieces(&path, &schema, &[4000], 4, Cut::Position).unwrap();
+        let counts: Vec<u64> = by_length.iter().map(|p| reader.count(p).unwrap()).collect();
+        assert_eq!(counts, [4000, 0, 0, 0]);
     }
 }

@@ -16,35 +16,6 @@ use svar2_planner::partition::Unit;
 use svar2_planner::size::human;
 use svar2_vcf::index::Index;
 
-/// The position where `share` of contig `tid`'s bytes (by the index's file
-/// offsets) lies behind: the first position whose records start past that share.
-/// 0 when the index cannot tell (the contig is then not cut there).
-pub(super) fn locate(index: &Index, tid: i32, length: Option<i64>, share: f64) -> u64 {
-    let Some((lo, hi)) = index.data_from(tid, 0) else {
-        return 0;
-    };
-    let target = lo + ((hi - lo) as f64 * share.clamp(0.0, 1.0)) as u64;
-    let starts_past = |pos: u64| {
-        index
-            .data_from(tid, pos as i64)
-            .is_none_or(|(first, _)| first >= target)
-    };
-    // The smallest position whose records start at or past the target.
-    let (mut a, mut b) = (1u64, length.map_or(1 << 31, |l| l as u64).max(2));
-    if !starts_past(b) {
-        return 0;
-    }
-    while a < b {
-        let mid = a + (b - a) / 2;
-        if starts_past(mid) {
-            b = mid;
-        } else {
-            a = mid + 1;
-        }
-    }
-    a
-}
-
 /// Partitions a plan may have at most: each is a task (a Slurm array holds at most
 /// MaxArraySize, 1001 by default) and entries of the plan; a count beyond it is a
 /// typo, not a cluster, and would be planned for hours.
@@ -125,7 +96,7 @@ pub fn plan(
         let length = cs.schema.contigs[c.rid as usize].length.filter(|&l| l > 0);
         indexes[c.file as usize]
             .as_ref()
-            .map_or(0, |idx| locate(idx, tids[u], length, share))
+            .map_or(0, |idx| idx.locate(tids[u], length, share))
     });
     let mut by_axis: Vec<&svar2_planner::partition::Cut> = cuts.iter().collect();
     by_axis.sort_by_key(|c| c.axis);
