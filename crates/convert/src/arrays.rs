@@ -384,6 +384,24 @@ impl ArraySet {
             .max(1)
     }
 
+    /// Bytes per sample the text of per-sample string arrays takes in an encoder's
+    /// chunk, as `batch`'s records hold it: laid out and encoded, twice its length
+    /// (a layout cell counts only an offset and a few bytes, which a 100-character
+    /// FT value overruns sevenfold).
+    /// Measured on records `from..`.
+    pub fn text_cell_of(&self, batch: &svar2_vcf::ragged::Batch, from: usize) -> u64 {
+        self.arrays
+            .iter()
+            .filter(|a| a.per_sample && matches!(a.base, Base::Str | Base::Char))
+            .filter_map(|a| {
+                let column = batch.columns.get(a.column)?;
+                let cells = (column.len().saturating_sub(from) * column.per_record).max(1);
+                let text = column.filled_bytes_from(from);
+                Some(2 * text as u64 / cells as u64)
+            })
+            .sum()
+    }
+
     /// Bytes per record by which the per-variant arrays laid out as `layouts` are
     /// wider than planned: each encoding thread holds a chunk of them (one record
     /// with a million INFO values makes every chunk of that array a million wide).

@@ -8,6 +8,7 @@
 
 use crate::arrays::{ArraySet, Layout};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use svar2_planner::memory::{HEADROOM, MEASURED};
 use svar2_planner::size::human;
@@ -31,11 +32,23 @@ pub(crate) struct Fill {
 }
 
 impl Fill {
-    /// `batch`'s records, with every array laid out as `layouts`.
+    /// `batch`'s records, with every array laid out as `layouts`. A record's bytes
+    /// (and its text) are the most of the batch's mean, its latest quarter's and its
+    /// latest 16 records': a row that mixes cheap records with dear ones says less
+    /// than the rows of dear ones after it.
     pub(crate) fn of(batch: &Batch, set: &ArraySet, layouts: &[Layout]) -> Fill {
+        let n = batch.len().max(1);
+        // From the batch's start, its latest quarter and its latest 16 records.
+        let froms = [0, n - (n / 4).max(1), n - CHECK_EVERY.min(n)];
+        let per_record = froms
+            .iter()
+            .map(|&r| batch.filled_bytes_from(r) / (n - r).max(1))
+            .max()
+            .unwrap_or(0);
+        let text = froms.iter().map(|&r| set.text_cell_of(batch, r)).max();
         Fill {
-            per_record: batch.filled_bytes() as u64 / batch.len().max(1) as u64,
-            sample_cell: set.scratch_cell_of(layouts),
+            per_record: per_record as u64,
+            sample_cell: set.scratch_cell_of(layouts) + text.unwrap_or(0),
             variant_excess: set.variant_excess_of(layouts),
         }
     }
@@ -48,6 +61,9 @@ pub(crate) struct RowLimit {
     /// `--max-mem`, bytes.
     pub budget: u64,
     now: Charges,
+    /// Encoder scratch the writer admitted past the plan's (wider layouts, longer
+    /// text): the readers' rows get that much less room.
+    scratch_extra: Arc<AtomicU64>,
     /// What the plan was made from, and what was added to its peak after (`--merge`).
     input: Option<Arc<PlanInput>>,
     extra: u64,
@@ -95,23 +111,22 @@ impl Charges {
         }
     }
 
-    /// Predicted peak when records fill as `fill` says (each figure no less than
+    /// The encoders' scratch when records lay out as `fill` says (no less than
     /// planned).
-    fn need(&self, fill: Fill) -> u64 {
-        let per_record = fill.per_record.max(self.planned) as f64;
-        let rows = self.records as f64 * self.weight * per_record;
+    fn scratch_at(&self, fill: Fill) -> f64 {
         let cell = fill.sample_cell.max(self.scratch_cell) as f64 / self.scratch_cell as f64;
         let variant =
             MEASURED.tau * (self.threads * self.variants_chunk) as f64 * fill.variant_excess as f64;
-        self.rest
-            .saturating_add((rows + self.scratch * cell + variant) as u64)
+        self.scratch * cell + variant
     }
 
-    /// Bytes a record may fill, on average, before the rows in flight alone (the
-    /// chunks as planned) overrun `budget`.
-    fn most_per_record(&self, budget: u64) -> f64 {
-        let room = budget.saturating_sub(self.rest) as f64 - self.scratch;
-        room.max(0.0) / (self.records as f64 * self.weight)
+    /// Predicted peak when every record in flight fills as `fill` says (each figure
+    /// no less than planned).
+    fn need(&self, fill: Fill) -> u64 {
+        let per_record = fill.per_record.max(self.planned) as f64;
+        let rows = self.records as f64 * self.weight * per_record;
+        self.rest
+            .saturating_add((rows + self.scratch_at(fill)) as u64)
     }
 }
 
@@ -122,6 +137,7 @@ impl RowLimit {
         RowLimit {
             budget: report.budget,
             now: Charges::of(&report.plan, report.row_bytes, extra),
+            scratch_extra: Arc::default(),
             input: Some(Arc::new(report.plan_input.clone())),
             extra,
         }
@@ -141,14 +157,43 @@ impl RowLimit {
                 threads: 1,
                 variants_chunk: 1,
             },
+            scratch_extra: Arc::default(),
             input: None,
             extra: 0,
         }
     }
 
-    /// Predicted peak of this run when records fill as `fill` says.
-    pub(crate) fn need(&self, fill: Fill) -> u64 {
-        self.now.need(fill)
+    /// Bytes a record may fill, on average, before the rows in flight overrun the
+    /// budget beside the rest and the encoders' scratch as the writer admitted it.
+    fn most_per_record(&self) -> f64 {
+        let scratch = self.now.scratch + self.scratch_extra.load(Ordering::Relaxed) as f64;
+        let room = self.budget.saturating_sub(self.now.rest) as f64 - scratch;
+        room.max(0.0) / (self.now.records as f64 * self.now.weight)
+    }
+
+    /// Whether records laid out as `fill` says still fit: the wider scratch, `batch`
+    /// as it filled and the other rows in flight as planned (the readers hold each
+    /// row to its share of what is left: see [`RowLimit::check`]). `true` admits that
+    /// scratch, and the readers' rows get the less room.
+    pub(crate) fn admit(&self, fill: Fill, batch: &Batch) -> bool {
+        let c = &self.now;
+        if fill.sample_cell <= c.scratch_cell && fill.variant_excess == 0 {
+            return true;
+        }
+        let scratch = c.scratch_at(fill);
+        let others = c.records.saturating_sub(batch.len() as u64) * c.planned;
+        let rows = c.weight * (batch.filled_bytes() as u64 + others) as f64;
+        if c.rest as f64 + scratch + rows > self.budget as f64 {
+            return false;
+        }
+        let extra = (scratch - c.scratch).max(0.0) as u64;
+        self.scratch_extra.fetch_max(extra, Ordering::Relaxed);
+        true
+    }
+
+    /// Bytes per sample the plan's encoder chunks were charged.
+    pub(crate) fn planned_cell(&self) -> u64 {
+        self.now.scratch_cell
     }
 
     /// What the planner charges at `budget` with chunk rows of `variants_chunk`
@@ -206,7 +251,7 @@ impl RowLimit {
         rows: usize,
     ) -> svar2_vcf::Result<()> {
         let filled = batch.filled_bytes() as u64;
-        let most = self.now.most_per_record(self.budget) * rows as f64;
+        let most = self.most_per_record() * rows as f64;
         if filled as f64 <= most || batch.is_empty() {
             return Ok(());
         }

@@ -77,6 +77,26 @@ impl Values {
         }
     }
 
+    /// Bytes the values from value `i` on fill (strings from string `i` on).
+    pub fn filled_bytes_from(&self, i: usize) -> usize {
+        let n = self.len().saturating_sub(i);
+        match self {
+            Values::Int16(_) => 2 * n,
+            Values::Int(_) | Values::Float(_) => 4 * n,
+            Values::Long(_) => 8 * n,
+            Values::Int8(_) => n,
+            Values::Diploid(v) => v.len().saturating_sub(i / 2),
+            Values::Bool(_) => n.div_ceil(8),
+            Values::Str { bytes, ends } => {
+                let from = match i {
+                    0 => 0,
+                    i => ends.get(i - 1).copied().unwrap_or(bytes.len()),
+                };
+                bytes.len().saturating_sub(from) + std::mem::size_of::<usize>() * n
+            }
+        }
+    }
+
     /// String `i` (for `Str` values).
     pub fn str_at(&self, i: usize) -> &[u8] {
         match self {
@@ -163,6 +183,15 @@ impl Column {
     pub fn filled_bytes(&self) -> usize {
         let per_record = std::mem::size_of::<usize>() + std::mem::size_of::<u32>();
         self.values.filled_bytes() + per_record * self.starts.len()
+    }
+
+    /// Bytes records `r..` fill, as [`Column::filled_bytes`] counts them.
+    pub fn filled_bytes_from(&self, r: usize) -> usize {
+        let Some(&start) = self.starts.get(r) else {
+            return 0;
+        };
+        let per_record = std::mem::size_of::<usize>() + std::mem::size_of::<u32>();
+        self.values.filled_bytes_from(start) + per_record * (self.starts.len() - r)
     }
 
     /// Number of records held.
@@ -584,6 +613,13 @@ impl Batch {
         let columns: usize = self.columns.iter().map(Column::filled_bytes).sum();
         columns + std::mem::size_of::<(i32, i64, i64)>() * self.loci.len()
     }
+
+    /// Bytes records `r..` fill (as [`Batch::filled_bytes`] counts them): what the
+    /// latest records cost, where a batch mixes cheap records with dear ones.
+    pub fn filled_bytes_from(&self, r: usize) -> usize {
+        let columns: usize = self.columns.iter().map(|c| c.filled_bytes_from(r)).sum();
+        columns + std::mem::size_of::<(i32, i64, i64)>() * self.loci.len().saturating_sub(r)
+    }
 }
 
 #[cfg(test)]
@@ -597,6 +633,47 @@ mod tests {
             genotype: true,
         };
         Column::new(&spec, samples)
+    }
+
+    #[test]
+    fn the_bytes_of_the_latest_records_add_up() {
+        let specs = [
+            ColumnSpec {
+                base: Base::Int,
+                per_sample: true,
+                genotype: true,
+            },
+            ColumnSpec {
+                base: Base::Str,
+                per_sample: false,
+                genotype: false,
+            },
+            ColumnSpec {
+                base: Base::Int,
+                per_sample: true,
+                genotype: false,
+            },
+        ];
+        let batch = |n: usize| {
+            let mut b = Batch::new(&specs, 3, 0);
+            for r in 0..n {
+                b.columns[0].push_ints(&[0, 1, 1, 1, 0, 0], 2);
+                b.columns[1].begin_strs(1);
+                b.columns[1].push_str("x".repeat(r * 10).as_bytes());
+                b.columns[2].push_htslib_ints(&vec![7; 3 * (r + 1)], (r + 1) as u32);
+                b.loci.push((0, r as i64, 1));
+            }
+            b
+        };
+        let all = batch(10);
+        for r in 0..=10 {
+            let head = batch(r).filled_bytes();
+            assert_eq!(
+                all.filled_bytes_from(r),
+                all.filled_bytes() - head,
+                "from {r}"
+            );
+        }
     }
 
     /// Every value of a genotype column, as i32, whatever its form.

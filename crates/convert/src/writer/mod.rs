@@ -422,8 +422,12 @@ impl Writer {
     /// every chunk of that array a million wide; each encoding thread holds one such
     /// chunk and its encoded copy.
     fn check_widths(&self, batch: &Batch, layouts: &[Layout]) -> Result<()> {
+        let fill = Fill::of(batch, &self.set, layouts);
+        if self.rows.admit(fill, batch) {
+            return Ok(());
+        }
         // The array wider than planned whose chunks grew the most, if any.
-        let Some((spec, l, width)) = self
+        let wider = self
             .set
             .arrays
             .iter()
@@ -438,16 +442,30 @@ impl Writer {
                 };
                 let size = l.dtype.size().unwrap_or(16) as u64;
                 (u64::from(*width) - spec.planned_width()) * cells * size
-            })
-        else {
-            return Ok(());
+            });
+        let Some((spec, l, width)) = wider else {
+            // Longer text, or wider dtypes: every chunk of the row laid out wider.
+            let locus = batch
+                .loci
+                .last()
+                .map(|&(rid, pos, _)| format!("{}:{pos}", self.schema.contig_label(rid as i64)))
+                .unwrap_or_default();
+            return Err(svar2_vcf::Error::Record {
+                path: self.input.clone(),
+                record: batch.first + batch.len() as u64,
+                locus,
+                msg: format!(
+                    "records here lay out {} a sample in every chunk row (the plan measured \
+                     {} on the input's first records: longer text, wider values), which with \
+                     the rows in flight does not fit --max-mem {}; {}",
+                    svar2_planner::size::human(fill.sample_cell),
+                    svar2_planner::size::human(self.rows.planned_cell()),
+                    svar2_planner::size::human(self.rows.budget),
+                    self.rows.advice(fill),
+                ),
+            }
+            .into());
         };
-        // Every array's chunks as laid out now, and the rows in flight if they fill
-        // as this batch does.
-        let fill = Fill::of(batch, &self.set, layouts);
-        if self.rows.need(fill) <= self.rows.budget {
-            return Ok(());
-        }
         let shape = self.inner_shape(spec, l);
         let chunk = shape.iter().product::<u64>() * l.dtype.size().unwrap_or(16) as u64;
         // The first record of this batch that is this wide (`widths` holds one width
