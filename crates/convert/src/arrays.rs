@@ -388,15 +388,19 @@ impl ArraySet {
     /// chunk, as `batch`'s records hold it: laid out and encoded, twice its length
     /// (a layout cell counts only an offset and a few bytes, which a 100-character
     /// FT value overruns sevenfold).
-    /// Measured on records `from..`.
-    pub fn text_cell_of(&self, batch: &svar2_vcf::ragged::Batch, from: usize) -> u64 {
+    pub fn text_cell_of(&self, batch: &svar2_vcf::ragged::Batch) -> u64 {
+        self.text_cell_between(batch, 0, batch.len())
+    }
+
+    /// [`ArraySet::text_cell_of`] records `lo..hi`.
+    pub fn text_cell_between(&self, batch: &svar2_vcf::ragged::Batch, lo: usize, hi: usize) -> u64 {
         self.arrays
             .iter()
             .filter(|a| a.per_sample && matches!(a.base, Base::Str | Base::Char))
             .filter_map(|a| {
                 let column = batch.columns.get(a.column)?;
-                let cells = (column.len().saturating_sub(from) * column.per_record).max(1);
-                let text = column.filled_bytes_from(from);
+                let cells = (hi.saturating_sub(lo) * column.per_record).max(1);
+                let text = column.filled_bytes_from(lo) - column.filled_bytes_from(hi);
                 Some(2 * text as u64 / cells as u64)
             })
             .sum()

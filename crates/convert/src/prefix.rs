@@ -106,7 +106,7 @@ fn estimate(batch: &Batch, schema: &Schema, set: &ArraySet) -> Option<RowBytes> 
 /// Bytes per sample an encoding thread lays out for a chunk of every per-sample
 /// array, at the dtypes and widths `batch`'s values need.
 fn scratch_cell(batch: &Batch, schema: &Schema, set: &ArraySet) -> u64 {
-    set.scratch_cell_of(&layouts_of(batch, schema, set)) + set.text_cell_of(batch, 0)
+    set.scratch_cell_of(&layouts_of(batch, schema, set)) + set.text_cell_of(batch)
 }
 
 /// Every array's layout as `batch`'s values alone need it.

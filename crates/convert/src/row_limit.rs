@@ -20,6 +20,11 @@ use svar2_vcf::schema::Schema;
 /// few dozen nanoseconds, a record's parse microseconds.
 pub(crate) const CHECK_EVERY: usize = 16;
 
+/// The most the law has predicted under a measured peak: 4-10 % at the smallest
+/// budgets (a hostile pass). Plans keep the full headroom (`HEADROOM`); rows that
+/// fill more than planned may take it, less this much.
+const LAW_ERROR: f64 = 1.1;
+
 /// What records at hand need, beside what the plan measured.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Fill {
@@ -33,22 +38,23 @@ pub(crate) struct Fill {
 
 impl Fill {
     /// `batch`'s records, with every array laid out as `layouts`. A record's bytes
-    /// (and its text) are the most of the batch's mean, its latest quarter's and its
-    /// latest 16 records': a row that mixes cheap records with dear ones says less
-    /// than the rows of dear ones after it.
+    /// (and its text) are those of the batch's dearest 16 records: a row that mixes
+    /// cheap records with dear ones says less than rows of the dear ones would take.
     pub(crate) fn of(batch: &Batch, set: &ArraySet, layouts: &[Layout]) -> Fill {
-        let n = batch.len().max(1);
-        // From the batch's start, its latest quarter and its latest 16 records.
-        let froms = [0, n - (n / 4).max(1), n - CHECK_EVERY.min(n)];
-        let per_record = froms
-            .iter()
-            .map(|&r| batch.filled_bytes_from(r) / (n - r).max(1))
-            .max()
-            .unwrap_or(0);
-        let text = froms.iter().map(|&r| set.text_cell_of(batch, r)).max();
+        let n = batch.len();
+        // Blocks of 16 records: the dearest says what rows of such records take.
+        let (mut per_record, mut text) = (0, 0);
+        let mut hi = n;
+        while hi > 0 {
+            let lo = hi.saturating_sub(CHECK_EVERY);
+            let bytes = batch.filled_bytes_from(lo) - batch.filled_bytes_from(hi);
+            per_record = per_record.max(bytes / (hi - lo));
+            text = text.max(set.text_cell_between(batch, lo, hi));
+            hi = lo;
+        }
         Fill {
             per_record: per_record as u64,
-            sample_cell: set.scratch_cell_of(layouts) + text.unwrap_or(0),
+            sample_cell: set.scratch_cell_of(layouts) + text,
             variant_excess: set.variant_excess_of(layouts),
         }
     }
@@ -85,8 +91,8 @@ struct Charges {
     /// array), and the bytes per sample of that chunk it was planned at.
     scratch: f64,
     scratch_cell: u64,
-    /// Encoding threads, each holding one chunk of every array.
-    threads: u64,
+    /// Rows encoding at once (the window, no more than the threads).
+    encoding: u64,
     /// Records in a chunk row.
     variants_chunk: u64,
 }
@@ -106,7 +112,7 @@ impl Charges {
             planned: planned.max(1),
             scratch,
             scratch_cell: (p.scratch_bytes / cells).max(1),
-            threads: p.threads.max(1) as u64,
+            encoding: p.window.min(p.threads as u64).max(1),
             variants_chunk,
         }
     }
@@ -115,8 +121,11 @@ impl Charges {
     /// planned).
     fn scratch_at(&self, fill: Fill) -> f64 {
         let cell = fill.sample_cell.max(self.scratch_cell) as f64 / self.scratch_cell as f64;
-        let variant =
-            MEASURED.tau * (self.threads * self.variants_chunk) as f64 * fill.variant_excess as f64;
+        // A per-variant array is one task a row (no samples axis to split): the rows
+        // encoding at once hold one chunk each.
+        let variant = MEASURED.tau
+            * (self.encoding * self.variants_chunk) as f64
+            * fill.variant_excess as f64;
         self.scratch * cell + variant
     }
 
@@ -154,7 +163,7 @@ impl RowLimit {
                 planned: 1,
                 scratch: 0.0,
                 scratch_cell: 1,
-                threads: 1,
+                encoding: 1,
                 variants_chunk: 1,
             },
             scratch_extra: Arc::default(),
@@ -163,11 +172,17 @@ impl RowLimit {
         }
     }
 
+    /// What the rows may take the budget to: all of it but what the law can be
+    /// short by ([`LAW_ERROR`]).
+    fn usable(&self) -> f64 {
+        self.budget as f64 / LAW_ERROR
+    }
+
     /// Bytes a record may fill, on average, before the rows in flight overrun the
     /// budget beside the rest and the encoders' scratch as the writer admitted it.
     fn most_per_record(&self) -> f64 {
         let scratch = self.now.scratch + self.scratch_extra.load(Ordering::Relaxed) as f64;
-        let room = self.budget.saturating_sub(self.now.rest) as f64 - scratch;
+        let room = self.usable() - self.now.rest as f64 - scratch;
         room.max(0.0) / (self.now.records as f64 * self.now.weight)
     }
 
@@ -183,7 +198,7 @@ impl RowLimit {
         let scratch = c.scratch_at(fill);
         let others = c.records.saturating_sub(batch.len() as u64) * c.planned;
         let rows = c.weight * (batch.filled_bytes() as u64 + others) as f64;
-        if c.rest as f64 + scratch + rows > self.budget as f64 {
+        if c.rest as f64 + scratch + rows > self.usable() {
             return false;
         }
         let extra = (scratch - c.scratch).max(0.0) as u64;
@@ -213,7 +228,7 @@ impl RowLimit {
         let vc = self.now.variants_chunk;
         let fits = |n: u64| {
             self.replan(self.budget, n)
-                .is_some_and(|c| c.need(fill) <= self.budget)
+                .is_some_and(|c| c.need(fill) as f64 <= self.usable())
         };
         // The longest that fits, by bisection (the need grows with the rows).
         let (mut lo, mut hi) = (0, vc);
