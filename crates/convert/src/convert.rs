@@ -183,10 +183,12 @@ pub(crate) fn open_call_set(
         return Ok((report, Opened::one(reader), schema));
     }
     if inputs.len() == 1 && !is_stdin(first) {
-        // Opened without the inflate helper: a read through the index (pieces)
-        // never uses this reader, and a stream adds the helper when it starts.
+        // Planned from its header, closed while the plan reads the file again, then
+        // opened for the conversion. Opened without the inflate helper: a read
+        // through the index (pieces) never uses this reader, and a stream adds the
+        // helper when it starts.
+        let report = plan_reader(crate::planning::open_input(first, 1, request)?, request)?;
         let reader = opt_in(crate::planning::open_input(first, 1, request)?);
-        let report = plan_reader(&reader, request)?;
         let schema = reader.schema.clone();
         return Ok((report, Opened::one(reader), schema));
     }
