@@ -519,6 +519,7 @@ fn convert_call_set(
     if let Some(l) = later {
         writer.write_later_columns(l);
     }
+    writer.name_inputs(report.contig_inputs.clone());
     writer.record_request(&options.request.layout.requested);
     run_pipeline(
         input,

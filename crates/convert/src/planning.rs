@@ -126,6 +126,10 @@ pub struct PlanReport {
     /// again for other chunk rows or budgets.
     #[serde(skip)]
     pub plan_input: PlanInput,
+    /// Of several inputs, the one holding each contig's records (by their indexes),
+    /// for messages about a record; empty for one input, or inputs without indexes.
+    #[serde(skip)]
+    pub contig_inputs: Vec<Option<PathBuf>>,
 }
 
 /// How a `--merge` conversion reads its inputs, and what that adds to the peak.
@@ -389,7 +393,8 @@ pub fn make_plan_inputs(
         1 => ProbeOn::Input(&inputs[0].path),
         _ => ProbeOn::Inputs(&own),
     };
-    plan_schema(
+    let contig_inputs = owner.iter().map(|o| o.map(Path::to_path_buf)).collect();
+    let mut report = plan_schema(
         &label,
         merged.clone(),
         counted,
@@ -397,7 +402,9 @@ pub fn make_plan_inputs(
         Prefix::Read(&paths),
         probe_on,
         request,
-    )
+    )?;
+    report.contig_inputs = contig_inputs;
+    Ok(report)
 }
 
 /// Plans one partition of a partitioned conversion for this machine (its budget and
@@ -798,6 +805,7 @@ fn plan_schema(
         merge: None,
         subset: !request.subset.is_empty(),
         plan_input,
+        contig_inputs: Vec::new(),
     })
 }
 

@@ -105,6 +105,8 @@ impl Admitted {
 
 pub(crate) struct Writer {
     input: PathBuf,
+    /// See [`Writer::name_inputs`].
+    contig_inputs: Vec<Option<PathBuf>>,
     /// `--max-mem` and what the plan charged the rows in flight and the encoders'
     /// chunks: wide records are checked against what the plan left over.
     rows: RowLimit,
@@ -140,6 +142,23 @@ impl Writer {
 
     /// A writer for `set`'s arrays into `store` (empty stats: `Stats::for_store`),
     /// within `rows` (wide records are checked against it).
+    /// Names, for messages about a record, the input holding each contig's records
+    /// (`PlanReport::contig_inputs`): with several inputs, `input` names them all.
+    pub(crate) fn name_inputs(&mut self, contig_inputs: Vec<Option<PathBuf>>) {
+        self.contig_inputs = contig_inputs;
+    }
+
+    /// The input a record of contig `rid` came from.
+    fn input_of(&self, rid: i32) -> PathBuf {
+        let known = usize::try_from(rid)
+            .ok()
+            .and_then(|r| self.contig_inputs.get(r));
+        known
+            .cloned()
+            .flatten()
+            .unwrap_or_else(|| self.input.clone())
+    }
+
     pub(crate) fn new(
         input: &Path,
         rows: RowLimit,
@@ -151,6 +170,7 @@ impl Writer {
         let n_arrays = set.arrays.len();
         Writer {
             input: input.into(),
+            contig_inputs: Vec::new(),
             rows,
             stats: Stats::for_store(&set, &schema),
             schema,
@@ -445,13 +465,12 @@ impl Writer {
             });
         let Some((spec, l, width)) = wider else {
             // Longer text, or wider dtypes: every chunk of the row laid out wider.
-            let locus = batch
-                .loci
-                .last()
+            let last = batch.loci.last();
+            let locus = last
                 .map(|&(rid, pos, _)| format!("{}:{pos}", self.schema.contig_label(rid as i64)))
                 .unwrap_or_default();
             return Err(svar2_vcf::Error::Record {
-                path: self.input.clone(),
+                path: self.input_of(last.map_or(-1, |l| l.0)),
                 record: batch.first + batch.len() as u64,
                 locus,
                 msg: format!(
@@ -476,9 +495,8 @@ impl Writer {
             .widths
             .iter()
             .position(|&w| w >= width);
-        let locus = batch
-            .loci
-            .get(widest.unwrap_or(0))
+        let at = batch.loci.get(widest.unwrap_or(0));
+        let locus = at
             .map(|&(rid, pos, _)| format!("{}:{pos}", self.schema.contig_label(rid as i64)))
             .unwrap_or_else(|| "header".into());
         let why = match widest {
@@ -488,7 +506,7 @@ impl Writer {
         // A larger budget alone moves the goal: the plan then chooses longer chunk
         // rows. Name the rows that fit this budget, and pin them with a larger one.
         Err(svar2_vcf::Error::Record {
-            path: self.input.clone(),
+            path: self.input_of(at.map_or(-1, |l| l.0)),
             record: batch.first + widest.unwrap_or(0) as u64 + 1,
             locus,
             msg: format!(
