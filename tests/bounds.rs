@@ -729,6 +729,73 @@ fn refused_within_then_converted(gz: &Path, mib: u64) {
     );
 }
 
+/// With several inputs (one contig each), a refusal names the file the record came
+/// from: here the second, whose last 300 records carry 7 ALT alleles.
+#[test]
+fn a_refusal_names_the_input_holding_the_record() {
+    let test = "a_refusal_names_the_input_holding_the_record";
+    if !sh("command -v bgzip").status.success() {
+        skip(test, "bgzip not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let samples = 400;
+    let narrow = "\t0/1:10,5:30,0,40".repeat(samples);
+    let pl: Vec<String> = (100..136).map(|v| v.to_string()).collect();
+    let wide = format!("\t0/1:0,1,2,3,4,5,6,7:{}", pl.join(",")).repeat(samples);
+    let mut inputs = Vec::new();
+    for (name, contig, wide_from) in [("one", "chr1", 1500), ("two", "chr2", 1200)] {
+        let vcf = dir.path().join(format!("{name}.vcf"));
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&vcf).unwrap());
+        writeln!(
+            f,
+            "##fileformat=VCFv4.3\n##contig=<ID=chr1,length=100000000>\n\
+             ##contig=<ID=chr2,length=100000000>\n\
+             ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
+             ##FORMAT=<ID=AD,Number=R,Type=Integer,Description=\"Depths\">\n\
+             ##FORMAT=<ID=PL,Number=G,Type=Integer,Description=\"Likelihoods\">"
+        )
+        .unwrap();
+        write!(f, "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT").unwrap();
+        for s in 0..samples {
+            write!(f, "\tS{s}").unwrap();
+        }
+        writeln!(f).unwrap();
+        for i in 0..1500 {
+            let (alt, calls) = match i < wide_from {
+                true => ("C", &narrow),
+                false => ("C,G,T,CA,CG,CT,CC", &wide),
+            };
+            writeln!(
+                f,
+                "{contig}\t{}\t.\tA\t{alt}\t.\tPASS\t.\tGT:AD:PL{calls}",
+                i + 1
+            )
+            .unwrap();
+        }
+        drop(f);
+        sh_ok(&format!(
+            "bgzip -f {0} && bcftools index -f {0}.gz",
+            vcf.display()
+        ));
+        inputs.push(dir.path().join(format!("{name}.vcf.gz")));
+    }
+    for budget in ["64MiB", "100MiB"] {
+        let out = svar2()
+            .args(["convert", "-q", "--max-mem", budget])
+            .args(&inputs)
+            .arg(dir.path().join("o.zarr"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{budget}: converted");
+        assert!(
+            err.contains(&format!("{}: record ", inputs[1].display())) && err.contains("(chr2:"),
+            "{budget}: {err}"
+        );
+    }
+}
+
 #[test]
 fn partition_counts_beyond_any_cluster_are_refused() {
     let dir = tempfile::tempdir().unwrap();
