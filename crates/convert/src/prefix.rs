@@ -39,6 +39,10 @@ pub struct RowBytes {
     /// Bytes per sample of every per-sample array's chunk layout, at the dtypes and
     /// widths the records need: what an encoding thread lays out per chunk cell.
     pub scratch_cell: u64,
+    /// Bytes per sample the text of per-sample string fields adds to an encoder's
+    /// chunk (`ArraySet::text_cell_of`): what later, longer text is measured against
+    /// (the law's fit already holds these records' text in `scratch_cell`'s share).
+    pub text_cell: u64,
     /// Whether every genotype column stayed packed.
     pub packed: bool,
 }
@@ -52,6 +56,7 @@ impl RowBytes {
             row: self.row.max(other.row),
             format: self.format.max(other.format),
             scratch_cell: self.scratch_cell.max(other.scratch_cell),
+            text_cell: self.text_cell.max(other.text_cell),
             packed: self.packed && other.packed,
         }
     }
@@ -92,7 +97,8 @@ fn estimate(batch: &Batch, schema: &Schema, set: &ArraySet) -> Option<RowBytes> 
         records: n,
         row,
         format,
-        scratch_cell: scratch_cell(batch, schema, set),
+        scratch_cell: set.scratch_cell_of(&layouts_of(batch, schema, set)),
+        text_cell: set.text_cell_of(batch),
         packed: set
             .record
             .specs
@@ -101,12 +107,6 @@ fn estimate(batch: &Batch, schema: &Schema, set: &ArraySet) -> Option<RowBytes> 
             .filter(|(spec, _)| spec.genotype)
             .all(|(_, c)| matches!(c.values, Values::Diploid(_))),
     })
-}
-
-/// Bytes per sample an encoding thread lays out for a chunk of every per-sample
-/// array, at the dtypes and widths `batch`'s values need.
-fn scratch_cell(batch: &Batch, schema: &Schema, set: &ArraySet) -> u64 {
-    set.scratch_cell_of(&layouts_of(batch, schema, set)) + set.text_cell_of(batch)
 }
 
 /// Every array's layout as `batch`'s values alone need it.

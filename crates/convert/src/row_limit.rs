@@ -32,6 +32,8 @@ pub(crate) struct Fill {
     pub per_record: u64,
     /// Bytes per sample of every per-sample array's chunk layout.
     pub sample_cell: u64,
+    /// Bytes per sample the text of per-sample string fields adds to it.
+    pub text_cell: u64,
     /// Bytes per record by which the per-variant arrays are wider than planned.
     pub variant_excess: u64,
 }
@@ -54,7 +56,8 @@ impl Fill {
         }
         Fill {
             per_record: per_record as u64,
-            sample_cell: set.scratch_cell_of(layouts) + text,
+            sample_cell: set.scratch_cell_of(layouts),
+            text_cell: text,
             variant_excess: set.variant_excess_of(layouts),
         }
     }
@@ -91,6 +94,9 @@ struct Charges {
     /// array), and the bytes per sample of that chunk it was planned at.
     scratch: f64,
     scratch_cell: u64,
+    /// The text a sample's cell held in the records the plan measured (only what
+    /// is longer costs more: see `prefix::RowBytes::text_cell`).
+    text_cell: u64,
     /// Rows encoding at once (the window, no more than the threads).
     encoding: u64,
     /// Records in a chunk row.
@@ -98,7 +104,7 @@ struct Charges {
 }
 
 impl Charges {
-    fn of(p: &Plan, planned: u64, extra: u64) -> Charges {
+    fn of(p: &Plan, planned: u64, text_cell: u64, extra: u64) -> Charges {
         let format = p.in_flight_format_bytes.min(p.in_flight_bytes);
         let rows = MEASURED.kappa * (p.in_flight_bytes - format) as f64
             + MEASURED.kappa_format * format as f64;
@@ -112,6 +118,7 @@ impl Charges {
             planned: planned.max(1),
             scratch,
             scratch_cell: (p.scratch_bytes / cells).max(1),
+            text_cell,
             encoding: p.window.min(p.threads as u64).max(1),
             variants_chunk,
         }
@@ -120,13 +127,19 @@ impl Charges {
     /// The encoders' scratch when records lay out as `fill` says (no less than
     /// planned).
     fn scratch_at(&self, fill: Fill) -> f64 {
-        let cell = fill.sample_cell.max(self.scratch_cell) as f64 / self.scratch_cell as f64;
+        let cell = self.cell(fill).max(self.scratch_cell) as f64 / self.scratch_cell as f64;
         // A per-variant array is one task a row (no samples axis to split): the rows
         // encoding at once hold one chunk each.
         let variant = MEASURED.tau
             * (self.encoding * self.variants_chunk) as f64
             * fill.variant_excess as f64;
         self.scratch * cell + variant
+    }
+
+    /// Bytes per sample of an encoder's chunk when records lay out as `fill` says:
+    /// the layout's, and the text longer than the plan's records held.
+    fn cell(&self, fill: Fill) -> u64 {
+        fill.sample_cell + fill.text_cell.saturating_sub(self.text_cell)
     }
 
     /// Predicted peak when every record in flight fills as `fill` says (each figure
@@ -145,7 +158,12 @@ impl RowLimit {
         let extra = report.merge.map_or(0, |m| m.extra_bytes);
         RowLimit {
             budget: report.budget,
-            now: Charges::of(&report.plan, report.row_bytes, extra),
+            now: Charges::of(
+                &report.plan,
+                report.row_bytes,
+                report.prefix.map_or(0, |p| p.text_cell),
+                extra,
+            ),
             scratch_extra: Arc::default(),
             input: Some(Arc::new(report.plan_input.clone())),
             extra,
@@ -163,6 +181,7 @@ impl RowLimit {
                 planned: 1,
                 scratch: 0.0,
                 scratch_cell: 1,
+                text_cell: 0,
                 encoding: 1,
                 variants_chunk: 1,
             },
@@ -192,7 +211,7 @@ impl RowLimit {
     /// scratch, and the readers' rows get the less room.
     pub(crate) fn admit(&self, fill: Fill, batch: &Batch) -> bool {
         let c = &self.now;
-        if fill.sample_cell <= c.scratch_cell && fill.variant_excess == 0 {
+        if c.cell(fill) <= c.scratch_cell && fill.variant_excess == 0 {
             return true;
         }
         let scratch = c.scratch_at(fill);
@@ -206,9 +225,14 @@ impl RowLimit {
         true
     }
 
-    /// Bytes per sample the plan's encoder chunks were charged.
-    pub(crate) fn planned_cell(&self) -> u64 {
-        self.now.scratch_cell
+    /// Bytes per sample of an encoder's chunk, text included: as records lay out
+    /// as `fill` says, and as the plan measured.
+    pub(crate) fn cells(&self, fill: Fill) -> (u64, u64) {
+        let c = &self.now;
+        (
+            fill.sample_cell + fill.text_cell,
+            c.scratch_cell + c.text_cell,
+        )
     }
 
     /// What the planner charges at `budget` with chunk rows of `variants_chunk`
@@ -218,7 +242,8 @@ impl RowLimit {
         input.budget = budget;
         input.requested.variants_chunk = Some(variants_chunk);
         let plan = svar2_planner::plan(&input).ok()?;
-        Some(Charges::of(&plan, self.now.planned, self.extra))
+        let c = &self.now;
+        Some(Charges::of(&plan, c.planned, c.text_cell, self.extra))
     }
 
     /// What to pass instead, as the planner would run it: the longest chunk rows

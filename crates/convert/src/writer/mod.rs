@@ -477,8 +477,8 @@ impl Writer {
                     "records here lay out {} a sample in every chunk row (the plan measured \
                      {} on the input's first records: longer text, wider values), which with \
                      the rows in flight does not fit --max-mem {}; {}",
-                    svar2_planner::size::human(fill.sample_cell),
-                    svar2_planner::size::human(self.rows.planned_cell()),
+                    svar2_planner::size::human(self.rows.cells(fill).0),
+                    svar2_planner::size::human(self.rows.cells(fill).1),
                     svar2_planner::size::human(self.rows.budget),
                     self.rows.advice(fill),
                 ),
