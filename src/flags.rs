@@ -75,7 +75,9 @@ impl LayoutArgs {
 #[derive(Args)]
 pub struct BudgetArgs {
     /// Memory budget: `auto` (0.8 x the cgroup limit, else host memory), or a size
-    /// such as 8GiB, 512M, 1000000. Peak RSS is planned to stay under it.
+    /// such as 8GiB, 512M, 1000000. Peak RSS is planned to stay under it; a
+    /// conversion whose later records would take more stops before they do, naming
+    /// the record and the --variants-chunk (or --max-mem) that fits.
     #[arg(long, default_value = "auto", value_parser = parse_max_mem)]
     pub max_mem: MaxMem,
     /// Encoding threads (default: every usable core, cgroup quota and affinity applied).
