@@ -586,57 +586,85 @@ fn a_record_of_more_alleles_than_the_budget_holds_is_refused() {
     );
 }
 
-/// Records that fill more than the ones the plan measured (here 7 ALT alleles, with
-/// their AD and PL, after a stretch of biallelic sites, all in the first 2 kb of a
-/// contig the header says is 100 Mb: closer than the index's 16 kb bins tell apart,
-/// so no spot the plan samples lands on them) are refused while their chunk row is read, under `--max-mem`, with a
-/// `--variants-chunk` that then converts them under it.
-#[test]
-fn records_that_fill_more_later_are_refused_within_the_budget() {
-    let test = "records_that_fill_more_later_are_refused_within_the_budget";
-    if !Path::new("/usr/bin/time").exists() || !sh("command -v bgzip").status.success() {
+/// Whether `/usr/bin/time` and bgzip are here (the test is skipped, saying so, if not).
+fn time_and_bgzip(test: &str) -> bool {
+    let here = Path::new("/usr/bin/time").exists() && sh("command -v bgzip").status.success();
+    if !here {
         skip(test, "/usr/bin/time or bgzip not found");
-        return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let vcf = dir.path().join("late.vcf");
-    let samples = 400;
-    {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&vcf).unwrap());
-        writeln!(
-            f,
-            "##fileformat=VCFv4.3\n##contig=<ID=chr1,length=100000000>\n\
-             ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
-             ##FORMAT=<ID=AD,Number=R,Type=Integer,Description=\"Depths\">\n\
-             ##FORMAT=<ID=PL,Number=G,Type=Integer,Description=\"Likelihoods\">"
-        )
-        .unwrap();
-        write!(f, "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT").unwrap();
-        for s in 0..samples {
-            write!(f, "\tS{s}").unwrap();
-        }
-        writeln!(f).unwrap();
-        let narrow = "\t0/1:10,5:30,0,40".repeat(samples);
-        let pl: Vec<String> = (100..136).map(|v| v.to_string()).collect();
-        let wide = format!("\t0/1:0,1,2,3,4,5,6,7:{}", pl.join(",")).repeat(samples);
-        for i in 0..2000 {
-            let (alt, calls) = match i < 1000 {
-                true => ("C", &narrow),
-                false => ("C,G,T,CA,CG,CT,CC", &wide),
-            };
-            writeln!(
-                f,
-                "chr1\t{}\t.\tA\t{alt}\t.\tPASS\t.\tGT:AD:PL{calls}",
-                i + 1
-            )
-            .unwrap();
-        }
+    here
+}
+
+/// `dir/name.vcf.gz`, bgzipped and indexed: contigs chr1 and chr2 of 100 Mb, FORMAT
+/// GT, AD, PL and FT, `samples` samples, and `lines` (tab-separated, calls included).
+fn calls_vcf(
+    dir: &Path,
+    name: &str,
+    samples: usize,
+    lines: impl Iterator<Item = String>,
+) -> PathBuf {
+    let vcf = dir.join(format!("{name}.vcf"));
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&vcf).unwrap());
+    writeln!(
+        f,
+        "##fileformat=VCFv4.3\n##contig=<ID=chr1,length=100000000>\n\
+         ##contig=<ID=chr2,length=100000000>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
+         ##FORMAT=<ID=AD,Number=R,Type=Integer,Description=\"Depths\">\n\
+         ##FORMAT=<ID=PL,Number=G,Type=Integer,Description=\"Likelihoods\">\n\
+         ##FORMAT=<ID=FT,Number=1,Type=String,Description=\"Filter\">"
+    )
+    .unwrap();
+    write!(f, "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT").unwrap();
+    for s in 0..samples {
+        write!(f, "\tS{s}").unwrap();
     }
+    writeln!(f).unwrap();
+    for line in lines {
+        writeln!(f, "{line}").unwrap();
+    }
+    drop(f);
     sh_ok(&format!(
         "bgzip -f {0} && bcftools index -f {0}.gz",
         vcf.display()
     ));
-    refused_within_then_converted(&dir.path().join("late.vcf.gz"), 56);
+    dir.join(format!("{name}.vcf.gz"))
+}
+
+/// Record `i` (1-based POS `i + 1`) of `contig` for `samples` samples, GT:AD:PL:
+/// biallelic, or with 7 ALT alleles (8 AD and 36 PL values a sample).
+fn call_line(contig: &str, i: usize, samples: usize, seven_alts: bool) -> String {
+    let (alt, call) = match seven_alts {
+        false => ("C", "0/1:10,5:30,0,40".to_string()),
+        true => {
+            let pl: Vec<String> = (100..136).map(|v| v.to_string()).collect();
+            (
+                "C,G,T,CA,CG,CT,CC",
+                format!("0/1:0,1,2,3,4,5,6,7:{}", pl.join(",")),
+            )
+        }
+    };
+    let calls = vec![call; samples].join("\t");
+    format!(
+        "{contig}\t{}\t.\tA\t{alt}\t.\tPASS\t.\tGT:AD:PL\t{calls}",
+        i + 1
+    )
+}
+
+/// Records that fill more than the ones the plan measured (here 7 ALT alleles, with
+/// their AD and PL, after a stretch of biallelic sites, all in the first 2 kb of a
+/// contig the header says is 100 Mb: closer than the index's 16 kb bins tell apart,
+/// so no spot the plan samples lands on them) are refused while their chunk row is
+/// read, under `--max-mem`, with a `--variants-chunk` that then converts them under it.
+#[test]
+fn records_that_fill_more_later_are_refused_within_the_budget() {
+    if !time_and_bgzip("records_that_fill_more_later_are_refused_within_the_budget") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lines = (0..2000).map(|i| call_line("chr1", i, 400, i >= 1000));
+    let gz = calls_vcf(dir.path(), "late", 400, lines);
+    refused_within_then_converted(&gz, 56);
 }
 
 /// As [`records_that_fill_more_later_are_refused_within_the_budget`], for text:
@@ -644,39 +672,18 @@ fn records_that_fill_more_later_are_refused_within_the_budget() {
 /// this check converted this file under `--max-mem 100MiB` at 317 MiB).
 #[test]
 fn long_text_later_is_refused_within_the_budget() {
-    let test = "long_text_later_is_refused_within_the_budget";
-    if !Path::new("/usr/bin/time").exists() || !sh("command -v bgzip").status.success() {
-        skip(test, "/usr/bin/time or bgzip not found");
+    if !time_and_bgzip("long_text_later_is_refused_within_the_budget") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let vcf = dir.path().join("text.vcf");
-    {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&vcf).unwrap());
-        writeln!(
-            f,
-            "##fileformat=VCFv4.3\n##contig=<ID=chr1,length=100000000>\n\
-             ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
-             ##FORMAT=<ID=FT,Number=1,Type=String,Description=\"Filter\">"
-        )
-        .unwrap();
-        write!(f, "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT").unwrap();
-        for s in 0..250 {
-            write!(f, "\tS{s}").unwrap();
-        }
-        writeln!(f).unwrap();
-        let short = "\t0/1:PASS".repeat(250);
-        let long = format!("\t0/1:{}", "x".repeat(1000)).repeat(250);
-        for i in 0..900 {
-            let calls = if i < 500 { &short } else { &long };
-            writeln!(f, "chr1\t{}\t.\tA\tC\t.\tPASS\t.\tGT:FT{calls}", i + 1).unwrap();
-        }
-    }
-    sh_ok(&format!(
-        "bgzip -f {0} && bcftools index -f {0}.gz",
-        vcf.display()
-    ));
-    refused_within_then_converted(&dir.path().join("text.vcf.gz"), 100);
+    let short = vec!["0/1:PASS".to_string(); 250].join("\t");
+    let long = vec![format!("0/1:{}", "x".repeat(1000)); 250].join("\t");
+    let lines = (0..900).map(|i| {
+        let calls = if i < 500 { &short } else { &long };
+        format!("chr1\t{}\t.\tA\tC\t.\tPASS\t.\tGT:FT\t{calls}", i + 1)
+    });
+    let gz = calls_vcf(dir.path(), "text", 250, lines);
+    refused_within_then_converted(&gz, 100);
 }
 
 /// `gz` under `--max-mem {mib}MiB`: refused, naming a record, under the budget; then
@@ -733,53 +740,14 @@ fn refused_within_then_converted(gz: &Path, mib: u64) {
 /// from: here the second, whose last 300 records carry 7 ALT alleles.
 #[test]
 fn a_refusal_names_the_input_holding_the_record() {
-    let test = "a_refusal_names_the_input_holding_the_record";
-    if !sh("command -v bgzip").status.success() {
-        skip(test, "bgzip not found");
+    if !time_and_bgzip("a_refusal_names_the_input_holding_the_record") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let samples = 400;
-    let narrow = "\t0/1:10,5:30,0,40".repeat(samples);
-    let pl: Vec<String> = (100..136).map(|v| v.to_string()).collect();
-    let wide = format!("\t0/1:0,1,2,3,4,5,6,7:{}", pl.join(",")).repeat(samples);
-    let mut inputs = Vec::new();
-    for (name, contig, wide_from) in [("one", "chr1", 1500), ("two", "chr2", 1200)] {
-        let vcf = dir.path().join(format!("{name}.vcf"));
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&vcf).unwrap());
-        writeln!(
-            f,
-            "##fileformat=VCFv4.3\n##contig=<ID=chr1,length=100000000>\n\
-             ##contig=<ID=chr2,length=100000000>\n\
-             ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
-             ##FORMAT=<ID=AD,Number=R,Type=Integer,Description=\"Depths\">\n\
-             ##FORMAT=<ID=PL,Number=G,Type=Integer,Description=\"Likelihoods\">"
-        )
-        .unwrap();
-        write!(f, "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT").unwrap();
-        for s in 0..samples {
-            write!(f, "\tS{s}").unwrap();
-        }
-        writeln!(f).unwrap();
-        for i in 0..1500 {
-            let (alt, calls) = match i < wide_from {
-                true => ("C", &narrow),
-                false => ("C,G,T,CA,CG,CT,CC", &wide),
-            };
-            writeln!(
-                f,
-                "{contig}\t{}\t.\tA\t{alt}\t.\tPASS\t.\tGT:AD:PL{calls}",
-                i + 1
-            )
-            .unwrap();
-        }
-        drop(f);
-        sh_ok(&format!(
-            "bgzip -f {0} && bcftools index -f {0}.gz",
-            vcf.display()
-        ));
-        inputs.push(dir.path().join(format!("{name}.vcf.gz")));
-    }
+    let inputs = [("one", "chr1", 1500), ("two", "chr2", 1200)].map(|(name, contig, from)| {
+        let lines = (0..1500).map(|i| call_line(contig, i, 400, i >= from));
+        calls_vcf(dir.path(), name, 400, lines)
+    });
     for budget in ["64MiB", "100MiB"] {
         let out = svar2()
             .args(["convert", "-q", "--max-mem", budget])

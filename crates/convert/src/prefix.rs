@@ -168,22 +168,8 @@ pub fn measure_spots(
     let mut reader = svar2_vcf::pieces::PieceReader::open(input, schema, &set.record).ok()?;
     let n_samples = schema.samples.len();
     let spots = order.iter().take(SPOTS).filter_map(|&(_, _, i)| {
-        let piece = &pieces[i];
-        let mut got = None;
-        reader
-            .read(
-                piece,
-                rows,
-                &set.record.specs,
-                n_samples,
-                |_, _| Ok(()),
-                |b| {
-                    got = Some(b);
-                    false
-                },
-            )
-            .ok()?;
-        estimate(&got?, schema, set)
+        let got = reader.first_rows(&pieces[i], rows, &set.record.specs, n_samples);
+        estimate(&got.ok()??, schema, set)
     });
     Some(spots.fold(head, RowBytes::most))
 }

@@ -12,7 +12,6 @@ use std::path::Path;
 use std::time::Instant;
 use svar2_store::codec::InnerCodec;
 use svar2_vcf::pieces::{Piece, PieceReader};
-use svar2_vcf::ragged::Batch;
 use svar2_vcf::schema::Schema;
 
 /// What the probe measured.
@@ -38,19 +37,8 @@ pub fn run(
     let n_samples = schema.samples.len();
     let rows = geometry.variants_chunk.clamp(1, 2048) as usize;
     let mut reader = PieceReader::open(input, schema, &set.record)?;
-    let mut got: Option<Batch> = None;
     let t0 = Instant::now();
-    reader.read(
-        piece,
-        rows,
-        &set.record.specs,
-        n_samples,
-        |_, _| Ok(()),
-        |b| {
-            got = Some(b);
-            false
-        },
-    )?;
+    let got = reader.first_rows(piece, rows, &set.record.specs, n_samples)?;
     let t_read = t0.elapsed().as_secs_f64();
     let Some(batch) = got else {
         return Ok(Probe {

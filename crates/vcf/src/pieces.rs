@@ -340,6 +340,24 @@ impl PieceReader {
         result.map(|_| n)
     }
 
+    /// The first `rows` records of a piece (fewer where it holds fewer; `None` where
+    /// it holds none): what a probe samples.
+    pub fn first_rows(
+        &mut self,
+        piece: &Piece,
+        rows: usize,
+        specs: &[crate::columns::ColumnSpec],
+        n_samples: usize,
+    ) -> Result<Option<Batch>> {
+        let mut got = None;
+        let no_limit = |_: &Batch, _| Ok(());
+        self.read(piece, rows, specs, n_samples, no_limit, |b| {
+            got = Some(b);
+            false
+        })?;
+        Ok(got)
+    }
+
     /// Reads one piece, handing out batches of at most `rows` records. Returns the
     /// number of records read. `check` sees the batch after each record and its
     /// number in the piece (1-based): an `Err` stops the read (a batch filling more
