@@ -34,7 +34,7 @@ const BLOCK_BYTES: usize = 256 * 1024;
 /// starting at a record, `tx` takes each full one (and the last, short one).
 pub(crate) struct Rows<'a> {
     pub variants_chunk: usize,
-    pub limit: &'a crate::row_limit::RowLimit,
+    pub watch: crate::row_limit::RowWatch,
     pub set: &'a crate::arrays::ArraySet,
     pub next: &'a dyn Fn(u64) -> Batch,
     pub tx: &'a Sender<svar2_vcf::Result<Batch>>,
@@ -52,11 +52,11 @@ pub(crate) fn read(
     ex: &mut Extractor,
     columns: &RecordColumns,
     pool: &rayon::ThreadPool,
-    rows: Rows,
+    mut rows: Rows,
     batch: Batch,
     n: u64,
 ) {
-    if let Err(e) = read_rows(reader, ex, columns, pool, &rows, batch, n) {
+    if let Err(e) = read_rows(reader, ex, columns, pool, &mut rows, batch, n) {
         let _ = rows.tx.send(Err(e));
     }
 }
@@ -67,7 +67,7 @@ fn read_rows(
     ex: &mut Extractor,
     columns: &RecordColumns,
     pool: &rayon::ThreadPool,
-    rows: &Rows,
+    rows: &mut Rows,
     mut batch: Batch,
     mut n: u64,
 ) -> Result<()> {
@@ -160,14 +160,9 @@ fn read_rows(
             reader.read_line(ex, block.line(i), false, &mut batch, block.first + i as u64)?;
         }
         n += block.len() as u64;
-        rows.limit.check(
-            &reader.path,
-            &reader.schema,
-            rows.set,
-            n,
-            &batch,
-            rows.variants_chunk,
-        )?;
+        let full = batch.len() as u64 == vc;
+        let (path, schema) = (&reader.path, &reader.schema);
+        rows.watch.look(path, schema, rows.set, n, &batch, full)?;
         spare.push((block, sub));
         if batch.len() as u64 == vc {
             if rows.tx.send(Ok(batch)).is_err() {

@@ -8,7 +8,7 @@
 
 use crate::arrays::ArraySet;
 use crate::error::{Error, Result};
-use crate::row_limit::{RowLimit, CHECK_EVERY};
+use crate::row_limit::{RowLimit, RowWatch};
 use crate::schedule::{ContigRun, Stitcher};
 use crate::writer::{Admitted, Encoded, Writer};
 use crossbeam_channel::{Receiver, Select, Sender};
@@ -212,6 +212,7 @@ fn read_stream(
 ) {
     let widths = set.planned_column_widths();
     let n_samples = schema.samples.len();
+    let mut watch = RowWatch::new(limit, 1);
     // Built here: extractors hold htslib buffers and stay on this thread.
     let mut stream = match inputs {
         StreamInputs::Single(reader) => Stream::single(reader, &set.record),
@@ -245,7 +246,7 @@ fn read_stream(
     if let Some((reader, ex)) = stream.parses_ahead().filter(|_| ahead) {
         let rows = crate::ahead::Rows {
             variants_chunk,
-            limit,
+            watch,
             set,
             next: &next_batch,
             tx,
@@ -254,13 +255,12 @@ fn read_stream(
     }
     loop {
         while batch.len() < variants_chunk {
-            let read = stream.read_into(&mut batch, n).and_then(|more| match more {
-                true if batch.len() % CHECK_EVERY == 0 => {
-                    let rows = variants_chunk;
-                    limit.check(stream.path(), schema, set, n + 1, &batch, rows)?;
-                    Ok(true)
+            let read = stream.read_into(&mut batch, n).and_then(|more| {
+                let full = batch.len() == variants_chunk;
+                if more && (full || watch.due(batch.len())) {
+                    watch.look(stream.path(), schema, set, n + 1, &batch, full)?;
                 }
-                more => Ok(more),
+                Ok(more)
             });
             match read {
                 Ok(true) => n += 1,

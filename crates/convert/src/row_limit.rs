@@ -145,7 +145,10 @@ impl Charges {
     /// Predicted peak when every record in flight fills as `fill` says (each figure
     /// no less than planned).
     fn need(&self, fill: Fill) -> u64 {
-        let per_record = fill.per_record.max(self.planned) as f64;
+        // What records fill past the plan counts twice, as a reader's watch holds it
+        // to half the slack (see `RowWatch::look`).
+        let past = fill.per_record.saturating_sub(self.planned) as f64;
+        let per_record = self.planned as f64 + 2.0 * past;
         let rows = self.records as f64 * self.weight * per_record;
         self.rest
             .saturating_add((rows + self.scratch_at(fill)) as u64)
@@ -197,17 +200,9 @@ impl RowLimit {
         self.budget as f64 / LAW_ERROR
     }
 
-    /// Bytes a record may fill, on average, before the rows in flight overrun the
-    /// budget beside the rest and the encoders' scratch as the writer admitted it.
-    fn most_per_record(&self) -> f64 {
-        let scratch = self.now.scratch + self.scratch_extra.load(Ordering::Relaxed) as f64;
-        let room = self.usable() - self.now.rest as f64 - scratch;
-        room.max(0.0) / (self.now.records as f64 * self.now.weight)
-    }
-
     /// Whether records laid out as `fill` says still fit: the wider scratch, `batch`
     /// as it filled and the other rows in flight as planned (the readers hold each
-    /// row to its share of what is left: see [`RowLimit::check`]). `true` admits that
+    /// row to its share of what is left: see [`RowWatch`]). `true` admits that
     /// scratch, and the readers' rows get the less room.
     pub(crate) fn admit(&self, fill: Fill, batch: &Batch) -> bool {
         let c = &self.now;
@@ -277,25 +272,108 @@ impl RowLimit {
         }
     }
 
-    /// `Err` when `batch` — `path`'s records up to record `record` (1-based), in a
-    /// batch that will hold `rows` records — fills more than the budget holds rows of
-    /// that length.
+    /// Bytes the rows in flight may fill past what was planned for them: the room
+    /// the plan left, less the scratch the writer admitted since.
+    fn slack(&self) -> f64 {
+        let c = &self.now;
+        let scratch = c.scratch + self.scratch_extra.load(Ordering::Relaxed) as f64;
+        let planned_rows = c.weight * (c.records * c.planned) as f64;
+        self.usable() - c.rest as f64 - scratch - planned_rows
+    }
+}
+
+/// One reader's watch over the records it read lately: what they fill past their
+/// planned bytes, over as many records as can be in flight (the rows in flight are
+/// at most those), may take no more than this reader's share of the slack. Exact for
+/// one streaming reader, whatever the stretch of dear records (a short one converts,
+/// a long one is refused); each of several readers gets an equal share. Every run of
+/// the same input and options sees the same records in the same blocks, so a refusal
+/// does not depend on the machine's pace.
+pub(crate) struct RowWatch {
+    limit: RowLimit,
+    /// Blocks of records read lately, oldest first: (records, bytes).
+    blocks: std::collections::VecDeque<(u64, u64)>,
+    records: u64,
+    bytes: u64,
+    /// The records and bytes of the batch being filled at the last look.
+    seen: (usize, u64),
+    /// The batch's length at which to look next.
+    due_at: usize,
+    /// Readers sharing the slack.
+    readers: u64,
+}
+
+impl RowWatch {
+    pub(crate) fn new(limit: &RowLimit, readers: usize) -> RowWatch {
+        RowWatch {
+            limit: limit.clone(),
+            blocks: Default::default(),
+            records: 0,
+            bytes: 0,
+            seen: (0, 0),
+            due_at: 1,
+            readers: readers.max(1) as u64,
+        }
+    }
+
+    /// Whether to look at a batch now `len` records long: at its first record, then
+    /// every [`CHECK_EVERY`] records, or sooner where the last records were dear
+    /// (records of 13 MB each would take 200 MB between two looks 16 apart).
+    pub(crate) fn due(&self, len: usize) -> bool {
+        len >= self.due_at || len < self.seen.0
+    }
+
+    /// Looks at `batch` (`path`'s records up to record `record`, 1-based) after
+    /// records were added to it: when [`RowWatch::due`] and when it is full (`full`:
+    /// the next look is at a new batch). `Err` when the records read lately
+    /// take more than this reader's share of the slack.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn check(
-        &self,
+    pub(crate) fn look(
+        &mut self,
         path: &Path,
         schema: &Schema,
         set: &ArraySet,
         record: u64,
         batch: &Batch,
-        rows: usize,
+        full: bool,
     ) -> svar2_vcf::Result<()> {
-        let filled = batch.filled_bytes() as u64;
-        let most = self.most_per_record() * rows as f64;
-        if filled as f64 <= most || batch.is_empty() {
+        let (len, filled) = (batch.len(), batch.filled_bytes() as u64);
+        if len < self.seen.0 {
+            self.seen = (0, 0); // a new batch
+        }
+        let (records, bytes) = (len - self.seen.0, filled.saturating_sub(self.seen.1));
+        self.seen = if full { (0, 0) } else { (len, filled) };
+        self.blocks.push_back((records as u64, bytes));
+        self.records += records as u64;
+        self.bytes += bytes;
+        let c = &self.limit.now;
+        while let Some(&(r, b)) = self.blocks.front() {
+            if self.records - r < c.records {
+                break;
+            }
+            self.blocks.pop_front();
+            self.records -= r;
+            self.bytes -= b;
+        }
+        // The oldest block counted for its share of the last `c.records` records.
+        let over = self.records.saturating_sub(c.records);
+        let (old_r, old_b) = self.blocks.front().copied().unwrap_or((1, 0));
+        let window_bytes = self.bytes as f64 - old_b as f64 * over as f64 / old_r.max(1) as f64;
+        let window_records = self.records - over;
+        let past = c.weight * (window_bytes - (window_records * c.planned) as f64);
+        // Half the slack: the rows' bytes are not all a peak holds while they are
+        // encoded (the layouts' copies, allocator slack); at 64 MiB a stretch of dear
+        // records allowed the whole slack peaked 5 % over the budget one run in four.
+        let share = self.limit.slack() / 2.0 / self.readers as f64;
+        if past <= share || batch.is_empty() {
+            // The next look before a quarter of what is left could be filled at the
+            // latest block's pace.
+            let per_record = c.weight * bytes as f64 / records.max(1) as f64;
+            let step = ((share - past) / 4.0 / per_record.max(1.0)) as usize;
+            let from = if full { 0 } else { len };
+            self.due_at = from + step.clamp(1, CHECK_EVERY);
             return Ok(());
         }
-        let per_record = filled / batch.len() as u64;
         let fill = Fill::of(batch, set, &crate::prefix::layouts_of(batch, schema, set));
         let locus = batch
             .loci
@@ -307,15 +385,15 @@ impl RowLimit {
             record,
             locus,
             msg: format!(
-                "the {} records of this chunk row so far fill {} ({} a record, where the \
-                 plan measured {} on the input's first records: more alleles, values or \
-                 text), so a row of {rows} does not fit --max-mem {}; {}",
-                batch.len(),
-                human(filled),
-                human(per_record),
-                human(self.now.planned),
-                human(self.budget),
-                self.advice(fill),
+                "the last {} records read fill {} ({} a record, where the plan measured {} \
+                 on the input's first records: more alleles, values or text), which as \
+                 the rows in flight does not fit --max-mem {}; {}",
+                window_records,
+                human(window_bytes as u64),
+                human(window_bytes as u64 / window_records.max(1)),
+                human(c.planned),
+                human(self.limit.budget),
+                self.limit.advice(fill),
             ),
         })
     }

@@ -7,7 +7,7 @@
 //! whatever the readers, contigs at once or order.
 
 use crate::arrays::ArraySet;
-use crate::row_limit::{RowLimit, CHECK_EVERY};
+use crate::row_limit::{RowLimit, RowWatch};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use svar2_vcf::columns::RecordColumns;
@@ -138,6 +138,7 @@ pub(crate) fn read_in_pieces(
                 // One open input per thread (the plan charges one reader's memory):
                 // a piece of another input closes it and opens that one.
                 let mut open: Option<(usize, PieceReader)> = None;
+                let mut watch = RowWatch::new(limit, cc * w);
                 for (i, tx) in job_rx.iter() {
                     let f = pieces[i].file as usize;
                     if open.as_ref().is_none_or(|(g, _)| *g != f) {
@@ -152,9 +153,12 @@ pub(crate) fn read_in_pieces(
                     }
                     let (_, reader) = open.as_mut().expect("opened above");
                     let path = &inputs[f];
-                    let check = |b: &Batch, n: u64| match b.len() % CHECK_EVERY {
-                        0 => limit.check(path, schema, set, n, b, rows),
-                        _ => Ok(()),
+                    let check = |b: &Batch, n: u64| {
+                        let full = b.len() == rows;
+                        match full || watch.due(b.len()) {
+                            true => watch.look(path, schema, set, n, b, full),
+                            false => Ok(()),
+                        }
                     };
                     let sent = reader.read(&pieces[i], rows, specs, n_samples, check, |b| {
                         tx.send(PieceMsg::Rows(b)).is_ok()
