@@ -16,8 +16,9 @@ use svar2_planner::{Plan, PlanInput};
 use svar2_vcf::ragged::Batch;
 use svar2_vcf::schema::Schema;
 
-/// Records between two checks of a batch being filled: summing its columns costs a
-/// few dozen nanoseconds, a record's parse microseconds.
+/// Records between two looks at a batch being filled, at most (summing its columns
+/// costs a few dozen nanoseconds, a record's parse microseconds), and the blocks a
+/// refusal's advice measures records in.
 pub(crate) const CHECK_EVERY: usize = 16;
 
 /// The most the law has predicted under a measured peak: 4-10 % at the smallest
@@ -99,6 +100,8 @@ struct Charges {
     text_cell: u64,
     /// Rows encoding at once (the window, no more than the threads).
     encoding: u64,
+    /// Readers sharing the slack (contigs at once × readers a contig; one stream).
+    readers: u64,
     /// Records in a chunk row.
     variants_chunk: u64,
 }
@@ -120,6 +123,7 @@ impl Charges {
             scratch_cell: (p.scratch_bytes / cells).max(1),
             text_cell,
             encoding: p.window.min(p.threads as u64).max(1),
+            readers: (p.cc as u64 * u64::from(p.w)).max(1),
             variants_chunk,
         }
     }
@@ -145,10 +149,11 @@ impl Charges {
     /// Predicted peak when every record in flight fills as `fill` says (each figure
     /// no less than planned).
     fn need(&self, fill: Fill) -> u64 {
-        // What records fill past the plan counts twice, as a reader's watch holds it
-        // to half the slack (see `RowWatch::look`).
+        // What records fill past the plan counts twice for each reader, as a
+        // reader's watch holds it to half its share of the slack (see
+        // `RowWatch::look`).
         let past = fill.per_record.saturating_sub(self.planned) as f64;
-        let per_record = self.planned as f64 + 2.0 * past;
+        let per_record = self.planned as f64 + 2.0 * self.readers as f64 * past;
         let rows = self.records as f64 * self.weight * per_record;
         self.rest
             .saturating_add((rows + self.scratch_at(fill)) as u64)
@@ -186,6 +191,7 @@ impl RowLimit {
                 scratch_cell: 1,
                 text_cell: 0,
                 encoding: 1,
+                readers: 1,
                 variants_chunk: 1,
             },
             scratch_extra: Arc::default(),
@@ -201,9 +207,9 @@ impl RowLimit {
     }
 
     /// Whether records laid out as `fill` says still fit: the wider scratch, `batch`
-    /// as it filled and the other rows in flight as planned (the readers hold each
-    /// row to its share of what is left: see [`RowWatch`]). `true` admits that
-    /// scratch, and the readers' rows get the less room.
+    /// as it filled and the other rows in flight as planned (each reader holds the
+    /// records it read lately to its share of what is left: see [`RowWatch`]). `true`
+    /// admits that scratch, and the readers get the less room.
     pub(crate) fn admit(&self, fill: Fill, batch: &Batch) -> bool {
         let c = &self.now;
         if c.cell(fill) <= c.scratch_cell && fill.variant_excess == 0 {

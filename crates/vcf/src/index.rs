@@ -297,12 +297,15 @@ impl Index {
             self.data_from(tid, pos as i64)
                 .is_none_or(|(first, _)| first >= target)
         };
-        // The smallest position whose records start at or past the target.
+        // The smallest position whose records start at or past the target, to the
+        // index's resolution: its offsets change only from one 16 kb window to the
+        // next (min_shift 14), so the search stops there (11 lookups for a 36 Mb
+        // contig instead of 25; each costs tens of µs on the planning thread).
         let (mut a, mut b) = (1u64, length.map_or(1 << 31, |l| l as u64).max(2));
         if !starts_past(b) {
             return 0;
         }
-        while a < b {
+        while b - a > 1 << 14 {
             let mid = a + (b - a) / 2;
             if starts_past(mid) {
                 b = mid;
@@ -310,7 +313,7 @@ impl Index {
                 a = mid + 1;
             }
         }
-        a
+        b
     }
 
     /// Compressed offset where a contig's records start (for file order).
