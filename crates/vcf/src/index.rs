@@ -289,6 +289,7 @@ impl Index {
     /// follow the records wherever they lie, not the header's length: a file of one
     /// region of a long contig (a biobank's pVCF block) is cut inside that region.
     pub fn locate(&self, tid: i32, length: Option<i64>, share: f64) -> u64 {
+        const WINDOW: u64 = 1 << 14;
         let Some((lo, hi)) = self.data_from(tid, 0) else {
             return 0;
         };
@@ -305,13 +306,21 @@ impl Index {
         if !starts_past(b) {
             return 0;
         }
-        while b - a > 1 << 14 {
+        while b - a > WINDOW {
             let mid = a + (b - a) / 2;
             if starts_past(mid) {
                 b = mid;
             } else {
                 a = mid + 1;
             }
+        }
+        // The start of `b`'s window, where the offsets change: a reader that begins
+        // there finds the piece's first record at the index's offset, where one that
+        // begins inside it re-scans the window's earlier lines (up to 16 kb of
+        // records: 30 ms of a 2,000-sample call set's).
+        let window_start = b / WINDOW * WINDOW;
+        if window_start >= a && window_start > 0 && starts_past(window_start) {
+            return window_start;
         }
         b
     }
