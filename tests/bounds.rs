@@ -736,6 +736,73 @@ fn refused_within_then_converted(gz: &Path, mib: u64) {
     );
 }
 
+/// One call with 50 ALT alleles among 5,000 samples whose other calls are `.` (as
+/// `bcftools merge` fills samples that lack a site): a line of 5 KB whose PL, laid out
+/// for every sample as wide as that one, takes 26 MB. It is refused before it is laid
+/// out, under `--max-mem`, whether the direct parse, htslib's or a BCF reads it.
+#[test]
+fn a_short_record_whose_values_expand_past_the_budget_is_refused() {
+    if !time_and_bgzip("a_short_record_whose_values_expand_past_the_budget_is_refused") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let samples = 5000;
+    let wide = |sample_two: &str| {
+        let alts: Vec<String> = (1..=50).map(|i| format!("A{}", "C".repeat(i))).collect();
+        let pl: Vec<String> = (0..51 * 52 / 2).map(|v| (v % 100).to_string()).collect();
+        let mut calls = vec![format!(
+            "0/50:{}:{}:PASS",
+            vec!["1"; 51].join(","),
+            pl.join(",")
+        )];
+        calls.push(sample_two.to_string());
+        calls.extend(std::iter::repeat_n("./.:.:.:.".to_string(), samples - 2));
+        format!(
+            "chr1\t{}\t.\tA\t{}\t.\tPASS\t.\tGT:AD:PL:FT\t{}",
+            41,
+            alts.join(","),
+            calls.join("\t")
+        )
+    };
+    let lines = |sample_two: &str| {
+        let mut lines: Vec<String> = (0..40)
+            .map(|i| call_line("chr1", i, samples, false))
+            .collect();
+        lines.push(wide(sample_two));
+        lines.into_iter()
+    };
+    // `+1` is left to htslib's parser, which would lay the record out itself.
+    let direct = calls_vcf(dir.path(), "direct", samples, lines("./.:.:.:."));
+    let general = calls_vcf(dir.path(), "general", samples, lines("./.:+1:.:."));
+    let bcf = dir.path().join("direct.bcf");
+    sh_ok(&format!(
+        "bcftools view --no-version -Ob -o {0} {1} && bcftools index -f {0}",
+        bcf.display(),
+        direct.display()
+    ));
+    for input in [&direct, &general, &bcf] {
+        let (ok, err, rss) = run_timed(
+            &["convert", "-q", "--max-mem", "40MiB"],
+            input,
+            &dir.path().join("o.zarr"),
+        );
+        eprintln!("{}: refused at peak RSS {} MiB", input.display(), rss >> 20);
+        assert!(!ok, "converted:\n{err}");
+        assert!(
+            err.contains(&format!(
+                "{}: record 41 (chr1:41): FORMAT/PL has 1326 values",
+                input.display()
+            )) && err.contains("bcftools annotate -x FORMAT/PL"),
+            "{err}"
+        );
+        assert!(
+            rss < 40 << 20,
+            "peak RSS {} MiB over --max-mem 40MiB",
+            rss >> 20
+        );
+    }
+}
+
 /// With several inputs (one contig each), a refusal names the file the record came
 /// from: here the second, whose last 300 records carry 7 ALT alleles.
 #[test]

@@ -485,16 +485,32 @@ impl Extractor {
             if p != b.len() + 1 || max_ploidy > 255 {
                 return Ok(false);
             }
-            // Number=A/R past the alleles: htslib's path gives the error.
+            // Number=A/R past the alleles: htslib's path gives the error. Every sample
+            // is laid out as wide as the widest (padded below, then in the batch):
+            // refused before that when it is more than one record may take.
             for (j, &field) in d.format_fields.iter().enumerate() {
-                if field == GT {
-                    continue;
-                }
-                let width = d.format[j].counts.iter().copied().max().unwrap_or(0);
-                if most_values(self.fields[field].number, alleles.len())
-                    .is_some_and(|m| width as usize > m)
-                {
-                    return Ok(false);
+                let (name, width, bytes) = match field {
+                    GT => (&b"GT"[..], max_ploidy, 4),
+                    _ => {
+                        let width = d.format[j].counts.iter().copied().max().unwrap_or(0);
+                        let slot = &self.fields[field];
+                        if most_values(slot.number, alleles.len())
+                            .is_some_and(|m| width as usize > m)
+                        {
+                            return Ok(false);
+                        }
+                        // (A string's offsets, beside its text.)
+                        let bytes = if d.format_kinds[j] == Kind::Str { 8 } else { 4 };
+                        (slot.name.as_bytes(), width as usize, bytes)
+                    }
+                };
+                if let Err(msg) = crate::limits::check_format_width(name, width, bytes, s) {
+                    return Err(Error::Record {
+                        path: path.into(),
+                        record: record_no + 1,
+                        locus: format!("{}:{pos}", String::from_utf8_lossy(chrom)),
+                        msg,
+                    });
                 }
             }
         }

@@ -459,6 +459,42 @@ impl Extractor {
         }
     }
 
+    /// A BCF record (or a text one htslib parsed) over what one record may take under
+    /// the memory budget (`limits`): its bytes as read, or a FORMAT field whose widest
+    /// sample, laid out for every sample as 32-bit values, is.
+    fn check_widths(&self, rec: &bcf::Record) -> std::result::Result<(), String> {
+        let inner = rec.inner;
+        // SAFETY: the record is live; fmt entries are read within n_fmt after the unpack.
+        unsafe {
+            let held = (*inner).shared.l + (*inner).indiv.l;
+            let max = crate::limits::max_line();
+            if held > max {
+                return Err(format!(
+                    "a record of {held} bytes, over the {max} bytes one record may take \
+                     under this memory budget (1/{} of --max-mem): raise --max-mem, or check \
+                     the record",
+                    crate::limits::LINE_BUDGET_FRACTION
+                ));
+            }
+            htslib::bcf_unpack(inner, htslib::BCF_UN_FMT as c_int);
+            for k in 0..(*inner).n_fmt() as usize {
+                let f = &*(*inner).d.fmt.add(k);
+                let width = f.n.max(0) as usize;
+                let bytes = if f.type_ as u32 == htslib::BCF_BT_CHAR {
+                    1
+                } else {
+                    4
+                };
+                if width.saturating_mul(bytes * self.n_samples) > max {
+                    // (The id is the header's: htslib checked it when it read the record.)
+                    let name = rec.header().id_to_name(bcf::header::Id(f.id as u32));
+                    crate::limits::check_format_width(&name, width, bytes, self.n_samples)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// [`Extractor::extract`] before the check for values the store cannot hold.
     fn extract_record(
         &mut self,
@@ -484,6 +520,7 @@ impl Extractor {
                  with a different header?)"
             )));
         };
+        self.check_widths(rec).map_err(err)?;
         let rlen = rec.rlen();
         let alleles = rec.alleles();
         self.flags.clear();

@@ -738,6 +738,9 @@ impl Lookups {
                 sample_columns(Some(calls))
             )
         };
+        // The widest value of each key over the samples: htslib lays every sample out
+        // that wide (`limits::check_format_width`).
+        let mut widest = vec![0usize; keys.len()];
         let (mut k, mut i, mut p) = (0, 0, 0);
         loop {
             if k >= n {
@@ -767,6 +770,12 @@ impl Lookups {
                 Some(_) => format!("sample {}, FORMAT/{}: {m}", self.samples[k], text(keys[i])),
                 None => format!("sample {}: {m}", self.samples[k]),
             })?;
+            let width = match checks[i] {
+                None => 1 + v.iter().filter(|&&b| b == b'/' || b == b'|').count(),
+                Some(VcfType::String | VcfType::Character) => v.len(),
+                Some(_) => 1 + memchr::memchr_iter(b',', v).count(),
+            };
+            widest[i] = widest[i].max(width);
             let e = p + v.len();
             match calls.get(e) {
                 None => {
@@ -780,6 +789,13 @@ impl Lookups {
         }
         if k != n {
             return Err(wrong_count());
+        }
+        for ((key, check), width) in keys.iter().zip(&checks).zip(widest) {
+            let bytes = match check {
+                Some(VcfType::String | VcfType::Character) => 1,
+                _ => 4,
+            };
+            crate::limits::check_format_width(key, width, bytes, n)?;
         }
         Ok(fix)
     }

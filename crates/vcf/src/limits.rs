@@ -78,6 +78,36 @@ pub(crate) fn too_long(len: usize) -> String {
     )
 }
 
+/// `Err` with the message for a FORMAT field whose widest sample holds `per_sample`
+/// values (or bytes, for text) of `value_bytes` each, when laying them out for every
+/// one of `samples` samples, as htslib's parse and the batch do, takes more than one
+/// record may: a merged cohort's one 50-allele call with its 1,326 PL values, the other
+/// samples `.`, is a short line that expands to 1,326 values a sample (26 MB at 5,000
+/// samples, 2.6 GB at 500,000).
+pub(crate) fn check_format_width(
+    field: &[u8],
+    per_sample: usize,
+    value_bytes: usize,
+    samples: usize,
+) -> std::result::Result<(), String> {
+    let need = per_sample
+        .saturating_mul(value_bytes)
+        .saturating_mul(samples);
+    let max = max_line();
+    if need <= max {
+        return Ok(());
+    }
+    let field = String::from_utf8_lossy(field);
+    Err(format!(
+        "FORMAT/{field} has {per_sample} values in one sample, which laid out for all \
+         {samples} samples take ~{} MB, over the {} MB one record may take under this memory \
+         budget (1/{LINE_BUDGET_FRACTION} of --max-mem): raise --max-mem, or drop the field \
+         from such records (`bcftools annotate -x FORMAT/{field}`)",
+        need.div_ceil(1 << 20),
+        max >> 20
+    ))
+}
+
 /// Bytes the parse takes per allele of a record (its offsets, htslib's pointers, the
 /// allele columns: 284 MB measured for a record of 10^7 ALT alleles).
 pub const BYTES_PER_ALLELE: usize = 32;
