@@ -609,7 +609,7 @@ fn replan_with_probe(
         samples_shard: plan.samples_shard,
         zstd_level,
     };
-    let p = crate::probe::run(input, schema, set, &piece, &geometry)?;
+    let p = crate::probe::run(input, schema, set, &piece, &geometry, plan_input.row_bytes)?;
     tracing::info!(
         "rate probe: {} records read in {:.1} ms, encoded in {:.1} ms by one thread: \
          reading is {:.0} % of the work",
