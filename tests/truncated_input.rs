@@ -293,11 +293,70 @@ fn a_bcf_cut_short_is_refused_with_the_same_message() {
     let cut = d.join("cut.bcf");
     std::fs::write(&cut, &bytes[..starts[starts.len() / 2]]).unwrap();
     let out = d.join("o.zarr");
-    let o = run(&["--force"], &[&cut, &out], None);
-    assert_refused(&o, "cut.bcf", "before reading any record");
-    let o = run(&["--force", "--allow-truncated"], &[&cut, &out], None);
-    let n = records(&o);
-    assert!(n > 0 && n < 20000, "{n}");
+    // One thread: htslib inflates; four: svar2's inflate threads feed htslib.
+    let mut held = Vec::new();
+    for threads in ["1", "4"] {
+        let o = run(&["--force", "--threads", threads], &[&cut, &out], None);
+        assert_refused(&o, "cut.bcf", "before reading any record");
+        let o = run(
+            &["--force", "--allow-truncated", "--threads", threads],
+            &[&cut, &out],
+            None,
+        );
+        let n = records(&o);
+        assert!(n > 0 && n < 20000, "{n}");
+        held.push((n, digest(&out)));
+    }
+    assert_eq!(held[0], held[1]);
+}
+
+/// A BCF whose middle block is damaged (one flipped bit), read as one stream with its
+/// blocks inflated by svar2 (`--threads 4`), is an error naming the block and its CRC
+/// check; the whole file gives the same store read either way.
+#[test]
+fn a_damaged_bcf_block_is_named_when_svar2_inflates_it() {
+    let test = "a_damaged_bcf_block_is_named_when_svar2_inflates_it";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let vcf = d.join("in.vcf");
+    std::fs::write(&vcf, vcf_text(20000)).unwrap();
+    let bcf = d.join("whole.bcf");
+    sh_ok(&format!(
+        "bcftools view -Ob -o {} {}",
+        bcf.display(),
+        vcf.display()
+    ));
+    let mut bytes = std::fs::read(&bcf).unwrap();
+    let starts = bgzf_block_starts(&bytes);
+    let (from, to) = (starts[starts.len() / 2], starts[starts.len() / 2 + 1]);
+    let whole = d.join("o.zarr");
+    let mut digests = Vec::new();
+    for threads in ["1", "4"] {
+        let o = run(&["--force", "--threads", threads], &[&bcf, &whole], None);
+        assert!(o.status.success(), "{}", stderr(&o));
+        digests.push(digest(&whole));
+    }
+    assert_eq!(digests[0], digests[1]);
+    bytes[(from + to) / 2] ^= 1;
+    let damaged = d.join("damaged.bcf");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let o = run(
+        &["--force", "--threads", "4"],
+        &[&damaged, &d.join("d.zarr")],
+        None,
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("damaged.bcf: record ")
+            && err.contains(&format!(
+                "the BGZF block at byte {from} does not inflate or fails its CRC check"
+            )),
+        "{err}"
+    );
 }
 
 #[test]

@@ -39,6 +39,14 @@ impl HtsFile {
         (!fp.is_null()).then_some(HtsFile(fp))
     }
 
+    /// Owns `fp`, an open handle (closed on drop).
+    ///
+    /// # Safety
+    /// `fp` is an open `htsFile` that nothing else closes.
+    pub(crate) unsafe fn from_ptr(fp: *mut htslib::htsFile) -> Option<HtsFile> {
+        (!fp.is_null()).then_some(HtsFile(fp))
+    }
+
     /// The raw handle, for htslib calls (valid while `self` lives).
     pub(crate) fn as_ptr(&self) -> *mut htslib::htsFile {
         self.0

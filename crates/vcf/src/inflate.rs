@@ -1,4 +1,5 @@
-//! Lines of a bgzipped VCF whose BGZF blocks are inflated on threads of their own,
+//! The bytes of a bgzipped file (`Inflated`: a BCF's, see `bcf_stream`) and the lines
+//! of a bgzipped VCF (`InflatedLines`), their BGZF blocks inflated on threads of their own,
 //! a few blocks at a time, ahead of the parse: on a FORMAT-heavy file inflate is ~40 %
 //! of the reading thread's time, and the reading thread is what every chunk row waits
 //! on. The `inflate` thread reads the compressed blocks; with more than one worker it
@@ -30,12 +31,18 @@ const MAX_BLOCK: usize = 64 * 1024;
 /// data was damaged there) arrives on a channel of its own, those channels in order.
 type Texts = Receiver<Receiver<Result<Vec<u8>, String>>>;
 
-/// A bgzipped file's lines from a virtual offset on, inflated ahead on threads.
-pub struct InflatedLines {
+/// A bgzipped file's inflated bytes from a virtual offset on, in order, a buffer at a
+/// time, inflated ahead on threads.
+pub struct Inflated {
     groups: Texts,
     /// The group being read.
     group: Option<Receiver<Result<Vec<u8>, String>>>,
     spent: Sender<Vec<u8>>,
+}
+
+/// A bgzipped file's lines from a virtual offset on, inflated ahead on threads.
+pub struct InflatedLines {
+    inflated: Inflated,
     buf: Vec<u8>,
     pos: usize,
     /// A line that began in an earlier buffer.
@@ -51,7 +58,7 @@ pub struct InflatedLines {
     max_line: usize,
 }
 
-impl InflatedLines {
+impl Inflated {
     /// Starts inflating `path` from the BGZF virtual offset `voffset` (as `bgzf_tell`
     /// gives it: block address << 16 | offset in the inflated block) on `workers`
     /// threads (the `inflate` thread itself when one).
@@ -63,7 +70,7 @@ impl InflatedLines {
         voffset: u64,
         cut: bool,
         workers: usize,
-    ) -> std::io::Result<InflatedLines> {
+    ) -> std::io::Result<Inflated> {
         let mut file = File::open(path)?;
         std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(voffset >> 16))?;
         let skip = (voffset & 0xffff) as usize;
@@ -122,22 +129,16 @@ impl InflatedLines {
                     }
                 }
             })?;
-        Ok(InflatedLines {
+        Ok(Inflated {
             groups,
             group: None,
             spent,
-            buf: Vec::new(),
-            pos: 0,
-            carry: Vec::new(),
-            line: None,
-            done: false,
-            unterminated: false,
-            max_line: crate::limits::max_line(),
         })
     }
 
-    /// The next inflated text in order; `None` after the last.
-    fn next_text(&mut self) -> Option<Result<Vec<u8>, String>> {
+    /// The next inflated bytes in order; `None` after the last, an `Err` where the
+    /// data is damaged (after the bytes before it).
+    pub fn next_text(&mut self) -> Option<Result<Vec<u8>, String>> {
         loop {
             if let Some(group) = &self.group {
                 match group.recv() {
@@ -147,6 +148,32 @@ impl InflatedLines {
             }
             self.group = Some(self.groups.recv().ok()?);
         }
+    }
+
+    /// Hands a buffer [`Inflated::next_text`] gave back for reuse.
+    pub fn give_back(&self, buf: Vec<u8>) {
+        let _ = self.spent.try_send(buf);
+    }
+}
+
+impl InflatedLines {
+    /// Lines of `path` from `voffset` on, inflated as [`Inflated::start`] says.
+    pub fn start(
+        path: &Path,
+        voffset: u64,
+        cut: bool,
+        workers: usize,
+    ) -> std::io::Result<InflatedLines> {
+        Ok(InflatedLines {
+            inflated: Inflated::start(path, voffset, cut, workers)?,
+            buf: Vec::new(),
+            pos: 0,
+            carry: Vec::new(),
+            line: None,
+            done: false,
+            unterminated: false,
+            max_line: crate::limits::max_line(),
+        })
     }
 
     /// Moves to the next line (without its `\n` or `\r\n`); `Ok(false)` at end of
@@ -169,10 +196,10 @@ impl InflatedLines {
                 self.unterminated = !self.carry.is_empty();
                 return Ok(self.unterminated);
             }
-            match self.next_text() {
+            match self.inflated.next_text() {
                 Some(Ok(next)) => {
                     let old = std::mem::replace(&mut self.buf, next);
-                    let _ = self.spent.try_send(old);
+                    self.inflated.give_back(old);
                     self.pos = 0;
                 }
                 Some(Err(e)) => return Err(e),

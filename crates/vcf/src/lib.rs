@@ -19,6 +19,7 @@
 //! `query` (`bcftools query -f` formats);
 //! `testing` (test data and the two-path check; tests and the `testing` feature only).
 
+mod bcf_stream;
 pub mod block;
 pub mod columns;
 mod diploid;

@@ -2,6 +2,7 @@
 //! reader): BCF through htslib's record reader, VCF text line by line (`fastvcf`),
 //! with the checks only a sequential reader can make (sortedness, truncation).
 
+use crate::bcf_stream::BcfStream;
 use crate::columns::RecordColumns;
 use crate::direct::Direct;
 use crate::error::{Error, Result};
@@ -11,7 +12,7 @@ use crate::ragged::Batch;
 use crate::schema::{contig_name, Schema};
 use crate::subset::Subset;
 use crate::truncation::truncation_hint;
-use rust_htslib::bcf::{self, Read};
+use rust_htslib::bcf;
 use rust_htslib::htslib;
 use std::path::{Path, PathBuf};
 
@@ -22,18 +23,20 @@ pub fn quiet_htslib() {
     unsafe { htslib::hts_set_log_level(htslib::htsLogLevel_HTS_LOG_OFF) };
 }
 
-/// Encoding threads (`--threads`) from which a BCF reader gets htslib's helper thread
-/// inflating BGZF blocks ahead of it: one streaming reader then feeds more encoders
-/// than it can keep busy. On two cores the helper only takes the encoders' time, its
-/// block-by-block hand-offs costing more than they save (htslib's thread pool adds
-/// 0.2 s of system time on sim.vcf.gz).
-const INFLATE_HELPER_THREADS: usize = 4;
-
 /// Encoding threads from which bgzipped VCF text is inflated on a thread of its own,
 /// in batches of blocks (`inflate`): the parse, which every chunk row waits on, then
 /// does not inflate. At `--threads 2` on two cores: fmt2000.vcf.gz 0.74 -> 0.65 s,
 /// fmt500 0.31 -> 0.28 s, w500k 0.96 -> 0.89 s (medians), sim.vcf.gz unchanged.
 const INFLATE_AHEAD_THREADS: usize = 2;
+
+/// Encoding threads from which a bgzipped BCF read as one stream is inflated on
+/// threads of its own (`bcf_stream`), as htslib's helper thread did before (unnamed,
+/// and one for all the blocks). At `--threads 2` on two cores the reading thread's
+/// work is no longer the bound, and the hand-off and the extra copy cost what it
+/// saves: fmt2000.bcf 0.95x wall, sim.bcf (GT only, inflating 16x) 1.07x. At 16
+/// threads, an unindexed fmt2000.bcf's bound (total CPU / busiest thread) goes from
+/// 4.3 to 6.6.
+const BCF_INFLATE_THREADS: usize = 4;
 
 /// Threads that inflate bgzipped text ahead for `threads` encoding threads: one up to
 /// three, then one per three. Inflate is a fifth to a third of the work of reading
@@ -85,7 +88,7 @@ pub enum TextLine {
 /// BCF goes through htslib's record reader; VCF text is read line by line so simple
 /// records can skip htslib's full parse (see `fastvcf`).
 enum Inner {
-    Hts(bcf::Reader, bcf::Record),
+    Hts(BcfStream, bcf::Record),
     /// The text, and the direct parse's lookups for the reader's schema.
     Text(Box<TextReader>, Box<Direct>),
     /// Inputs of different samples joined as `bcftools merge` joins them.
@@ -116,23 +119,32 @@ impl VcfReader {
         }
         let inner = match TextReader::open(path)? {
             Some(t) => Self::text(t, path, threads),
-            None => {
-                let mut reader = bcf::Reader::from_path(path).map_err(|e| Error::Open {
-                    path: path.into(),
-                    msg: format!(
-                        "not a VCF (plain or bgzipped) or BCF file: it does not start with a \
-                         VCF header ({e}){}",
-                        truncation_hint(path)
-                    ),
-                })?;
-                if threads >= INFLATE_HELPER_THREADS {
-                    let _ = reader.set_threads(1);
-                }
-                let rec = reader.empty_record();
-                Inner::Hts(reader, rec)
-            }
+            None => Self::bcf(Self::open_bcf(path, threads)?),
         };
         Self::finish_open(path, inner)
+    }
+
+    /// A BCF reader at its first record.
+    fn bcf(reader: BcfStream) -> Inner {
+        let rec = reader.empty_record();
+        Inner::Hts(reader, rec)
+    }
+
+    /// `path` opened by htslib as a BCF, its blocks inflated on threads of their own
+    /// from [`BCF_INFLATE_THREADS`] encoding threads on (`bcf_stream`).
+    fn open_bcf(path: &Path, threads: usize) -> Result<BcfStream> {
+        let workers = match threads >= BCF_INFLATE_THREADS {
+            true => inflaters(threads),
+            false => 0,
+        };
+        BcfStream::open(path, workers, false).map_err(|e| Error::Open {
+            path: path.into(),
+            msg: format!(
+                "not a VCF (plain or bgzipped) or BCF file: it does not start with a \
+                         VCF header ({e}){}",
+                truncation_hint(path)
+            ),
+        })
     }
 
     /// VCF text, bgzipped text inflated ahead on a thread of its own from
@@ -220,16 +232,24 @@ impl VcfReader {
     pub fn allow_truncated(&mut self, cut: bool) {
         self.allow_truncated = true;
         self.cut = cut;
-        if let (Inner::Text(t, _), true) = (&mut self.inner, cut) {
+        match (&mut self.inner, cut) {
             // Read ahead by svar2's own inflate, which knows where the last line ends
             // (and ends the stream at a last block the cut fell inside).
-            t.inflate_ahead_cut(&self.path);
+            (Inner::Text(t, _), true) => t.inflate_ahead_cut(&self.path),
+            // The same for a piped BCF, read again from its start (htslib read its
+            // header through the pipe); unpiped where that fails.
+            (Inner::Hts(reader, _), true) => {
+                if let Some(reader) = reader.reopen_cut() {
+                    self.inner = Self::bcf(reader);
+                }
+            }
+            _ => {}
         }
     }
 
     /// This reader set up for a conversion on `threads` threads, without reading the
     /// header again (0.1 s at 500,000 samples): VCF text starts inflating ahead where
-    /// that count calls for it; BCF is opened afresh only where it gets htslib's helper.
+    /// that count calls for it; a BCF is opened afresh only where it is then piped.
     pub fn for_threads(mut self, threads: usize) -> Result<VcfReader> {
         match &mut self.inner {
             Inner::Text(t, _) => {
@@ -238,8 +258,10 @@ impl VcfReader {
                 }
                 Ok(self)
             }
-            Inner::Hts(..)
-                if threads >= INFLATE_HELPER_THREADS && !crate::inputs::is_stdin(&self.path) =>
+            Inner::Hts(reader, _)
+                if threads >= BCF_INFLATE_THREADS
+                    && !reader.is_inflated()
+                    && !crate::inputs::is_stdin(&self.path) =>
             {
                 let mut r = VcfReader::open(&self.path, threads)?;
                 (r.allow_truncated, r.cut) = (self.allow_truncated, self.cut);
@@ -489,6 +511,13 @@ impl VcfReader {
             },
             Inner::Hts(reader, rec) => {
                 let last = (record_no > 0).then(|| (rec.rid().unwrap_or(0), rec.pos() + 1));
+                let locus = |reader: &BcfStream| match last {
+                    Some((rid, pos)) => format!(
+                        "after {}:{pos}",
+                        String::from_utf8_lossy(contig_name(reader.header(), rid).unwrap_or(b"?"))
+                    ),
+                    None => "first record".into(),
+                };
                 match reader.read(rec) {
                     None => Ok(Step::End),
                     Some(Ok(())) => match subset {
@@ -505,26 +534,15 @@ impl VcfReader {
                     // The cut fell inside the last record: dropped, as the user asked
                     // (the warning was given when the file was checked).
                     Some(Err(_)) if self.cut && self.allow_truncated => Ok(Step::End),
-                    Some(Err(e)) => {
-                        let locus = match last {
-                            Some((rid, pos)) => format!(
-                                "after {}:{pos}",
-                                String::from_utf8_lossy(
-                                    contig_name(reader.header(), rid).unwrap_or(b"?")
-                                )
-                            ),
-                            None => "first record".into(),
-                        };
-                        Err(Error::Record {
-                            path: self.path.clone(),
-                            record: record_no + 1,
-                            locus,
-                            msg: format!(
-                                "htslib could not read the record ({e}){}",
-                                truncation_hint(&self.path)
-                            ),
-                        })
-                    }
+                    Some(Err(e)) => Err(Error::Record {
+                        path: self.path.clone(),
+                        record: record_no + 1,
+                        locus: locus(reader),
+                        msg: format!(
+                            "htslib could not read the record ({e}){}",
+                            truncation_hint(&self.path)
+                        ),
+                    }),
                 }
             }
             Inner::Text(..) => match self.next_text_line(record_no)? {
