@@ -79,9 +79,9 @@ pub(crate) fn too_long(len: usize) -> String {
 }
 
 /// `Err` with the message for a FORMAT field whose widest sample holds `per_sample`
-/// values (or bytes, for text) of `value_bytes` each, when laying them out for every
-/// one of `samples` samples, as htslib's parse and the batch do, takes more than one
-/// record may: a merged cohort's one 50-allele call with its 1,326 PL values, the other
+/// values of `value_bytes` each (bytes of text where that is 1), when laying them out
+/// for every one of `samples` samples, as htslib's parse and the batch do, takes more
+/// than one record may: a merged cohort's one 50-allele call with its 1,326 PL values, the other
 /// samples `.`, is a short line that expands to 1,326 values a sample (26 MB at 5,000
 /// samples, 2.6 GB at 500,000).
 pub(crate) fn check_format_width(
@@ -98,8 +98,14 @@ pub(crate) fn check_format_width(
         return Ok(());
     }
     let field = String::from_utf8_lossy(field);
+    // (A string field is laid out a byte of its text at a time.)
+    let unit = if value_bytes == 1 {
+        "bytes of text"
+    } else {
+        "values"
+    };
     Err(format!(
-        "FORMAT/{field} has {per_sample} values in one sample, which laid out for all \
+        "FORMAT/{field} has {per_sample} {unit} in one sample, which laid out for all \
          {samples} samples take ~{} MB, over the {} MB one record may take under this memory \
          budget (1/{LINE_BUDGET_FRACTION} of --max-mem): raise --max-mem, or drop the field \
          from such records (`bcftools annotate -x FORMAT/{field}`)",
