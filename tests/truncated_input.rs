@@ -290,24 +290,29 @@ fn a_bcf_cut_short_is_refused_with_the_same_message() {
     ));
     let bytes = std::fs::read(&bcf).unwrap();
     let starts = bgzf_block_starts(&bytes);
+    let (mid, next) = (starts[starts.len() / 2], starts[starts.len() / 2 + 1]);
     let cut = d.join("cut.bcf");
-    std::fs::write(&cut, &bytes[..starts[starts.len() / 2]]).unwrap();
     let out = d.join("o.zarr");
-    // One thread: htslib inflates; four: svar2's inflate threads feed htslib.
-    let mut held = Vec::new();
-    for threads in ["1", "4"] {
-        let o = run(&["--force", "--threads", threads], &[&cut, &out], None);
-        assert_refused(&o, "cut.bcf", "before reading any record");
-        let o = run(
-            &["--force", "--allow-truncated", "--threads", threads],
-            &[&cut, &out],
-            None,
-        );
-        let n = records(&o);
-        assert!(n > 0 && n < 20000, "{n}");
-        held.push((n, digest(&out)));
+    // At a block's start, and inside a block (the first block too: bcftools writes
+    // the header in a block of its own).
+    for at in [mid, (mid + next) / 2, (starts[1] + starts[2]) / 2] {
+        std::fs::write(&cut, &bytes[..at]).unwrap();
+        // One thread: htslib inflates; four: svar2's inflate threads feed htslib.
+        let mut held = Vec::new();
+        for threads in ["1", "4"] {
+            let o = run(&["--force", "--threads", threads], &[&cut, &out], None);
+            assert_refused(&o, "cut.bcf", "before reading any record");
+            let o = run(
+                &["--force", "--allow-truncated", "--threads", threads],
+                &[&cut, &out],
+                None,
+            );
+            let n = records(&o);
+            assert!(n > 0 && n < 20000, "{n}");
+            held.push((n, digest(&out)));
+        }
+        assert_eq!(held[0], held[1], "cut at byte {at}");
     }
-    assert_eq!(held[0], held[1]);
 }
 
 /// A BCF whose middle block is damaged (one flipped bit), read as one stream with its
@@ -357,6 +362,23 @@ fn a_damaged_bcf_block_is_named_when_svar2_inflates_it() {
             )),
         "{err}"
     );
+    // Also cut short (its end-of-file block gone): converting what it holds still
+    // stops at the damage, whatever the threads (it stopped quietly there, exit 0).
+    let damaged_cut = d.join("damaged_cut.bcf");
+    std::fs::write(&damaged_cut, &bytes[..bytes.len() - 28]).unwrap();
+    for threads in ["1", "4"] {
+        let o = run(
+            &["--force", "--allow-truncated", "--threads", threads],
+            &[&damaged_cut, &d.join("d.zarr")],
+            None,
+        );
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "--threads {threads}: {err}");
+        assert!(
+            err.contains(&format!("the BGZF block at byte {from} ")),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -31,19 +31,32 @@ pub(crate) struct BcfStream {
 
 impl BcfStream {
     /// Opens `path`; a bgzipped file's blocks are inflated on `workers` threads when
-    /// that is at least one (see [`Inflated::start`], which `cut` is passed to). `Err`
-    /// says why htslib cannot read it as a BCF.
+    /// that is at least one (see [`Inflated::start`], which `cut` is passed to), else
+    /// by htslib, as they are where the inflated stream cannot be opened (a damaged
+    /// or cut block before the first record: htslib's reading then names it as
+    /// `--threads 1` does). `Err` says why htslib cannot read it as a BCF.
     pub(crate) fn open(path: &Path, workers: usize, cut: bool) -> Result<BcfStream, String> {
-        let damaged = Arc::new(Mutex::new(None));
-        let inflated = match workers > 0 && is_bgzf(path) {
-            true => inflated_file(path, workers, cut, &damaged),
-            false => None,
-        };
-        let workers = if inflated.is_some() { workers } else { 0 };
-        let fp = match inflated {
-            Some(fp) => fp,
-            None => HtsFile::open(path).ok_or("htslib cannot open it")?,
-        };
+        if workers > 0 && is_bgzf(path) {
+            let damaged = Arc::new(Mutex::new(None));
+            if let Some(fp) = inflated_file(path, workers, cut, &damaged) {
+                match Self::reading(fp, path, workers, cut, damaged) {
+                    Ok(stream) => return Ok(stream),
+                    Err(e) => tracing::debug!("{}: inflated by htslib ({e})", path.display()),
+                }
+            }
+        }
+        let fp = HtsFile::open(path).ok_or("htslib cannot open it")?;
+        Self::reading(fp, path, 0, cut, Arc::new(Mutex::new(None)))
+    }
+
+    /// `fp` at its first record, its header read.
+    fn reading(
+        fp: HtsFile,
+        path: &Path,
+        workers: usize,
+        cut: bool,
+        damaged: Arc<Mutex<Option<String>>>,
+    ) -> Result<BcfStream, String> {
         // SAFETY: the handle is open; the format pointer is checked for null.
         let is_variants = unsafe {
             let fmt = htslib::hts_get_format(fp.as_ptr());
@@ -57,10 +70,7 @@ impl BcfStream {
         let header = unsafe {
             let h = htslib::bcf_hdr_read(fp.as_ptr());
             if h.is_null() {
-                return Err(match damaged.lock().ok().and_then(|d| d.clone()) {
-                    Some(e) => e,
-                    None => "htslib cannot read its header".into(),
-                });
+                return Err("htslib cannot read its header".into());
             }
             HeaderView::from_ptr(h)
         };
@@ -75,12 +85,15 @@ impl BcfStream {
     }
 
     /// The same file opened again from its start, a last block cut short read as its
-    /// end (`--allow-truncated`); `None` when it is not inflated here (htslib's own
-    /// reader then decides) or cannot be opened again.
+    /// end (`--allow-truncated`), its blocks inflated here (one thread at least), so
+    /// that a block damaged elsewhere stays an error, told apart from the cut.
+    /// `None` when it is read so already, or cannot be.
     pub(crate) fn reopen_cut(&self) -> Option<BcfStream> {
-        (self.workers > 0 && !self.cut)
-            .then(|| BcfStream::open(&self.path, self.workers, true).ok())
-            .flatten()
+        if self.cut && self.is_inflated() {
+            return None;
+        }
+        let stream = BcfStream::open(&self.path, self.workers.max(1), true).ok()?;
+        stream.is_inflated().then_some(stream)
     }
 
     /// Whether svar2 inflates the blocks (htslib reads inflated bytes).
@@ -99,22 +112,31 @@ impl BcfStream {
     }
 
     /// Reads the next record into `rec` (unpacked): `None` at the end, `Err` with
-    /// why it cannot be read (a damaged block names its offset).
-    pub(crate) fn read(&mut self, rec: &mut bcf::Record) -> Option<Result<(), String>> {
+    /// why it cannot be read.
+    pub(crate) fn read(&mut self, rec: &mut bcf::Record) -> Option<Result<(), ReadError>> {
         // SAFETY: the handle and header are open; `rec` was made for this header.
         let r = unsafe { htslib::bcf_read(self.fp.as_ptr(), self.header.as_ptr(), rec.inner) };
         let damaged = self.damaged.lock().ok().and_then(|d| d.clone());
         match (r, damaged) {
-            (_, Some(e)) => Some(Err(e)),
+            (_, Some(e)) => Some(Err(ReadError::Damaged(e))),
             (0, None) => {
                 // SAFETY: a record htslib just read and checked.
                 unsafe { htslib::bcf_unpack(rec.inner, htslib::BCF_UN_ALL as c_int) };
                 Some(Ok(()))
             }
             (-1, None) => None,
-            (_, None) => Some(Err("an invalid BCF record".into())),
+            (_, None) => Some(Err(ReadError::Invalid)),
         }
     }
+}
+
+/// Why a record cannot be read.
+pub(crate) enum ReadError {
+    /// A block svar2 inflated is damaged (named, with its offset): an error even in a
+    /// file cut short whose records are converted as far as they go.
+    Damaged(String),
+    /// htslib could not read the record: where a file was cut short, the cut.
+    Invalid,
 }
 
 /// Whether `path` starts with a BGZF block header (gzip, FEXTRA, the `BC` subfield).

@@ -2,7 +2,7 @@
 //! reader): BCF through htslib's record reader, VCF text line by line (`fastvcf`),
 //! with the checks only a sequential reader can make (sortedness, truncation).
 
-use crate::bcf_stream::BcfStream;
+use crate::bcf_stream::{BcfStream, ReadError};
 use crate::columns::RecordColumns;
 use crate::direct::Direct;
 use crate::error::{Error, Result};
@@ -236,8 +236,8 @@ impl VcfReader {
             // Read ahead by svar2's own inflate, which knows where the last line ends
             // (and ends the stream at a last block the cut fell inside).
             (Inner::Text(t, _), true) => t.inflate_ahead_cut(&self.path),
-            // The same for a piped BCF, read again from its start (htslib read its
-            // header through the pipe); unpiped where that fails.
+            // A BCF is read again from its start, its blocks inflated by svar2, which
+            // tells a damaged block from the cut (htslib's reader where that fails).
             (Inner::Hts(reader, _), true) => {
                 if let Some(reader) = reader.reopen_cut() {
                     self.inner = Self::bcf(reader);
@@ -264,7 +264,9 @@ impl VcfReader {
                     && !crate::inputs::is_stdin(&self.path) =>
             {
                 let mut r = VcfReader::open(&self.path, threads)?;
-                (r.allow_truncated, r.cut) = (self.allow_truncated, self.cut);
+                if self.allow_truncated {
+                    r.allow_truncated(self.cut); // (read again in cut mode where cut)
+                }
                 if let Some(s) = self.subset.take() {
                     r.schema = self.schema.clone();
                     r.subset = Some(s);
@@ -533,15 +535,20 @@ impl VcfReader {
                     },
                     // The cut fell inside the last record: dropped, as the user asked
                     // (the warning was given when the file was checked).
-                    Some(Err(_)) if self.cut && self.allow_truncated => Ok(Step::End),
+                    Some(Err(ReadError::Invalid)) if self.cut && self.allow_truncated => {
+                        Ok(Step::End)
+                    }
                     Some(Err(e)) => Err(Error::Record {
                         path: self.path.clone(),
                         record: record_no + 1,
                         locus: locus(reader),
-                        msg: format!(
-                            "htslib could not read the record ({e}){}",
-                            truncation_hint(&self.path)
-                        ),
+                        msg: match e {
+                            ReadError::Damaged(msg) => msg,
+                            ReadError::Invalid => format!(
+                                "htslib could not read the record (an invalid BCF record){}",
+                                truncation_hint(&self.path)
+                            ),
+                        },
                     }),
                 }
             }
