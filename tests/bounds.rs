@@ -738,8 +738,9 @@ fn refused_within_then_converted(gz: &Path, mib: u64) {
 
 /// One call with 50 ALT alleles among 5,000 samples whose other calls are `.` (as
 /// `bcftools merge` fills samples that lack a site): a line of 5 KB whose PL, laid out
-/// for every sample as wide as that one, takes 26 MB. It is refused before it is laid
-/// out, under `--max-mem`, whether the direct parse, htslib's or a BCF reads it.
+/// for every sample as wide as that one, takes 26 MB. Past the records the plan reads,
+/// it is refused before it is laid out, under `--max-mem`, whether the direct parse,
+/// htslib's or a BCF reads it; among them, the plan names the budget that converts it.
 #[test]
 fn a_short_record_whose_values_expand_past_the_budget_is_refused() {
     if !time_and_bgzip("a_short_record_whose_values_expand_past_the_budget_is_refused") {
@@ -747,7 +748,7 @@ fn a_short_record_whose_values_expand_past_the_budget_is_refused() {
     }
     let dir = tempfile::tempdir().unwrap();
     let samples = 5000;
-    let wide = |sample_two: &str| {
+    let wide = |pos: usize, sample_two: &str| {
         let alts: Vec<String> = (1..=50).map(|i| format!("A{}", "C".repeat(i))).collect();
         let pl: Vec<String> = (0..51 * 52 / 2).map(|v| (v % 100).to_string()).collect();
         let mut calls = vec![format!(
@@ -758,28 +759,36 @@ fn a_short_record_whose_values_expand_past_the_budget_is_refused() {
         calls.push(sample_two.to_string());
         calls.extend(std::iter::repeat_n("./.:.:.:.".to_string(), samples - 2));
         format!(
-            "chr1\t{}\t.\tA\t{}\t.\tPASS\t.\tGT:AD:PL:FT\t{}",
-            41,
+            "chr1\t{pos}\t.\tA\t{}\t.\tPASS\t.\tGT:AD:PL:FT\t{}",
             alts.join(","),
             calls.join("\t")
         )
     };
-    let lines = |sample_two: &str| {
-        let mut lines: Vec<String> = (0..40)
-            .map(|i| call_line("chr1", i, samples, false))
+    // Record `at` (1-based) is the wide one, among 200.
+    let lines = |at: usize, sample_two: &str| {
+        let lines: Vec<String> = (0..200)
+            .map(|i| match i + 1 == at {
+                true => wide(i + 1, sample_two),
+                false => call_line("chr1", i, samples, false),
+            })
             .collect();
-        lines.push(wide(sample_two));
         lines.into_iter()
     };
+    let bcf_of = |vcf: &Path| {
+        let bcf = vcf.with_extension("").with_extension("bcf");
+        sh_ok(&format!(
+            "bcftools view --no-version -Ob -o {0} {1} && bcftools index -f {0}",
+            bcf.display(),
+            vcf.display()
+        ));
+        bcf
+    };
+    // Record 150: past the 64 records the plan reads at the start (the others, all
+    // in the contig's first 16 kb, give its index no spots).
     // `+1` is left to htslib's parser, which would lay the record out itself.
-    let direct = calls_vcf(dir.path(), "direct", samples, lines("./.:.:.:."));
-    let general = calls_vcf(dir.path(), "general", samples, lines("./.:+1:.:."));
-    let bcf = dir.path().join("direct.bcf");
-    sh_ok(&format!(
-        "bcftools view --no-version -Ob -o {0} {1} && bcftools index -f {0}",
-        bcf.display(),
-        direct.display()
-    ));
+    let direct = calls_vcf(dir.path(), "direct", samples, lines(150, "./.:.:.:."));
+    let general = calls_vcf(dir.path(), "general", samples, lines(150, "./.:+1:.:."));
+    let bcf = bcf_of(&direct);
     for input in [&direct, &general, &bcf] {
         let (ok, err, rss) = run_timed(
             &["convert", "-q", "--max-mem", "40MiB"],
@@ -790,7 +799,7 @@ fn a_short_record_whose_values_expand_past_the_budget_is_refused() {
         assert!(!ok, "converted:\n{err}");
         assert!(
             err.contains(&format!(
-                "{}: record 41 (chr1:41): FORMAT/PL has 1326 values",
+                "{}: record 150 (chr1:150): FORMAT/PL has 1326 values",
                 input.display()
             )) && err.contains("bcftools annotate -x FORMAT/PL"),
             "{err}"
@@ -799,6 +808,39 @@ fn a_short_record_whose_values_expand_past_the_budget_is_refused() {
             rss < 40 << 20,
             "peak RSS {} MiB over --max-mem 40MiB",
             rss >> 20
+        );
+    }
+    // Record 10, which the plan reads: it names the budget, which converts it.
+    let early = calls_vcf(dir.path(), "early", samples, lines(10, "./.:.:.:."));
+    for input in [&early, &bcf_of(&early)] {
+        let plan = svar2()
+            .args(["plan", "--dry-run", "--max-mem", "40MiB"])
+            .arg(input)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&plan.stderr).into_owned();
+        assert!(!plan.status.success(), "{err}");
+        let budget = err
+            .split("pass --max-mem ")
+            .nth(1)
+            .and_then(|t| t.split(" or more").next())
+            .unwrap_or_else(|| panic!("{err}"))
+            .replace(' ', "");
+        let (ok, err, rss) = run_timed(
+            &["convert", "-q", "--force", "--max-mem", &budget],
+            input,
+            &dir.path().join("ok.zarr"),
+        );
+        eprintln!(
+            "{}: --max-mem {budget}: peak RSS {} MiB",
+            input.display(),
+            rss >> 20
+        );
+        assert!(ok, "--max-mem {budget}: {err}");
+        let mib: f64 = budget.trim_end_matches("MiB").parse().unwrap();
+        assert!(
+            (rss as f64) < mib * (1 << 20) as f64,
+            "peak RSS {rss} over {budget}"
         );
     }
 }

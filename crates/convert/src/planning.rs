@@ -641,30 +641,39 @@ enum Prefix<'a> {
 /// say (an undeclared contig, a bad record) the conversion says once, when it reads
 /// them. Read as it reads them: BGZF text by svar2's own inflate, which refuses a
 /// line over the budget's limit before holding it whole.
+/// A record read that needs more of the budget than one record may take (its FORMAT
+/// values laid out, its alleles) is the plan's error: its message names the record
+/// and the `--max-mem` that holds it, where the conversion would refuse it later.
 fn sample_rows(
     paths: &[PathBuf],
     counts: Option<&[u64]>,
     schema: &Schema,
     set: &ArraySet,
     request: &PlanRequest,
-) -> Option<crate::prefix::RowBytes> {
+) -> svar2_vcf::Result<Option<crate::prefix::RowBytes>> {
     let quiet = tracing::subscriber::NoSubscriber::default();
     tracing::subscriber::with_default(quiet, || {
-        let head = |p: &PathBuf| {
-            let reader = open_input(p, 1, request).ok()?;
-            let reader = reader.for_threads(crate::prefix::READ_THREADS).ok()?;
-            crate::prefix::measure(reader, schema, set)
+        let mut heads: Option<crate::prefix::RowBytes> = None;
+        for p in paths {
+            let Some(reader) = open_input(p, 1, request)
+                .ok()
+                .and_then(|r| r.for_threads(crate::prefix::READ_THREADS).ok())
+            else {
+                continue;
+            };
+            if let Some(m) = crate::prefix::measure(reader, schema, set)? {
+                heads = Some(heads.map_or(m, |h| h.most(m)));
+            }
+        }
+        let Some(heads) = heads else {
+            return Ok(None);
         };
-        let heads = paths
-            .iter()
-            .filter_map(head)
-            .reduce(crate::prefix::RowBytes::most)?;
-        match (paths, counts) {
+        Ok(match (paths, counts) {
             ([one], Some(counts)) => {
-                crate::prefix::measure_spots(one, schema, set, counts, heads).or(Some(heads))
+                crate::prefix::measure_spots(one, schema, set, counts, heads)?.or(Some(heads))
             }
             _ => Some(heads),
-        }
+        })
     })
 }
 
@@ -731,7 +740,7 @@ fn plan_schema(
             let counts: Vec<u64> = contigs.iter().map(|c| c.cost).collect();
             let indexed_counts = index.is_some().then_some(counts.as_slice());
             match readable {
-                true => sample_rows(paths, indexed_counts, &schema, &set, request),
+                true => sample_rows(paths, indexed_counts, &schema, &set, request)?,
                 false => None,
             }
         }

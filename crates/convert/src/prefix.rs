@@ -66,8 +66,13 @@ impl RowBytes {
 /// conversion will open it) into one batch with `schema`'s columns, and measures
 /// them. `None` when the input has no records, or its first ones fail to read: the
 /// plan then charges the header's worst case, and the conversion names the error.
-pub fn measure(reader: VcfReader, schema: &Schema, set: &ArraySet) -> Option<RowBytes> {
-    let path = reader.path.clone();
+/// `Err` for a record that needs more of the budget than one record may take
+/// ([`size_refusal`]).
+pub fn measure(
+    reader: VcfReader,
+    schema: &Schema,
+    set: &ArraySet,
+) -> svar2_vcf::Result<Option<RowBytes>> {
     let never = Box::new(|_: &std::path::Path| unreachable!("one input"));
     let mut stream = Stream::many(reader, Vec::new(), never, schema, &set.record);
     let mut batch = Batch::new(&set.record.specs, schema.samples.len(), 0);
@@ -77,12 +82,23 @@ pub fn measure(reader: VcfReader, schema: &Schema, set: &ArraySet) -> Option<Row
             Ok(true) => {}
             Ok(false) => break,
             Err(e) => {
-                tracing::debug!("{}: prefix probe stopped: {e}", path.display());
+                size_refusal(e)?;
                 break;
             }
         }
     }
-    estimate(&batch, schema, set)
+    Ok(estimate(&batch, schema, set))
+}
+
+/// `Err(e)` where `e` refused a record for the budget it needs (`svar2_vcf::limits`
+/// noted how much: its FORMAT values laid out, its alleles): the plan names it rather
+/// than plan from the records before it. Other errors are the conversion's to name.
+fn size_refusal(e: svar2_vcf::Error) -> svar2_vcf::Result<()> {
+    if svar2_vcf::limits::needed_budget() > 0 {
+        return Err(e);
+    }
+    tracing::debug!("the sample probe stopped: {e}");
+    Ok(())
 }
 
 /// What `batch`'s records say a row of the input fills (see [`RowBytes`]); `None`
@@ -130,20 +146,25 @@ pub const SPOT_RECORDS: usize = 16;
 /// [`RowBytes`] of up to [`SPOT_RECORDS`] records at the start of up to [`SPOTS`]
 /// pieces of `input` (read through its index; `counts` are its records per contig),
 /// each taken on its own, and the most any fills, with `head` (what the file's first
-/// records measured). `None` without a usable index.
+/// records measured). `None` without a usable index; `Err` as [`measure`] says.
 pub fn measure_spots(
     input: &std::path::Path,
     schema: &Schema,
     set: &ArraySet,
     counts: &[u64],
     head: RowBytes,
-) -> Option<RowBytes> {
+) -> svar2_vcf::Result<Option<RowBytes>> {
     // The starts of pieces cut by bytes (the records wherever they lie) and by
     // position (records packed closer than the index tells apart), each spot read
     // up to the next.
     use svar2_vcf::pieces::{cut_pieces, Cut};
-    let mut pieces = cut_pieces(input, schema, counts, 4, Cut::Bytes)?;
-    pieces.extend(cut_pieces(input, schema, counts, 4, Cut::Position)?);
+    let (Some(mut pieces), Some(by_position)) = (
+        cut_pieces(input, schema, counts, 4, Cut::Bytes),
+        cut_pieces(input, schema, counts, 4, Cut::Position),
+    ) else {
+        return Ok(None);
+    };
+    pieces.extend(by_position);
     pieces.sort_by_key(|p| (p.rid, p.beg));
     pieces.dedup_by_key(|p| (p.rid, p.beg));
     for i in 0..pieces.len() {
@@ -165,11 +186,21 @@ pub fn measure_spots(
     // (A quarter of the head's bytes at each spot: they add up over many contigs.)
     let bytes = PREFIX_BYTES as u64 / 4;
     let rows = (bytes / head.row.max(1)).clamp(1, SPOT_RECORDS as u64) as usize;
-    let mut reader = svar2_vcf::pieces::PieceReader::open(input, schema, &set.record).ok()?;
+    let Ok(mut reader) = svar2_vcf::pieces::PieceReader::open(input, schema, &set.record) else {
+        return Ok(None);
+    };
     let n_samples = schema.samples.len();
-    let spots = order.iter().take(SPOTS).filter_map(|&(_, _, i)| {
-        let got = reader.first_rows(&pieces[i], rows, &set.record.specs, n_samples);
-        estimate(&got.ok()??, schema, set)
-    });
-    Some(spots.fold(head, RowBytes::most))
+    let mut most = head;
+    for &(_, _, i) in order.iter().take(SPOTS) {
+        match reader.first_rows(&pieces[i], rows, &set.record.specs, n_samples) {
+            Ok(Some(batch)) => {
+                if let Some(m) = estimate(&batch, schema, set) {
+                    most = most.most(m);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => size_refusal(e)?,
+        }
+    }
+    Ok(Some(most))
 }

@@ -488,23 +488,45 @@ impl Extractor {
             // Number=A/R past the alleles: htslib's path gives the error. Every sample
             // is laid out as wide as the widest (padded below, then in the batch):
             // refused before that when it is more than one record may take.
+            let mut laid_out = 0u64;
             for (j, &field) in d.format_fields.iter().enumerate() {
-                let (name, width, bytes) = match field {
-                    GT => (&b"GT"[..], max_ploidy, 4),
+                let (width, bytes) = match field {
+                    GT => (max_ploidy, 4),
                     _ => {
                         let width = d.format[j].counts.iter().copied().max().unwrap_or(0);
-                        let slot = &self.fields[field];
-                        if most_values(slot.number, alleles.len())
+                        if most_values(self.fields[field].number, alleles.len())
                             .is_some_and(|m| width as usize > m)
                         {
                             return Ok(false);
                         }
                         // (A string's offsets, beside its text.)
-                        let bytes = if d.format_kinds[j] == Kind::Str { 8 } else { 4 };
-                        (slot.name.as_bytes(), width as usize, bytes)
+                        (
+                            width as usize,
+                            if d.format_kinds[j] == Kind::Str { 8 } else { 4 },
+                        )
                     }
                 };
-                if let Err(msg) = crate::limits::check_format_width(name, width, bytes, s) {
+                laid_out = laid_out.saturating_add(
+                    (width as u64)
+                        .saturating_mul(bytes)
+                        .saturating_mul(s as u64),
+                );
+            }
+            if laid_out > crate::limits::values_limit() {
+                // Over: each field named and measured again, for the message.
+                let widths = d
+                    .format_fields
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &field)| match field {
+                        GT => (&b"GT"[..], max_ploidy, 4),
+                        _ => {
+                            let width = d.format[j].counts.iter().copied().max().unwrap_or(0);
+                            let bytes = if d.format_kinds[j] == Kind::Str { 8 } else { 4 };
+                            (self.fields[field].name.as_bytes(), width as usize, bytes)
+                        }
+                    });
+                if let Err(msg) = crate::limits::check_format_widths(widths, s) {
                     return Err(Error::Record {
                         path: path.into(),
                         record: record_no + 1,

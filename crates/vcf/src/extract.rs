@@ -460,39 +460,49 @@ impl Extractor {
     }
 
     /// A BCF record (or a text one htslib parsed) over what one record may take under
-    /// the memory budget (`limits`): its bytes as read, or a FORMAT field whose widest
-    /// sample, laid out for every sample as 32-bit values, is.
+    /// the memory budget (`limits`): its bytes as read, or its FORMAT fields laid out
+    /// for every sample as 32-bit values, as wide as the widest sample.
     fn check_widths(&self, rec: &bcf::Record) -> std::result::Result<(), String> {
         let inner = rec.inner;
-        // SAFETY: the record is live; fmt entries are read within n_fmt after the unpack.
+        // SAFETY: the record is live; fmt entries are read within n_fmt after the
+        // unpack; their ids are the header's (htslib checked them when it read the
+        // record).
         unsafe {
             let held = (*inner).shared.l + (*inner).indiv.l;
-            let max = crate::limits::max_line();
-            if held > max {
-                return Err(format!(
-                    "a record of {held} bytes, over the {max} bytes one record may take \
-                     under this memory budget (1/{} of --max-mem): raise --max-mem, or check \
-                     the record",
-                    crate::limits::LINE_BUDGET_FRACTION
-                ));
+            if held > crate::limits::max_line() {
+                return Err(crate::limits::record_too_large(held));
             }
             htslib::bcf_unpack(inner, htslib::BCF_UN_FMT as c_int);
-            for k in 0..(*inner).n_fmt() as usize {
-                let f = &*(*inner).d.fmt.add(k);
-                let width = f.n.max(0) as usize;
-                let bytes = if f.type_ as u32 == htslib::BCF_BT_CHAR {
-                    1
-                } else {
-                    4
-                };
-                if width.saturating_mul(bytes * self.n_samples) > max {
-                    // (The id is the header's: htslib checked it when it read the record.)
-                    let name = rec.header().id_to_name(bcf::header::Id(f.id as u32));
-                    crate::limits::check_format_width(&name, width, bytes, self.n_samples)?;
-                }
+            let n_fmt = (*inner).n_fmt() as usize;
+            if n_fmt == 0 {
+                return Ok(());
             }
+            let fmt = std::slice::from_raw_parts((*inner).d.fmt, n_fmt);
+            let value_bytes = |f: &htslib::bcf_fmt_t| match f.type_ as u32 {
+                htslib::BCF_BT_CHAR => 1u64,
+                _ => 4,
+            };
+            let total: u64 = fmt
+                .iter()
+                .map(|f| f.n.max(0) as u64 * value_bytes(f) * self.n_samples as u64)
+                .sum();
+            if total <= crate::limits::values_limit() {
+                return Ok(());
+            }
+            // Over: named for the message.
+            let names: Vec<Vec<u8>> = fmt
+                .iter()
+                .map(|f| rec.header().id_to_name(bcf::header::Id(f.id as u32)))
+                .collect();
+            let fields = fmt.iter().zip(&names).map(|(f, name)| {
+                (
+                    name.as_slice(),
+                    f.n.max(0) as usize,
+                    value_bytes(f) as usize,
+                )
+            });
+            crate::limits::check_format_widths(fields, self.n_samples)
         }
-        Ok(())
     }
 
     /// [`Extractor::extract`] before the check for values the store cannot hold.

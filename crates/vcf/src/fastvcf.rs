@@ -739,7 +739,7 @@ impl Lookups {
             )
         };
         // The widest value of each key over the samples: htslib lays every sample out
-        // that wide (`limits::check_format_width`).
+        // that wide (`limits::check_format_widths`).
         let mut widest = vec![0usize; keys.len()];
         let (mut k, mut i, mut p) = (0, 0, 0);
         loop {
@@ -790,13 +790,18 @@ impl Lookups {
         if k != n {
             return Err(wrong_count());
         }
-        for ((key, check), width) in keys.iter().zip(&checks).zip(widest) {
-            let bytes = match check {
-                Some(VcfType::String | VcfType::Character) => 1,
-                _ => 4,
-            };
-            crate::limits::check_format_width(key, width, bytes, n)?;
-        }
+        let widths = keys
+            .iter()
+            .zip(&checks)
+            .zip(widest)
+            .map(|((key, check), width)| {
+                let bytes = match check {
+                    Some(VcfType::String | VcfType::Character) => 1,
+                    _ => 4,
+                };
+                (*key, width, bytes)
+            });
+        crate::limits::check_format_widths(widths, n)?;
         Ok(fix)
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Result};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// The limit in bytes (no limit until a conversion sets one).
 static MAX_LINE: AtomicUsize = AtomicUsize::new(usize::MAX);
@@ -32,6 +32,7 @@ pub fn set_budget(budget: u64) {
         usize::try_from(budget).unwrap_or(usize::MAX),
         Ordering::Relaxed,
     );
+    NEEDED.store(0, Ordering::Relaxed);
 }
 
 /// Refuses a text header whose samples alone would take more than the budget, from
@@ -78,25 +79,81 @@ pub(crate) fn too_long(len: usize) -> String {
     )
 }
 
-/// `Err` with the message for a FORMAT field whose widest sample holds `per_sample`
-/// values of `value_bytes` each (bytes of text where that is 1), when laying them out
-/// for every one of `samples` samples, as htslib's parse and the batch do, takes more
-/// than one record may: a merged cohort's one 50-allele call with its 1,326 PL values, the other
-/// samples `.`, is a short line that expands to 1,326 values a sample (26 MB at 5,000
-/// samples, 2.6 GB at 500,000).
-pub(crate) fn check_format_width(
-    field: &[u8],
-    per_sample: usize,
-    value_bytes: usize,
+/// What to say of a BCF record of `len` bytes (its size read, exact) over the limit;
+/// notes the budget it needs.
+pub(crate) fn record_too_large(len: usize) -> String {
+    let least = (len as u64).saturating_mul(LINE_BUDGET_FRACTION);
+    needs(least);
+    format!(
+        "a BCF record of {len} bytes, over the {} bytes one record may take under this \
+         memory budget (1/{LINE_BUDGET_FRACTION} of --max-mem): pass --max-mem {} or more, \
+         or check the record",
+        max_line(),
+        mib_up(least)
+    )
+}
+
+/// Share of the memory budget one record's FORMAT values may take laid out as 32-bit
+/// values, every sample as wide as the widest (htslib's parse and the batch pad them
+/// so): they are held twice (padded, then in the batch's column, ~1.5–2× that size),
+/// about the share a line at a quarter takes held as text and columns (~2.6×).
+pub const VALUES_BUDGET_FRACTION: u64 = 3;
+
+/// The least budget a record refused for its size needs (the most over the refusals
+/// since [`set_budget`]; 0 when none): what a plan that sampled it must ask for.
+static NEEDED: AtomicU64 = AtomicU64::new(0);
+
+/// Notes that a record needs a budget of `bytes` (see [`needed_budget`]).
+fn needs(bytes: u64) {
+    NEEDED.fetch_max(bytes, Ordering::Relaxed);
+}
+
+/// The least budget the records refused for their size since the budget was set
+/// need (0 when none was): the plan reads it after sampling records.
+pub fn needed_budget() -> u64 {
+    NEEDED.load(Ordering::Relaxed)
+}
+
+/// Bytes one record's FORMAT values may take laid out (see
+/// [`VALUES_BUDGET_FRACTION`]).
+pub(crate) fn values_limit() -> u64 {
+    BUDGET.load(Ordering::Relaxed) as u64 / VALUES_BUDGET_FRACTION
+}
+
+/// `Err` with the message for a record whose FORMAT fields — each `(name, values in
+/// its widest sample, bytes a value)`, bytes of text where that is 1 — laid out for
+/// every one of `samples` samples take more than [`VALUES_BUDGET_FRACTION`] of the
+/// budget: a merged cohort's one 50-allele call with its 1,326 PL values, the other
+/// samples `.`, is a short line whose PL takes 26 MB laid out at 5,000 samples (2.6 GB
+/// at 500,000). Named by the field that takes the most.
+pub(crate) fn check_format_widths<'a>(
+    fields: impl Iterator<Item = (&'a [u8], usize, usize)>,
     samples: usize,
 ) -> std::result::Result<(), String> {
-    let need = per_sample
-        .saturating_mul(value_bytes)
-        .saturating_mul(samples);
-    let max = max_line();
-    if need <= max {
+    let max = values_limit();
+    let (mut total, mut widest, mut others) = (0u64, None, 0);
+    for (name, per_sample, value_bytes) in fields {
+        let bytes = (per_sample as u64)
+            .saturating_mul(value_bytes as u64)
+            .saturating_mul(samples as u64);
+        total = total.saturating_add(bytes);
+        match widest {
+            Some((_, _, _, b)) if b >= bytes => others += 1,
+            Some(_) => {
+                others += 1;
+                widest = Some((name, per_sample, value_bytes, bytes));
+            }
+            None => widest = Some((name, per_sample, value_bytes, bytes)),
+        }
+    }
+    if total <= max {
         return Ok(());
     }
+    let Some((field, per_sample, value_bytes, _)) = widest else {
+        return Ok(());
+    };
+    let least = total.saturating_mul(VALUES_BUDGET_FRACTION);
+    needs(least);
     let field = String::from_utf8_lossy(field);
     // (A string field is laid out a byte of its text at a time.)
     let unit = if value_bytes == 1 {
@@ -104,14 +161,29 @@ pub(crate) fn check_format_width(
     } else {
         "values"
     };
+    let with = match others {
+        0 => String::new(),
+        n => format!(" (with the record's {n} other FORMAT field(s))"),
+    };
     Err(format!(
         "FORMAT/{field} has {per_sample} {unit} in one sample, which laid out for all \
-         {samples} samples take ~{} MB, over the {} MB one record may take under this memory \
-         budget (1/{LINE_BUDGET_FRACTION} of --max-mem): raise --max-mem, or drop the field \
-         from such records (`bcftools annotate -x FORMAT/{field}`)",
-        need.div_ceil(1 << 20),
-        max >> 20
+         {samples} samples{with} take {}, over the {} one record's values may take under \
+         this memory budget (1/{VALUES_BUDGET_FRACTION} of --max-mem): pass --max-mem {} or \
+         more, or drop the field (`bcftools annotate -x FORMAT/{field}`)",
+        mib(total),
+        mib(max),
+        mib_up(least)
     ))
+}
+
+/// `bytes` in MiB, one decimal.
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+/// `bytes` rounded up to a whole MiB, for a `--max-mem` to pass.
+fn mib_up(bytes: u64) -> String {
+    format!("{}MiB", bytes.div_ceil(1 << 20))
 }
 
 /// Bytes the parse takes per allele of a record (its offsets, htslib's pointers, the
@@ -134,13 +206,16 @@ pub(crate) fn check_line(path: &Path, record: u64, line: &[u8]) -> Result<()> {
     let msg = if line.len() > max {
         too_long(line.len())
     } else if alleles.saturating_mul(BYTES_PER_ALLELE) > max {
+        let bytes = (alleles * BYTES_PER_ALLELE) as u64;
+        needs(bytes.saturating_mul(LINE_BUDGET_FRACTION));
         format!(
-            "{} ALT alleles take ~{} MB parsed, over the {} MB one record may take under \
-             this memory budget (1/{LINE_BUDGET_FRACTION} of --max-mem): raise --max-mem, or \
-             check the record",
+            "{} ALT alleles take {} parsed, over the {} one record may take under this \
+             memory budget (1/{LINE_BUDGET_FRACTION} of --max-mem): pass --max-mem {} or \
+             more, or check the record",
             alleles - 1,
-            (alleles * BYTES_PER_ALLELE).div_ceil(1 << 20),
-            max >> 20
+            mib(bytes),
+            mib(max as u64),
+            mib_up(bytes.saturating_mul(LINE_BUDGET_FRACTION))
         )
     } else {
         return Ok(());
