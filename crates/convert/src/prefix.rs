@@ -19,7 +19,16 @@ pub const PREFIX_RECORDS: usize = 64;
 
 /// Bytes the probe's batch may fill before it stops (at least one record is read):
 /// 64 records of a 300,000-sample call set with FORMAT fields would fill ~600 MB.
+/// An eighth of the budget at most: planning holds the batch beside the record it
+/// parses (see the planner's `PARSE_COPIES`), and a 5,000-sample call set of 231 PL
+/// values a sample (2.3 MB a record in the batch) peaked at 48 MB planning under a
+/// 40 MiB budget with 16 MB of them.
 pub const PREFIX_BYTES: usize = 16 << 20;
+
+/// [`PREFIX_BYTES`] under the budget reading works under.
+fn prefix_bytes() -> usize {
+    PREFIX_BYTES.min(svar2_vcf::limits::budget() / 8)
+}
 
 /// Threads the probe's reader is set up for: the least at which BGZF text is
 /// inflated by svar2's own reader, as a conversion's is, so a record line over the
@@ -76,7 +85,8 @@ pub fn measure(
     let never = Box::new(|_: &std::path::Path| unreachable!("one input"));
     let mut stream = Stream::many(reader, Vec::new(), never, schema, &set.record);
     let mut batch = Batch::new(&set.record.specs, schema.samples.len(), 0);
-    while batch.len() < PREFIX_RECORDS && batch.filled_bytes() < PREFIX_BYTES {
+    let most = prefix_bytes();
+    while batch.len() < PREFIX_RECORDS && batch.filled_bytes() < most {
         let record_no = batch.len() as u64;
         match stream.read_into(&mut batch, record_no) {
             Ok(true) => {}
@@ -184,7 +194,7 @@ pub fn measure_spots(
     }
     order.sort();
     // (A quarter of the head's bytes at each spot: they add up over many contigs.)
-    let bytes = PREFIX_BYTES as u64 / 4;
+    let bytes = prefix_bytes() as u64 / 4;
     let rows = (bytes / head.row.max(1)).clamp(1, SPOT_RECORDS as u64) as usize;
     let Ok(mut reader) = svar2_vcf::pieces::PieceReader::open(input, schema, &set.record) else {
         return Ok(None);

@@ -171,6 +171,15 @@ pub const PIECES_PER_READER: u64 = 4;
 /// per thread past two that the law did not see (27 % under at 4 threads without it).
 const PER_EXTRA_THREAD_BYTES: u64 = 6_500_000;
 
+/// Copies of a record's batch bytes its reader holds while it parses it, beside the
+/// rows in flight the law charges: the record's text (a FORMAT integer's few
+/// characters and comma, against its 2 bytes in the batch) and its values at 32 bits
+/// before they are narrowed. A 20,000-sample call set of 231 PL values a sample (13.3
+/// MB of text, 18.5 MB of values and 9.2 MB in the batch a record) peaked 22-31 MB over
+/// the law's prediction at 81-200 MiB (hostile pass, 2026-12-05); for an ordinary
+/// record it is a few hundred KB a reader, inside the law's fit.
+const PARSE_COPIES: u64 = 4;
+
 /// Readers per contig a user may ask for (`--readers`, `readers=`): each is a thread
 /// with its own decompressor and record buffers.
 pub const MAX_READERS: u32 = 64;
@@ -348,6 +357,8 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
             + input.inputs.saturating_sub(1) as u64
                 * (PER_INPUT_BYTES + PER_INPUT_SAMPLE_BYTES * input.samples)
     };
+    // Each reader parses one record at a time (see PARSE_COPIES).
+    let parsing = |cc: usize, w: u32| cc as u64 * w as u64 * PARSE_COPIES * input.row_bytes;
     let pred = |vc: u64, cc: usize, window: u64, w: u32, threads: usize| {
         m.peak(
             input.samples,
@@ -355,6 +366,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
             vc * scratch_row(threads),
         ) + handles_extra(cc, w)
             + threads_extra(threads)
+            + parsing(cc, w)
     };
     // What the budget allows the law to predict (see HEADROOM).
     let allowed = (input.budget as f64 / HEADROOM) as u64;
@@ -397,7 +409,8 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         let fits = m
             .max_rows(
                 input.samples,
-                allowed.saturating_sub(handles_extra(cc, w) + threads_extra(threads)),
+                allowed
+                    .saturating_sub(handles_extra(cc, w) + threads_extra(threads) + parsing(cc, w)),
                 // (Pieces counted as whole rows here: a bound, not the estimate.)
                 in_flight_of(
                     window.max(1) + 1,
@@ -661,7 +674,8 @@ mod tests {
         assert_eq!((two.w, three.w), (2, 3));
         let rows = three.in_flight_bytes - two.in_flight_bytes;
         let step = three.predicted_peak_rss - two.predicted_peak_rss;
-        let expected = (MEASURED.kappa * rows as f64) as u64 + PER_READER_BYTES;
+        let expected =
+            (MEASURED.kappa * rows as f64) as u64 + PER_READER_BYTES + PARSE_COPIES * i.row_bytes;
         assert!(step.abs_diff(expected) <= 1, "{step} vs {expected}");
         // Rows held before encoding weigh κ, FORMAT fields included.
         i.format_row_bytes = i.row_bytes;

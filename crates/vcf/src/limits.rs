@@ -64,6 +64,11 @@ pub(crate) fn budget_set() -> bool {
     BUDGET.load(Ordering::Relaxed) != usize::MAX
 }
 
+/// The memory budget reading works under (`usize::MAX` until one is set).
+pub fn budget() -> usize {
+    BUDGET.load(Ordering::Relaxed)
+}
+
 /// The longest line a reader takes now.
 pub fn max_line() -> usize {
     MAX_LINE.load(Ordering::Relaxed)
