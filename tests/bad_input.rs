@@ -461,12 +461,46 @@ fn a_bad_pos_read_through_the_index_is_an_error() {
         &["--threads", "4", "--readers", "3"][..],
         &["--threads", "1"],
     ] {
+        // Numbered in the file whichever reader read it (a piece's reader counts from
+        // its piece's start: "record 501" once).
         let err = refused(
             &gz,
             args,
-            &["bad_pos.vcf.gz", "POS `X12` is not a position"],
+            &[
+                "bad_pos.vcf.gz: record 1501 (",
+                "POS `X12` is not a position",
+            ],
         );
         assert!(err.contains("c1:"), "{args:?}: {err}");
+    }
+}
+
+/// A bad record in a later piece of a contig read by several readers is named by its
+/// number in the file, as one reader names it: a piece's reader counts from its
+/// piece's start, and said "record 1001" for the file's 2,500th.
+#[test]
+fn a_bad_record_read_in_pieces_is_numbered_in_the_file() {
+    if !tools(
+        "a_bad_record_read_in_pieces_is_numbered_in_the_file",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let bend = |r, pos, calls| match r == 2499 {
+        true => (pos, "0/1".to_string()),
+        false => (pos, calls),
+    };
+    let gz = indexed_gt_vcf(dir.path(), "late_bad", "c1", (2, 3000), bend);
+    for args in [
+        &["--threads", "4", "--readers", "3"][..],
+        &["--threads", "1"],
+    ] {
+        refused(
+            &gz,
+            args,
+            &["late_bad.vcf.gz: record 2500 (c1:249910)", "sample column"],
+        );
     }
 }
 

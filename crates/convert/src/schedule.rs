@@ -249,11 +249,14 @@ fn sequence_contig(
     let mut cur = Batch::new(specs, n_samples, offset);
     let mut read = 0u64;
     'pieces: for rx in job.pieces {
+        // A piece's reader numbers its records from the piece's start; the store's
+        // number of its first is this contig's first plus the records before it.
+        let piece_first = offset + read.saturating_sub(skip);
         for msg in rx.iter() {
             let b = match msg {
                 PieceMsg::Rows(b) => b,
                 PieceMsg::Done => break,
-                PieceMsg::Failed(e) => return Err(e),
+                PieceMsg::Failed(e) => return Err(numbered_from(e, piece_first)),
             };
             let before = read;
             read += b.len() as u64;
@@ -288,6 +291,26 @@ fn sequence_contig(
         return Ok(false);
     }
     Ok(true)
+}
+
+/// `e` with the number of the record it names counted from the store's record
+/// `first` (that of the piece's first record) instead of the piece's start: "record
+/// 4001", not "record 242", whichever reader read it.
+fn numbered_from(e: Error, first: u64) -> Error {
+    match e {
+        Error::Record {
+            path,
+            record,
+            locus,
+            msg,
+        } => Error::Record {
+            path,
+            record: first + record,
+            locus,
+            msg,
+        },
+        e => e,
+    }
 }
 
 /// Re-joins the parts of inner chunks that straddle contigs converted separately.
