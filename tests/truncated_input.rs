@@ -272,14 +272,9 @@ fn an_indexed_file_cut_short_is_an_error_for_sub_contig_readers_too() {
     assert!(p.status.success(), "{}", stderr(&p));
 }
 
-#[test]
-fn a_bcf_cut_short_is_refused_with_the_same_message() {
-    let test = "a_bcf_cut_short_is_refused_with_the_same_message";
-    if !tools(test, &[Tool::Bcftools]) {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// `d/whole.bcf`, written by bcftools from [`vcf_text`]'s 20,000 records: its path,
+/// bytes and BGZF block starts.
+fn whole_bcf(d: &Path) -> (PathBuf, Vec<u8>, Vec<usize>) {
     let vcf = d.join("in.vcf");
     std::fs::write(&vcf, vcf_text(20000)).unwrap();
     let bcf = d.join("whole.bcf");
@@ -290,6 +285,18 @@ fn a_bcf_cut_short_is_refused_with_the_same_message() {
     ));
     let bytes = std::fs::read(&bcf).unwrap();
     let starts = bgzf_block_starts(&bytes);
+    (bcf, bytes, starts)
+}
+
+#[test]
+fn a_bcf_cut_short_is_refused_with_the_same_message() {
+    let test = "a_bcf_cut_short_is_refused_with_the_same_message";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (_, bytes, starts) = whole_bcf(d);
     let (mid, next) = (starts[starts.len() / 2], starts[starts.len() / 2 + 1]);
     let cut = d.join("cut.bcf");
     let out = d.join("o.zarr");
@@ -326,16 +333,7 @@ fn a_damaged_bcf_block_is_named_when_svar2_inflates_it() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let vcf = d.join("in.vcf");
-    std::fs::write(&vcf, vcf_text(20000)).unwrap();
-    let bcf = d.join("whole.bcf");
-    sh_ok(&format!(
-        "bcftools view -Ob -o {} {}",
-        bcf.display(),
-        vcf.display()
-    ));
-    let mut bytes = std::fs::read(&bcf).unwrap();
-    let starts = bgzf_block_starts(&bytes);
+    let (bcf, mut bytes, starts) = whole_bcf(d);
     let (from, to) = (starts[starts.len() / 2], starts[starts.len() / 2 + 1]);
     let whole = d.join("o.zarr");
     let mut digests = Vec::new();
