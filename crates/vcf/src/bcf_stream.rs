@@ -32,21 +32,38 @@ pub(crate) struct BcfStream {
 impl BcfStream {
     /// Opens `path`; a bgzipped file's blocks are inflated on `workers` threads when
     /// that is at least one (see [`Inflated::start`], which `cut` is passed to), else
-    /// by htslib, as they are where the inflated stream cannot be opened (a damaged
-    /// or cut block before the first record: htslib's reading then names it as
-    /// `--threads 1` does). `Err` says why htslib cannot read it as a BCF.
-    pub(crate) fn open(path: &Path, workers: usize, cut: bool) -> Result<BcfStream, String> {
+    /// by htslib. Where the inflated stream cannot be opened, htslib's own reading
+    /// takes over, unless a block before the first record is damaged: that is the
+    /// error ([`OpenError::Damaged`]), never read past.
+    pub(crate) fn open(path: &Path, workers: usize, cut: bool) -> Result<BcfStream, OpenError> {
         if workers > 0 && is_bgzf(path) {
             let damaged = Arc::new(Mutex::new(None));
-            if let Some(fp) = inflated_file(path, workers, cut, &damaged) {
-                match Self::reading(fp, path, workers, cut, damaged) {
-                    Ok(stream) => return Ok(stream),
-                    Err(e) => tracing::debug!("{}: inflated by htslib ({e})", path.display()),
-                }
+            let opened = inflated_file(path, workers, cut, &damaged)
+                .map(|fp| Self::reading(fp, path, workers, cut, damaged.clone()));
+            match opened {
+                Some(Ok(stream)) => return Ok(stream),
+                Some(Err(e)) => tracing::debug!("{}: inflated by htslib ({e})", path.display()),
+                None => {}
+            }
+            if let Some(e) = damaged.lock().ok().and_then(|d| d.clone()) {
+                return Err(OpenError::Damaged(e));
             }
         }
-        let fp = HtsFile::open(path).ok_or("htslib cannot open it")?;
-        Self::reading(fp, path, 0, cut, Arc::new(Mutex::new(None)))
+        let fp = HtsFile::open(path).ok_or(OpenError::NotBcf("htslib cannot open it".into()));
+        let opened = fp.and_then(|fp| {
+            Self::reading(fp, path, 0, cut, Arc::new(Mutex::new(None))).map_err(OpenError::NotBcf)
+        });
+        match opened {
+            // htslib says only that it cannot read a header: svar2's inflate names a
+            // damaged block there, where there is one.
+            Err(OpenError::NotBcf(_)) if workers == 0 && is_bgzf(path) => {
+                match BcfStream::open(path, 1, cut) {
+                    Err(OpenError::Damaged(e)) => Err(OpenError::Damaged(e)),
+                    _ => opened,
+                }
+            }
+            opened => opened,
+        }
     }
 
     /// `fp` at its first record, its header read.
@@ -87,13 +104,25 @@ impl BcfStream {
     /// The same file opened again from its start, a last block cut short read as its
     /// end (`--allow-truncated`), its blocks inflated here (one thread at least), so
     /// that a block damaged elsewhere stays an error, told apart from the cut.
-    /// `None` when it is read so already, or cannot be.
-    pub(crate) fn reopen_cut(&self) -> Option<BcfStream> {
+    /// `Ok(None)` when it is read so already, or cannot be (it is then not cut:
+    /// htslib's reader takes the end it finds as an error); `Err` for a damaged block
+    /// before the first record.
+    pub(crate) fn reopen_cut(&self) -> Result<Option<BcfStream>, String> {
         if self.cut && self.is_inflated() {
-            return None;
+            return Ok(None);
         }
-        let stream = BcfStream::open(&self.path, self.workers.max(1), true).ok()?;
-        stream.is_inflated().then_some(stream)
+        match BcfStream::open(&self.path, self.workers.max(1), true) {
+            Ok(stream) => Ok(stream.is_inflated().then_some(stream)),
+            Err(OpenError::Damaged(e)) => Err(e),
+            Err(OpenError::NotBcf(_)) => Ok(None),
+        }
+    }
+
+    /// Makes every read from here on fail with `e`, a damaged block met elsewhere.
+    pub(crate) fn fail(&self, e: String) {
+        if let Ok(mut d) = self.damaged.lock() {
+            *d = Some(e);
+        }
     }
 
     /// Whether svar2 inflates the blocks (htslib reads inflated bytes).
@@ -116,18 +145,38 @@ impl BcfStream {
     pub(crate) fn read(&mut self, rec: &mut bcf::Record) -> Option<Result<(), ReadError>> {
         // SAFETY: the handle and header are open; `rec` was made for this header.
         let r = unsafe { htslib::bcf_read(self.fp.as_ptr(), self.header.as_ptr(), rec.inner) };
-        let damaged = self.damaged.lock().ok().and_then(|d| d.clone());
-        match (r, damaged) {
-            (_, Some(e)) => Some(Err(ReadError::Damaged(e))),
-            (0, None) => {
+        // A record read whole came from blocks before any damaged one (their bytes
+        // are handed out first); the read that ran into the damage is the error.
+        let damaged = || self.damaged.lock().ok().and_then(|d| d.clone());
+        match r {
+            0 if !self.failed_early() => {
                 // SAFETY: a record htslib just read and checked.
                 unsafe { htslib::bcf_unpack(rec.inner, htslib::BCF_UN_ALL as c_int) };
                 Some(Ok(()))
             }
-            (-1, None) => None,
-            (_, None) => Some(Err(ReadError::Invalid)),
+            -1 if damaged().is_none() => None,
+            _ => Some(Err(match damaged() {
+                Some(e) => ReadError::Damaged(e),
+                None => ReadError::Invalid,
+            })),
         }
     }
+}
+
+impl BcfStream {
+    /// Whether [`BcfStream::fail`] marked the stream before it read anything of its
+    /// own: htslib's reader, not inflated here, cannot meet the damage itself.
+    fn failed_early(&self) -> bool {
+        !self.is_inflated() && self.damaged.lock().is_ok_and(|d| d.is_some())
+    }
+}
+
+/// Why a file cannot be opened as a BCF.
+pub(crate) enum OpenError {
+    /// A block before the first record is damaged (named, with its offset).
+    Damaged(String),
+    /// htslib cannot read it as a BCF (why).
+    NotBcf(String),
 }
 
 /// Why a record cannot be read.

@@ -2,7 +2,7 @@
 //! reader): BCF through htslib's record reader, VCF text line by line (`fastvcf`),
 //! with the checks only a sequential reader can make (sortedness, truncation).
 
-use crate::bcf_stream::{BcfStream, ReadError};
+use crate::bcf_stream::{BcfStream, OpenError, ReadError};
 use crate::columns::RecordColumns;
 use crate::direct::Direct;
 use crate::error::{Error, Result};
@@ -139,11 +139,14 @@ impl VcfReader {
         };
         BcfStream::open(path, workers, false).map_err(|e| Error::Open {
             path: path.into(),
-            msg: format!(
-                "not a VCF (plain or bgzipped) or BCF file: it does not start with a \
-                         VCF header ({e}){}",
-                truncation_hint(path)
-            ),
+            msg: match e {
+                OpenError::Damaged(msg) => msg,
+                OpenError::NotBcf(e) => format!(
+                    "not a VCF (plain or bgzipped) or BCF file: it does not start with a \
+                     VCF header ({e}){}",
+                    truncation_hint(path)
+                ),
+            },
         })
     }
 
@@ -238,11 +241,12 @@ impl VcfReader {
             (Inner::Text(t, _), true) => t.inflate_ahead_cut(&self.path),
             // A BCF is read again from its start, its blocks inflated by svar2, which
             // tells a damaged block from the cut (htslib's reader where that fails).
-            (Inner::Hts(reader, _), true) => {
-                if let Some(reader) = reader.reopen_cut() {
-                    self.inner = Self::bcf(reader);
-                }
-            }
+            (Inner::Hts(reader, _), true) => match reader.reopen_cut() {
+                Ok(Some(reader)) => self.inner = Self::bcf(reader),
+                Ok(None) => {}
+                // (Said at the first read: a damaged file is not converted as cut.)
+                Err(e) => reader.fail(e),
+            },
             _ => {}
         }
     }
