@@ -16,12 +16,9 @@ use svar2_vcf::lines::{LineBlock, LineParser};
 use svar2_vcf::ragged::Batch;
 use svar2_vcf::source::{TextLine, VcfReader};
 
-/// Encoding threads from which lines are parsed ahead. On two cores the parse gains
-/// nothing there (the cores are busy either way) and the copy of every line into a
-/// block costs: sim.vcf.gz +10 % CPU, fmt2000 and fmt500 unchanged; from three on the
-/// reading thread stops being the bound (fmt2000 with no index at `--threads 16`:
-/// bound 3.3 -> 13).
-pub(crate) const PARSE_AHEAD_THREADS: usize = 3;
+/// Encoding threads from which lines are parsed ahead (the planner charges each
+/// parser the record it parses, so the constant is its).
+pub(crate) use svar2_planner::PARSE_AHEAD_THREADS;
 
 /// Lines a block holds at most: a hand-off per 64 lines costs nothing beside their
 /// parse, and the last block of a chunk row is short.

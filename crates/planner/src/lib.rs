@@ -20,6 +20,6 @@ mod plan;
 pub use geometry::Requested;
 pub use plan::{
     plan, readers_that_fit, Plan, PlanError, PlanInput, ReaderSource, DEFAULT_READ_SHARE,
-    MAX_AUTO_READERS, MAX_READERS, PIECES_PER_READER,
+    MAX_AUTO_READERS, MAX_READERS, PARSE_AHEAD_THREADS, PIECES_PER_READER,
 };
 pub use request::{BudgetRequest, LayoutRequest};

@@ -171,6 +171,15 @@ pub const PIECES_PER_READER: u64 = 4;
 /// per thread past two that the law did not see (27 % under at 4 threads without it).
 const PER_EXTRA_THREAD_BYTES: u64 = 6_500_000;
 
+/// Encoding threads from which one streaming reader's lines of bgzipped VCF text are
+/// parsed ahead on the encoding pool (`svar2_convert`'s `ahead`): every encoding
+/// thread then parses a block of lines, beside the reader. On two cores the parse
+/// gains nothing there (the cores are busy either way) and the copy of every line
+/// into a block costs: sim.vcf.gz +10 % CPU, fmt2000 and fmt500 unchanged; from three
+/// on the reading thread stops being the bound (fmt2000 with no index at `--threads
+/// 16`: bound 3.3 -> 13).
+pub const PARSE_AHEAD_THREADS: usize = 3;
+
 /// Copies of a record's batch bytes its reader holds while it parses it, beside the
 /// rows in flight the law charges: the record's text (a FORMAT integer's few
 /// characters and comma, against its 2 bytes in the batch) and its values at 32 bits
@@ -357,8 +366,17 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
             + input.inputs.saturating_sub(1) as u64
                 * (PER_INPUT_BYTES + PER_INPUT_SAMPLE_BYTES * input.samples)
     };
-    // Each reader parses one record at a time (see PARSE_COPIES).
-    let parsing = |cc: usize, w: u32| cc as u64 * w as u64 * PARSE_COPIES * input.row_bytes;
+    // Each reader parses one record at a time (see PARSE_COPIES), and so does every
+    // encoding thread where one streaming reader's lines are parsed ahead (a 20,000-
+    // sample record of 231 PL values a sample peaked 97-132 MiB over the prediction
+    // at --threads 4).
+    let parsing = |cc: usize, w: u32, threads: usize| {
+        let parsers = match threads >= PARSE_AHEAD_THREADS {
+            true => (cc as u64 * w as u64).max(threads as u64 + 1),
+            false => cc as u64 * w as u64,
+        };
+        parsers * PARSE_COPIES * input.row_bytes
+    };
     let pred = |vc: u64, cc: usize, window: u64, w: u32, threads: usize| {
         m.peak(
             input.samples,
@@ -366,7 +384,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
             vc * scratch_row(threads),
         ) + handles_extra(cc, w)
             + threads_extra(threads)
-            + parsing(cc, w)
+            + parsing(cc, w, threads)
     };
     // What the budget allows the law to predict (see HEADROOM).
     let allowed = (input.budget as f64 / HEADROOM) as u64;
@@ -409,8 +427,9 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         let fits = m
             .max_rows(
                 input.samples,
-                allowed
-                    .saturating_sub(handles_extra(cc, w) + threads_extra(threads) + parsing(cc, w)),
+                allowed.saturating_sub(
+                    handles_extra(cc, w) + threads_extra(threads) + parsing(cc, w, threads),
+                ),
                 // (Pieces counted as whole rows here: a bound, not the estimate.)
                 in_flight_of(
                     window.max(1) + 1,
