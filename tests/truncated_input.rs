@@ -388,6 +388,52 @@ fn a_damaged_bcf_block_is_named_when_svar2_inflates_it() {
     }
 }
 
+/// A block whose stated inflated size (ISIZE) is damaged but whose data and CRC are
+/// whole reads as htslib reads it — the same records whoever inflates it (htslib at
+/// `--threads 1`, svar2's inflate at 4): svar2's refused it, so the outcome hung on
+/// `--threads` (second hostile pass).
+#[test]
+fn a_damaged_stated_size_reads_alike_at_every_thread_count() {
+    let test = "a_damaged_stated_size_reads_alike_at_every_thread_count";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (bcf, bytes, starts) = whole_bcf(d);
+    let gz = d.join("whole.vcf.gz");
+    bgzip(&gz, &vcf_text(20000), 40);
+    for (clean, bytes, starts) in [
+        (bcf, bytes, starts),
+        (gz.clone(), std::fs::read(&gz).unwrap(), {
+            let b = std::fs::read(&gz).unwrap();
+            bgzf_block_starts(&b)
+        }),
+    ] {
+        let name = clean.file_name().unwrap().to_string_lossy().into_owned();
+        let mut damaged = bytes.clone();
+        let next = starts[starts.len() / 2 + 1];
+        damaged[next - 2] ^= 0x40; // ISIZE's third byte: over 4 MiB
+        let bent = d.join(format!("bent_{name}"));
+        std::fs::write(&bent, &damaged).unwrap();
+        let mut digests = Vec::new();
+        for (input, threads) in [(&clean, "1"), (&bent, "1"), (&bent, "4")] {
+            let out = d.join("o.zarr");
+            let o = run(&["--force", "--threads", threads], &[input, &out], None);
+            assert!(
+                o.status.success(),
+                "{name} --threads {threads}: {}",
+                stderr(&o)
+            );
+            digests.push(digest(&out));
+        }
+        assert!(
+            digests.iter().all(|g| g == &digests[0]),
+            "{name}: {digests:?}"
+        );
+    }
+}
+
 #[test]
 fn a_vcf_cut_in_the_middle_of_a_line_says_so() {
     let dir = tempfile::tempdir().unwrap();

@@ -404,54 +404,72 @@ impl<R: Read> Blocks<R> {
             return self.ends_inside("", at).map(|_| None);
         }
         self.at += size as u64;
+        // The inflated size the block states (its ISIZE), as a hint for the group's
+        // size only: htslib inflates into 64 KiB and checks the CRC, not ISIZE, and
+        // so does `inflate_block`, so that a file reads the same whoever inflates it.
         let tail = &group.raw[start + size - 4..start + size];
-        let isize = u32::from_le_bytes(tail.try_into().expect("4 bytes")) as usize;
-        if isize > MAX_BLOCK {
-            group.raw.truncate(start);
-            return Err(damaged(format!(
-                "the BGZF block at byte {at} states an inflated size over 64 KiB"
-            )));
-        }
+        let isize = (u32::from_le_bytes(tail.try_into().expect("4 bytes")) as usize).min(MAX_BLOCK);
         group.blocks.push((start + size, isize, at));
         Ok(Some(isize))
     }
 }
 
-/// Inflates one whole BGZF block (`isize` bytes, checked by its CRC-32) onto `out`.
+/// Inflates one whole BGZF block onto `out`, as htslib does: its deflate data into at
+/// most 64 KiB, checked by the CRC-32 in its trailer (`_isize`, the size it states, is
+/// not checked: htslib reads a block whose data and CRC are whole whatever it says).
 fn inflate_block(
     inflater: &Decompressor,
     block: &[u8],
-    isize: usize,
+    _isize: usize,
     at: u64,
     out: &mut Vec<u8>,
 ) -> Result<(), String> {
     if inflater.0.is_null() {
         return Err("out of memory for a deflate decompressor".into());
     }
+    let damaged = || {
+        format!(
+            "the compressed data is truncated or corrupt: the BGZF block at byte {at} does \
+             not inflate or fails its CRC check (a damaged copy: re-download or re-create it)"
+        )
+    };
+    // The 18-byte header (checked by `read_block`), the deflate data, CRC-32 and ISIZE.
+    if block.len() < 18 + 8 {
+        return Err(damaged());
+    }
+    let data = &block[18..block.len() - 8];
+    let crc = u32::from_le_bytes(
+        block[block.len() - 8..block.len() - 4]
+            .try_into()
+            .expect("4"),
+    );
     let start = out.len();
-    out.reserve(isize);
+    out.reserve(MAX_BLOCK);
     let mut written = 0usize;
     // SAFETY: the decompressor is live and used by this thread alone; the input is the
-    // whole block; the output has `isize` bytes reserved past `start` and libdeflate
-    // writes at most that.
+    // block's whole deflate data; the output has MAX_BLOCK bytes reserved past `start`
+    // and libdeflate writes at most that.
     let r = unsafe {
-        libdeflate_sys::libdeflate_gzip_decompress(
+        libdeflate_sys::libdeflate_deflate_decompress(
             inflater.0,
-            block.as_ptr().cast(),
-            block.len(),
+            data.as_ptr().cast(),
+            data.len(),
             out.as_mut_ptr().add(start).cast(),
-            isize,
+            MAX_BLOCK,
             &mut written,
         )
     };
-    if r != libdeflate_sys::libdeflate_result_LIBDEFLATE_SUCCESS || written != isize {
-        return Err(format!(
-            "the compressed data is truncated or corrupt: the BGZF block at byte {at} does \
-             not inflate or fails its CRC check (a damaged copy: re-download or re-create it)"
-        ));
+    if r != libdeflate_sys::libdeflate_result_LIBDEFLATE_SUCCESS {
+        return Err(damaged());
     }
-    // SAFETY: libdeflate initialised `written` (= isize) bytes after `start`.
+    // SAFETY: libdeflate initialised `written` bytes after `start`.
     unsafe { out.set_len(start + written) };
+    // SAFETY: a plain checksum over initialised bytes.
+    let got = unsafe { libdeflate_sys::libdeflate_crc32(0, out[start..].as_ptr().cast(), written) };
+    if got != crc {
+        out.truncate(start);
+        return Err(damaged());
+    }
     Ok(())
 }
 
