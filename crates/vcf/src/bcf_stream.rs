@@ -104,9 +104,8 @@ impl BcfStream {
     /// The same file opened again from its start, a last block cut short read as its
     /// end (`--allow-truncated`), its blocks inflated here (one thread at least), so
     /// that a block damaged elsewhere stays an error, told apart from the cut.
-    /// `Ok(None)` when it is read so already, or cannot be (it is then not cut:
-    /// htslib's reader takes the end it finds as an error); `Err` for a damaged block
-    /// before the first record.
+    /// `Ok(None)` when it is read so already, or cannot be (htslib's own reader then
+    /// reads it as before); `Err` for a damaged block before the first record.
     pub(crate) fn reopen_cut(&self) -> Result<Option<BcfStream>, String> {
         if self.cut && self.is_inflated() {
             return Ok(None);
@@ -161,9 +160,7 @@ impl BcfStream {
             })),
         }
     }
-}
 
-impl BcfStream {
     /// Whether [`BcfStream::fail`] marked the stream before it read anything of its
     /// own: htslib's reader, not inflated here, cannot meet the damage itself.
     fn failed_early(&self) -> bool {
