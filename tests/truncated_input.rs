@@ -434,6 +434,36 @@ fn a_damaged_stated_size_reads_alike_at_every_thread_count() {
     }
 }
 
+/// `--merge` of inputs one of which is cut short: refused before any work, with or
+/// without `--allow-truncated`, naming the file (the merge stopped at the cut with
+/// htslib's error, which offered `--allow-truncated` again).
+#[test]
+fn a_merge_of_an_input_cut_short_is_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let first = d.join("first.vcf.gz");
+    bgzip(&first, &vcf_text(20000), 40);
+    let text = String::from_utf8(vcf_text(20000)).unwrap();
+    let other = text.replace("FORMAT\tA\tB\tC", "FORMAT\tD\tE\tF");
+    let (_, cut, _) = cut_at_block(d, other.as_bytes());
+    let out = d.join("o.zarr");
+    let o = run(&["--merge"], &[&first, &cut, &out], None);
+    assert_refused(&o, "cut.vcf.gz", "before reading any record");
+    let o = run(
+        &["-q", "--merge", "--allow-truncated"],
+        &[&first, &cut, &out],
+        None,
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cut.vcf.gz: cut short")
+            && err.contains("--merge does not convert an input cut short"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
 #[test]
 fn a_vcf_cut_in_the_middle_of_a_line_says_so() {
     let dir = tempfile::tempdir().unwrap();

@@ -164,6 +164,7 @@ pub(crate) fn open_call_set(
         .ok_or_else(|| Error::Usage("no input files".into()))?;
     // A file cut short fails here, before any work (standard input at its end).
     let cut = svar2_vcf::truncation::check_complete(inputs, request.allow_truncated)?;
+    crate::planning::refuse_cut_merge(&cut, request)?;
     let opt_in = |r: VcfReader| {
         let is_cut = cut.contains(&r.path);
         opt_in_cut(r, request, is_cut)

@@ -290,11 +290,27 @@ pub fn plan_reader(reader: VcfReader, request: &PlanRequest) -> Result<PlanRepor
     )
 }
 
+/// `--merge` reads its inputs side by side to their ends, so an input cut short
+/// (`--allow-truncated`) is refused before any work, naming it: the merge would stop
+/// at its cut with htslib's error, which offers `--allow-truncated` again.
+pub fn refuse_cut_merge(cut: &[PathBuf], request: &PlanRequest) -> Result<()> {
+    match (cut.first(), request.merge) {
+        (Some(path), Some(_)) => Err(Error::Usage(format!(
+            "{}: cut short (no BGZF end-of-file block), and --merge does not convert an \
+             input cut short (--allow-truncated) yet: re-download or re-create it, or \
+             convert what it holds alone with --allow-truncated",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Plans a conversion of `inputs` (one file, several of one call set, or `-`) as
 /// `convert_inputs` will run it.
 pub fn plan_inputs(inputs: &[PathBuf], request: &PlanRequest) -> Result<PlanReport> {
     check_inputs(inputs)?;
-    svar2_vcf::truncation::check_complete(inputs, request.allow_truncated)?;
+    let cut = svar2_vcf::truncation::check_complete(inputs, request.allow_truncated)?;
+    refuse_cut_merge(&cut, request)?;
     set_read_limits(request);
     if let Some(m) = request.merge {
         return plan_merge(inputs, m, request, false).map(|(report, _)| report);
