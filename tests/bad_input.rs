@@ -434,10 +434,75 @@ fn a_bad_record_among_many_files_is_an_error_not_a_hang() {
         assert_ne!(o.status.code(), Some(124), "{what}: hung");
         assert_eq!(o.status.code(), Some(1), "{what}: {err}");
         assert!(
-            err.contains("c5.vcf.gz") && err.contains("sample column"),
-            "{what}: {err}"
+            err.contains("c5.vcf.gz: record 200 (c5:19910)") && err.contains("sample column"),
+            "{what}: the record numbered in its own file: {err}"
         );
     }
+}
+
+/// A record's number in a message counts its own file's records: with several
+/// inputs read one after another (text and BCF), and with records a subset (`-i`)
+/// does not keep. Before, the second file's third record was "record 6" after a
+/// three-record file, and "record 2" where `-i` skipped one before it.
+#[test]
+fn records_are_numbered_in_their_own_file() {
+    if !tools("records_are_numbered_in_their_own_file", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let first = write_vcf(d, "first.vcf", HEADER, &GOOD);
+    // The second file: chr2 only, its third record out of order.
+    let late = [
+        "chr2 5 . G T 30 PASS DP=7 GT:AD 1/1:0,4 0/1:2,2",
+        "chr2 30 . G T 30 PASS DP=7 GT:AD 1/1:0,4 0/1:2,2",
+        "chr2 20 . G T 30 PASS DP=7 GT:AD 1/1:0,4 0/1:2,2",
+    ];
+    let first_chr1 = write_vcf(d, "first1.vcf", HEADER, &GOOD[..2]);
+    let second = write_vcf(d, "second.vcf", HEADER, &late);
+    for ext in ["vcf", "bcf"] {
+        let (a, b) = match ext {
+            "vcf" => (first_chr1.clone(), second.clone()),
+            _ => {
+                for f in ["first1", "second"] {
+                    sh_ok(&format!(
+                        "bcftools view --no-version -Ob -o {0}/{f}.bcf {0}/{f}.vcf",
+                        d.display()
+                    ));
+                }
+                (d.join("first1.bcf"), d.join("second.bcf"))
+            }
+        };
+        for threads in ["1", "4"] {
+            let out = d.join(format!("two_{ext}_{threads}.zarr"));
+            let o = sh(&format!(
+                "{} convert -q --threads {threads} {} {} {}",
+                env!("CARGO_BIN_EXE_svar2"),
+                a.display(),
+                b.display(),
+                out.display()
+            ));
+            let err = String::from_utf8_lossy(&o.stderr);
+            let name = b.file_name().unwrap().to_string_lossy();
+            assert!(
+                err.contains(&format!("{name}: record 3 (chr2:20)")) && err.contains("not sorted"),
+                "{ext} at --threads {threads}: {err}"
+            );
+        }
+    }
+    // One file, its third record bad, the first not kept by -i.
+    let bad = write_vcf(
+        d,
+        "subset.vcf",
+        HEADER,
+        &[
+            GOOD[0],
+            GOOD[1],
+            "chr2 5 . G T 30 PASS DP=7 GT:AD 1/1:0,4 0/Z:2,2",
+        ],
+    );
+    refused(&bad, &["-i", "POS>15"], &["subset.vcf: record 3 (chr2:5)"]);
+    let _ = first;
 }
 
 /// A POS that is no position, in an indexed file read in pieces through the index, is

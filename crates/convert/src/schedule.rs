@@ -40,6 +40,9 @@ pub struct ContigRun {
     /// Stop after `expected` records: the run borrows the start of a neighbour's
     /// range (which may hold more).
     pub take: bool,
+    /// Where the first record of the run's input sits on the variants axis: messages
+    /// number a record in its own file.
+    pub file_start: u64,
 }
 
 /// One run per contig of `pieces` (in file order), each at the sum of the `counts`
@@ -47,11 +50,15 @@ pub struct ContigRun {
 pub fn contig_runs(pieces: &[Piece], counts: &[u64], order: Option<&[usize]>) -> Vec<ContigRun> {
     let mut runs: Vec<ContigRun> = Vec::new();
     let mut at = 0u64;
+    let mut file_start = (None, 0u64);
     for (i, p) in pieces.iter().enumerate() {
         match runs.last_mut() {
             Some(r) if r.rid == p.rid => r.pieces.push(i),
             _ => {
                 let expected = counts.get(p.rid as usize).copied().unwrap_or(0);
+                if file_start.0 != Some(p.file) {
+                    file_start = (Some(p.file), at);
+                }
                 runs.push(ContigRun {
                     rid: p.rid,
                     pieces: vec![i],
@@ -59,6 +66,7 @@ pub fn contig_runs(pieces: &[Piece], counts: &[u64], order: Option<&[usize]>) ->
                     expected,
                     skip: 0,
                     take: false,
+                    file_start: file_start.1,
                 });
                 at += expected;
             }
@@ -232,12 +240,13 @@ fn sequence_contig(
         expected,
         skip,
         take,
+        file_start,
         ..
     } = job.run;
     let holds = skip + expected;
     let stale = |read: u64, at: u64| Error::Record {
         path: input.clone(),
-        record: at,
+        record: at - file_start,
         locus: schema.contigs[rid as usize].name.clone(),
         msg: format!(
             "the index lists {holds} records here but {read}{} were read: the index is \
@@ -249,9 +258,10 @@ fn sequence_contig(
     let mut cur = Batch::new(specs, n_samples, offset);
     let mut read = 0u64;
     'pieces: for rx in job.pieces {
-        // A piece's reader numbers its records from the piece's start; the store's
-        // number of its first is this contig's first plus the records before it.
-        let piece_first = offset + read.saturating_sub(skip);
+        // A piece's reader numbers its records from the piece's start; the file's
+        // number of its first is that of the run's first read (`skip` before the
+        // first kept) plus the records read before it.
+        let piece_first = offset - skip + read - file_start;
         for msg in rx.iter() {
             let b = match msg {
                 PieceMsg::Rows(b) => b,
@@ -261,7 +271,7 @@ fn sequence_contig(
             let before = read;
             read += b.len() as u64;
             if read > holds && !take {
-                return Err(stale(read, offset + read - 1));
+                return Err(stale(read, offset - skip + read));
             }
             // This batch's records to keep: past the skipped ones, up to `holds`.
             let mut r = skip.saturating_sub(before).min(b.len() as u64) as usize;
@@ -285,7 +295,7 @@ fn sequence_contig(
         }
     }
     if read.min(holds) != holds || (read != holds && !take) {
-        return Err(stale(read, offset + read.saturating_sub(skip)));
+        return Err(stale(read, offset - skip + read));
     }
     if !cur.is_empty() && out.send(Ok(cur)).is_err() {
         return Ok(false);
@@ -293,7 +303,7 @@ fn sequence_contig(
     Ok(true)
 }
 
-/// `e` with the number of the record it names counted from the store's record
+/// `e` with the number of the record it names counted from the file's record
 /// `first` (that of the piece's first record) instead of the piece's start: "record
 /// 4001", not "record 242", whichever reader read it.
 fn numbered_from(e: Error, first: u64) -> Error {

@@ -332,8 +332,17 @@ impl VcfReader {
         if !read {
             return Ok(false);
         }
-        self.note_order(batch, batch.len() - 1, record_no)?;
+        // (A subset has tested the record kept: it is the last one counted.)
+        let kept_no = self.number_in_file(record_no + 1) - 1;
+        self.note_order(batch, batch.len() - 1, kept_no)?;
         Ok(true)
+    }
+
+    /// The 0-based number in the file of the record read next, for messages, given
+    /// the caller's count of the records this reader has handed out: with a subset,
+    /// the records it has tested, kept or not (the kept ones are fewer).
+    fn number_in_file(&self, record_no: u64) -> u64 {
+        self.subset.as_ref().map_or(record_no, |s| s.tested())
     }
 
     /// A failure between records, said where it happened (after which record) and
@@ -509,6 +518,7 @@ impl VcfReader {
         batch: &mut Batch,
         record_no: u64,
     ) -> Result<Step> {
+        let record_no = self.number_in_file(record_no);
         let subset = self.subset.as_deref_mut();
         match &mut self.inner {
             Inner::Merge(m) => match m.next_record()? {
@@ -568,6 +578,7 @@ impl VcfReader {
     /// short, as [`VcfReader::read_into`] does. An error says where through
     /// [`VcfReader::reading_error`].
     pub fn next_text_line(&mut self, record_no: u64) -> Result<TextLine> {
+        let record_no = self.number_in_file(record_no);
         let Inner::Text(t, _) = &mut self.inner else {
             unreachable!("VCF text")
         };
@@ -598,6 +609,7 @@ impl VcfReader {
         batch: &mut Batch,
         record_no: u64,
     ) -> Result<Step> {
+        let record_no = self.number_in_file(record_no);
         let subset = self.subset.as_deref_mut();
         let Inner::Text(t, direct) = &mut self.inner else {
             unreachable!("VCF text")
@@ -706,6 +718,9 @@ pub struct Stream {
     later: Option<(Opener, Schema, RecordColumns)>,
     /// Which file each store contig's records came from.
     contig_file: Vec<Option<usize>>,
+    /// The stream's records before the current input's first: messages number a
+    /// record in its own file.
+    before_current: u64,
 }
 
 impl Stream {
@@ -718,6 +733,7 @@ impl Stream {
             at: 0,
             later: None,
             contig_file: Vec::new(),
+            before_current: 0,
         }
     }
 
@@ -738,6 +754,7 @@ impl Stream {
             at: 0,
             later: Some((open, schema.clone(), columns.clone())),
             contig_file: Vec::new(),
+            before_current: 0,
         };
         stream.current = Some(stream.reading(first));
         stream
@@ -765,14 +782,16 @@ impl Stream {
         &self.paths[self.at.min(self.paths.len() - 1)]
     }
 
-    /// Reads the next record into `batch`; `Ok(false)` after the last file. A contig
-    /// met in a second file is an error (its records would not be in order).
+    /// Reads the next record into `batch`, the stream's record `record_no` (0-based,
+    /// over all its inputs); `Ok(false)` after the last file. A contig met in a second
+    /// file is an error (its records would not be in order).
     pub fn read_into(&mut self, batch: &mut Batch, record_no: u64) -> Result<bool> {
         while let Some((r, ex)) = self.current.as_mut() {
-            if !r.read_into(ex, batch, record_no)? {
+            if !r.read_into(ex, batch, record_no - self.before_current)? {
                 // This input is done: closed before the next opens.
                 self.current = None;
                 self.at += 1;
+                self.before_current = record_no;
                 if let Some(path) = self.paths.get(self.at).cloned() {
                     let (open, schema, _) = self.later.as_mut().expect("a stream of many");
                     let next = open(&path)?;

@@ -343,6 +343,12 @@ impl Subset {
         &self.out
     }
 
+    /// Records of the input tested so far, kept or not: the 0-based number in the
+    /// file of the record read next (messages count the input's records).
+    pub fn tested(&self) -> u64 {
+        self.read
+    }
+
     /// Whether `src` (read under the input's header) is kept; if so, its 0-based
     /// number among the input's records (for messages) and the record to extract, in
     /// the output's samples, with AC/AN recounted.

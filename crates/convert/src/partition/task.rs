@@ -334,6 +334,13 @@ fn run_claimed(
                 break;
             }
         }
+        let file_start = plan
+            .contigs
+            .iter()
+            .filter(|d| d.file == c.file)
+            .map(|d| d.offset)
+            .min()
+            .unwrap_or(0);
         runs.push(ContigRun {
             rid: c.rid,
             pieces: idx,
@@ -341,6 +348,7 @@ fn run_claimed(
             expected,
             skip,
             take,
+            file_start,
         });
     }
     // Longest first when several run at once.
