@@ -150,6 +150,30 @@ fn record_and_header_errors_name_file_place_and_fix() {
             &["INFO/XS declares Number=2000000000", "fix the header"],
         ),
         (
+            // Its array would be variant_contig: main wrote the field over the
+            // records' contigs and exited 0.
+            "info_named_like_a_column.vcf",
+            HEADER.replace("ID=XS,", "ID=contig,"),
+            vec![GOOD[0]],
+            &[
+                "INFO/contig would be stored as variant_contig",
+                "--rename-annots",
+            ],
+        ),
+        (
+            "format_named_like_a_column.vcf",
+            HEADER.replace("ID=AD,", "ID=genotype_phased,"),
+            vec![GOOD[0]],
+            &["FORMAT/genotype_phased would be stored as call_genotype_phased"],
+        ),
+        (
+            // htslib only warns of such an ID; main wrote `escaped/` beside the store.
+            "id_with_a_slash.vcf",
+            HEADER.replace("ID=XS,", "ID=x/../../escaped,"),
+            vec![GOOD[0]],
+            &["INFO/x/../../escaped holds `/`", "--rename-annots"],
+        ),
+        (
             // A contig the header does not declare is named too (it was `?`).
             "unsorted_undeclared.vcf",
             HEADER.into(),
@@ -165,6 +189,10 @@ fn record_and_header_errors_name_file_place_and_fix() {
         let input = write_vcf(d, name, header, records);
         refused(&input, &[], needles);
     }
+    assert!(
+        !d.join("escaped").exists(),
+        "nothing written outside the store"
+    );
     // The same lines through the index (piece readers check them too).
     if tools("record_and_header_errors: indexed", &[Tool::Bcftools]) {
         for (name, header, records, needles) in &cases[3..12] {

@@ -513,6 +513,40 @@ fn contig_costs(schema: &Schema, counted: Counted) -> (Vec<ContigCost>, String, 
     }
 }
 
+/// Every INFO and FORMAT field's array is `variant_<ID>` or `call_<ID>`: an ID with
+/// `/` would name a path outside its array (htslib only warns of such an ID; a header
+/// line `##INFO=<ID=x/../../d,…>` wrote `d/` beside the store), and an ID whose array
+/// is one of the fixed columns' (INFO/contig is `variant_contig`) would overwrite it
+/// or be lost. Both are refused, naming the field and the rename that converts it.
+fn check_field_ids(input: &Path, schema: &Schema) -> Result<()> {
+    for f in &schema.fields {
+        let kind = match f.category {
+            svar2_vcf::schema::Category::Info => "INFO",
+            svar2_vcf::schema::Category::Format => "FORMAT",
+        };
+        let array = f.array_name();
+        let why = if f.name.contains('/') {
+            "holds `/`, which would name a path outside its array (VCF allows letters, \
+             digits, `_` and `.` in an ID)"
+                .to_string()
+        } else if svar2_store::fields::NOT_FIELDS.contains(&array.as_str()) {
+            format!("would be stored as {array}, the array VCF Zarr keeps for a fixed column")
+        } else {
+            continue;
+        };
+        return Err(svar2_vcf::Error::Header {
+            path: input.into(),
+            msg: format!(
+                "{kind}/{} {why}: rename the field (`bcftools annotate --rename-annots FILE`, \
+                 FILE holding the line `{kind}/{} {kind}/NEW`) and convert again",
+                f.name, f.name
+            ),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// A header Number so large that one record cannot fit is the header's fault, not the
 /// budget's: says so before the planner says the budget is too small.
 fn check_declared_numbers(input: &Path, schema: &Schema, samples: u64, budget: u64) -> Result<()> {
@@ -722,6 +756,7 @@ fn plan_schema(
         );
     }
     schema.add_undeclared_contigs(&undeclared);
+    check_field_ids(input, &schema)?;
     let set = ArraySet::new(&schema);
     let names: Vec<String> = schema.contigs.iter().map(|c| c.name.clone()).collect();
     let (contigs, counts_from, index) = contig_costs(&schema, counted);
