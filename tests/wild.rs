@@ -336,6 +336,67 @@ fn empty_values_are_missing() {
     );
 }
 
+/// An empty element of a string list (`a,,b`, `,a`, `a,`) is stored as `.`, as an
+/// empty value is, with one warning: VCF Zarr reads an empty string as the end of a
+/// list, so main (and bio2zarr) stored `a,,b` as `a`, `""`, `b` and it read back as
+/// `a` without a word. The same through the direct parse, htslib's (a subset) and BCF.
+#[test]
+fn empty_elements_of_string_lists_are_missing_and_said() {
+    if !tools(
+        "empty_elements_of_string_lists_are_missing_and_said",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let input = vcf(
+        d,
+        "elements.vcf",
+        "##fileformat=VCFv4.3\n##contig=<ID=1,length=1000>\n\
+         ##INFO=<ID=S1,Number=1,Type=String,Description=\"x\">\n\
+         ##INFO=<ID=SD,Number=.,Type=String,Description=\"x\">\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
+         ##FORMAT=<ID=FS,Number=.,Type=String,Description=\"x\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\n",
+        &[
+            "1 1 . A G . . S1=a,,b;SD=x,,y GT:FS 0/1:a,,b 0/1:p",
+            "1 2 . A G . . S1=,a;SD=,x GT:FS 0/1:,a 0/1:,",
+            "1 3 . A G . . S1=a, GT:FS 0/1:a, 0/1:q",
+        ],
+    );
+    let bcf = d.join("elements.bcf");
+    sh_ok(&format!(
+        "bcftools view --no-version -Ob -o {} {}",
+        bcf.display(),
+        input.display()
+    ));
+    let want = "1 a,.,b x,.,y a,.,b p\n2 .,a .,x .,a .,.\n3 a,. . a,. q\n";
+    for (name, from, args) in [
+        ("direct", &input, &[][..]),
+        ("htslib", &input, &["-s", "A,B"][..]),
+        ("bcf", &bcf, &[][..]),
+    ] {
+        let out = d.join(format!("{name}.zarr"));
+        let err = convert_loud(from, &out, args);
+        assert_eq!(
+            err.matches("has an empty element").count(),
+            1,
+            "{name}: {err}"
+        );
+        assert!(
+            err.contains("record 1 (1:1): INFO/S1 value `a,,b` has an empty element"),
+            "{name}: {err}"
+        );
+        let printed = sh_ok(&format!(
+            "{} query -f '%POS %S1 %SD[ %FS]\\n' {}",
+            env!("CARGO_BIN_EXE_svar2"),
+            out.display()
+        ));
+        assert_eq!(printed, want, "{name}");
+    }
+}
+
 #[test]
 fn positions_and_integers_past_32_bits_are_stored_whole() {
     if !tools("positions_and_integers_past_32_bits", &[Tool::ZarrPython]) {

@@ -478,6 +478,7 @@ pub fn column_from_raw(
         widths,
         stats: Default::default(),
         reserved: None,
+        empty_element: None,
     })
 }
 

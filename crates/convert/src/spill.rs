@@ -195,6 +195,7 @@ fn decode_inner(bytes: &[u8], specs: &[ColumnSpec]) -> Option<Batch> {
             widths,
             stats,
             reserved: None,
+            empty_element: None,
         });
     }
     (c.at == bytes.len()).then_some(Batch {

@@ -582,12 +582,7 @@ impl Extractor {
                             let value = &info[a..a + n];
                             let width = 1 + value.iter().filter(|&&c| c == b',').count();
                             col.begin_strs(width as u32);
-                            for part in value.split(|&c| c == b',') {
-                                if slot.ty == VcfType::Character {
-                                    col.note_chars(String::from_utf8_lossy(part).chars().count());
-                                }
-                                col.push_str(part);
-                            }
+                            col.push_elements(value, slot.ty == VcfType::Character);
                         }
                     }
                 }
@@ -633,16 +628,7 @@ impl Extractor {
                                 } else {
                                     &b"."[..]
                                 };
-                                let mut k = 0;
-                                for part in v.split(|&c| c == b',') {
-                                    if slot.ty == VcfType::Character {
-                                        col.note_chars(
-                                            String::from_utf8_lossy(part).chars().count(),
-                                        );
-                                    }
-                                    col.push_str(part);
-                                    k += 1;
-                                }
+                                let k = col.push_elements(v, slot.ty == VcfType::Character);
                                 for _ in k..width {
                                     col.push_str(b"");
                                 }
@@ -687,6 +673,7 @@ impl Extractor {
                 msg,
             });
         }
+        self.empty_elements(batch, record_no, &locus);
         Ok(true)
     }
 }

@@ -105,6 +105,9 @@ pub struct Extractor {
     /// A genotype beyond the ALT count was reported already (shared with the
     /// extractors that parse lines off the reading thread, see [`Extractor::for_lines`]).
     pub(crate) warned_allele: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// A string value with an empty element was reported already (shared as
+    /// `warned_allele` is).
+    warned_empty: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// This extractor parses lines off the reading thread: a line it would warn about
     /// goes back to the reading thread, which warns in record order.
     pub(crate) defers_warnings: bool,
@@ -182,6 +185,7 @@ impl Extractor {
                 .collect(),
             learns_contigs: true,
             warned_allele: Default::default(),
+            warned_empty: Default::default(),
             defers_warnings: false,
             bufs: [HtsBuf::new(), HtsBuf::new(), HtsBuf::new()],
             gt_vals: Vec::new(),
@@ -211,6 +215,7 @@ impl Extractor {
     ) -> Extractor {
         let mut ex = Extractor::for_header(header, schema, columns);
         ex.warned_allele = self.warned_allele.clone();
+        ex.warned_empty = self.warned_empty.clone();
         ex.defers_warnings = true;
         ex
     }
@@ -444,18 +449,54 @@ impl Extractor {
         batch: &mut Batch,
     ) -> Result<()> {
         self.extract_record(path, record_no, rec, batch)?;
-        match self.reserved_value(batch) {
-            None => Ok(()),
-            Some(msg) => {
-                let rid = rec.rid().unwrap_or(0);
-                let contig = contig_name(rec.header(), rid).map(String::from_utf8_lossy);
-                Err(Error::Record {
-                    path: path.into(),
-                    record: record_no + 1,
-                    locus: format!("{}:{}", contig.as_deref().unwrap_or("?"), rec.pos() + 1),
-                    msg,
-                })
+        let locus = || {
+            let rid = rec.rid().unwrap_or(0);
+            let contig = contig_name(rec.header(), rid).map(String::from_utf8_lossy);
+            format!("{}:{}", contig.as_deref().unwrap_or("?"), rec.pos() + 1)
+        };
+        if let Some(msg) = self.reserved_value(batch) {
+            return Err(Error::Record {
+                path: path.into(),
+                record: record_no + 1,
+                locus: locus(),
+                msg,
+            });
+        }
+        self.empty_elements(batch, record_no, &locus);
+        Ok(())
+    }
+
+    /// Warns, once per reader, of a string value with an empty element the record
+    /// just appended held (stored as `.`, see [`Column::push_elements`]).
+    pub(crate) fn empty_elements(
+        &self,
+        batch: &mut Batch,
+        record_no: u64,
+        locus: &dyn Fn() -> String,
+    ) {
+        for slot in &self.fields {
+            let Some(value) = batch.columns[slot.column].empty_element.take() else {
+                continue;
+            };
+            if self
+                .warned_empty
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                continue;
             }
+            let kind = match slot.category {
+                Category::Info => "INFO",
+                Category::Format => "FORMAT",
+            };
+            tracing::warn!(
+                "record {} ({}): {kind}/{} value `{}` has an empty element: stored as `.` \
+                 (missing), as an empty value is, since VCF Zarr reads an empty string as \
+                 the end of a list (later such values are not reported)",
+                record_no + 1,
+                locus(),
+                slot.name,
+                String::from_utf8_lossy(&value)
+            );
         }
     }
 
@@ -704,16 +745,9 @@ impl Extractor {
                     col.begin_strs(width);
                     let chars = slot.ty == VcfType::Character;
                     for i in 0..per {
-                        let mut k = 0;
                         let v = cell(i);
                         let v = if v.is_empty() { &b"."[..] } else { v };
-                        for part in v.split(|&x| x == b',') {
-                            if chars {
-                                col.note_chars(String::from_utf8_lossy(part).chars().count());
-                            }
-                            col.push_str(part);
-                            k += 1;
-                        }
+                        let k = col.push_elements(v, chars);
                         for _ in k..width as usize {
                             col.push_str(b"");
                         }

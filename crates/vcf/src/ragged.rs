@@ -122,6 +122,9 @@ pub struct Column {
     /// A −1 or −2 read from the input as a value (not a missing value or a vector
     /// end) since the extractor last looked: see [`Column::take_reserved`].
     pub reserved: Option<i32>,
+    /// A string value with an empty element (`a,,b`) read since the extractor last
+    /// looked (its first 40 bytes): see [`Column::push_elements`].
+    pub empty_element: Option<Vec<u8>>,
 }
 
 impl Column {
@@ -144,6 +147,7 @@ impl Column {
             widths: Vec::new(),
             stats: ColumnStats::default(),
             reserved: None,
+            empty_element: None,
         }
     }
 
@@ -435,6 +439,31 @@ impl Column {
     /// calls to [`Column::push_str`].
     pub fn begin_strs(&mut self, width: u32) {
         self.begin(width);
+    }
+
+    /// Appends a string value's comma-separated elements; the number appended. An
+    /// empty element (`a,,b`, `a,`) is stored as `.`, missing, as an empty value is:
+    /// VCF Zarr reads an empty string as the end of a list (bio2zarr stores `a,,b` so,
+    /// and it reads back as `a`). The value is noted for a warning
+    /// ([`Column::empty_element`]). `chars`: each element's characters count toward
+    /// the column's widest (Type=Character).
+    pub fn push_elements(&mut self, value: &[u8], chars: bool) -> usize {
+        let mut n = 0;
+        for part in value.split(|&c| c == b',') {
+            let part = if part.is_empty() {
+                self.empty_element
+                    .get_or_insert_with(|| value[..value.len().min(40)].to_vec());
+                &b"."[..]
+            } else {
+                part
+            };
+            if chars {
+                self.note_chars(String::from_utf8_lossy(part).chars().count());
+            }
+            self.push_str(part);
+            n += 1;
+        }
+        n
     }
 
     /// Appends one string value.
