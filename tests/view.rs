@@ -240,6 +240,11 @@ fn bad_requests_and_damaged_stores_end_in_one_line() {
     let view = |args: &[&str], s: &Path| run(svar2().arg("view").args(args).arg(s));
     fails_naming(view(&["-r", "chrZ:1-10"], &store), "chrZ");
     fails_naming(view(&["-s", "NA00001,nobody"], &store), "nobody");
+    // A sample asked for twice: main printed a header htslib cannot read, exit 0.
+    fails_naming(
+        view(&["-s", "NA00001,NA00001"], &store),
+        "sample NA00001 is asked for twice",
+    );
     fails_naming(
         run(svar2()
             .args(["query", "-f", "%POS\\t%INFO/NOPE\\n"])

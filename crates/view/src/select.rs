@@ -74,6 +74,17 @@ pub fn sample_columns(
     };
     let sep = if from_file { '\u{1}' } else { ',' };
     let names: Vec<&str> = spec.split(sep).filter(|s| !s.is_empty()).collect();
+    if !exclude {
+        // A VCF names each sample once: its readers (htslib) refuse a header that
+        // names one twice, and bcftools view refuses the request.
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = names.iter().find(|n| !seen.insert(**n)) {
+            return Err(Error::Usage(format!(
+                "sample {twice} is asked for twice (-s/-S): a VCF holds one column per \
+                 sample; name it once"
+            )));
+        }
+    }
     let cols = store.sample_columns(&names).map_err(Error::from)?;
     if !exclude {
         return Ok(Some(cols));
