@@ -306,6 +306,31 @@ fn bad_requests_and_damaged_stores_end_in_one_line() {
 /// documented differences (docs/store.md): records regrouped by the header's contig
 /// order, and a vector cut short padded with missing values, not fill (`.,.,.` where
 /// the file had `.`, `-2,.` where it had `-2`). Both are normalised here, nothing else.
+/// A header-only VCF without `##contig` lines converts to a store of no contigs,
+/// whose view is the header bcftools prints (main refused to view it: "no contigs").
+#[test]
+fn a_store_of_no_records_and_no_contigs_prints_its_header() {
+    let dir = test_dir();
+    let input = dir.path().join("bare.vcf");
+    std::fs::write(
+        &input,
+        "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n",
+    )
+    .unwrap();
+    let store = dir.path().join("bare.zarr");
+    convert(&input, &store, &[]);
+    let printed = ok("view", run(svar2().arg("view").arg(&store)));
+    assert!(
+        printed.ends_with("#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"),
+        "{printed}"
+    );
+    let queried = ok(
+        "query",
+        run(svar2().args(["query", "-f", "%POS\\n"]).arg(&store)),
+    );
+    assert_eq!(queried, "");
+}
+
 #[test]
 fn bio2zarr_stores_print_the_vcf() {
     if !tools(
