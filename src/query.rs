@@ -10,7 +10,7 @@ pub struct Args {
     store: PathBuf,
     /// The format, as bcftools query takes it: %CHROM %POS %ID %REF %ALT %QUAL
     /// %FILTER %INFO %INFO/TAG %TAG %END %LINE, [ … ] per sample with %SAMPLE %GT
-    /// %TGT %TAG; \t \n.
+    /// %TGT %TAG; %ALT{N} %TAG{N}: a list's N-th value (0-based); \t \n.
     #[arg(short = 'f', long, required_unless_present = "list_samples")]
     format: Option<String>,
     /// Print the sample names and exit.

@@ -1,6 +1,8 @@
 //! `bcftools query -f` formats over [`Block`]s: `%CHROM %POS %ID %REF %ALT %QUAL
 //! %FILTER %INFO %INFO/TAG %TAG %END %LINE`, per sample inside `[ … ]`: `%SAMPLE %GT
-//! %TGT %TAG`; `\t \n \\` escapes; `-H`'s header line. Values print as bcftools
+//! %TGT %TAG`; `%ALT{N}` and `%TAG{N}`, a list's N-th value (0-based; an INFO value of
+//! one element prints whatever N, as bcftools prints it); `\t \n \\` escapes; `-H`'s
+//! header line. Values print as bcftools
 //! prints them (`.` for missing or absent, a Flag as `1`).
 
 use crate::block::Block;
@@ -32,7 +34,8 @@ enum Tag {
 #[derive(Debug, Clone, PartialEq)]
 enum Token {
     Text(Vec<u8>),
-    Tag(Tag, String),
+    /// A tag, its name as given, and `{N}`'s element (0-based) of its values.
+    Tag(Tag, String, Option<usize>),
     /// `[ … ]`: repeated for every sample.
     Samples(Vec<Token>),
 }
@@ -127,6 +130,23 @@ impl Query {
                         end += 1;
                     }
                     let name = &format[start..end];
+                    // `%TAG{N}`: the N-th (0-based) of the tag's comma-separated values.
+                    let (element, after) = match b.get(end) {
+                        Some(b'{') => {
+                            let close = format[end..]
+                                .find('}')
+                                .map(|k| end + k)
+                                .ok_or_else(|| bad(format!("%{name}{{ without its }}")))?;
+                            let n = format[end + 1..close].parse::<usize>().map_err(|_| {
+                                bad(format!(
+                                    "%{name}{{{}}}: give one 0-based index, e.g. %{name}{{0}}",
+                                    &format[end + 1..close]
+                                ))
+                            })?;
+                            (Some(n), close + 1)
+                        }
+                        _ => (None, end),
+                    };
                     let in_samples = stack.len() > 1;
                     let tag = match (name, in_samples) {
                         ("CHROM", _) => Tag::Chrom,
@@ -165,11 +185,19 @@ impl Query {
                     if matches!(tag, Tag::Sample | Tag::Gt | Tag::Tgt) && !in_samples {
                         return Err(bad(format!("%{name} belongs inside [ ]")));
                     }
-                    stack
-                        .last_mut()
-                        .expect("a level")
-                        .push(Token::Tag(tag, name.to_string()));
-                    i = end;
+                    let listed = matches!(tag, Tag::Alt | Tag::InfoField(_) | Tag::FormatField(_));
+                    if element.is_some() && !listed {
+                        return Err(bad(format!(
+                            "%{name}{{…}}: an element is taken of ALT and of INFO and FORMAT \
+                             fields only"
+                        )));
+                    }
+                    stack.last_mut().expect("a level").push(Token::Tag(
+                        tag,
+                        format[start..after].to_string(),
+                        element,
+                    ));
+                    i = after;
                 }
                 c => {
                     text.push(c as char);
@@ -198,7 +226,7 @@ impl Query {
     pub fn uses_samples(&self) -> bool {
         self.tokens
             .iter()
-            .any(|t| matches!(t, Token::Samples(_) | Token::Tag(Tag::Line, _)))
+            .any(|t| matches!(t, Token::Samples(_) | Token::Tag(Tag::Line, ..)))
     }
 
     /// Every tag of the format, those inside brackets too.
@@ -206,9 +234,9 @@ impl Query {
         let mut out = Vec::new();
         for t in &self.tokens {
             match t {
-                Token::Tag(tag, _) => out.push(tag),
+                Token::Tag(tag, ..) => out.push(tag),
                 Token::Samples(inner) => out.extend(inner.iter().filter_map(|t| match t {
-                    Token::Tag(tag, _) => Some(tag),
+                    Token::Tag(tag, ..) => Some(tag),
                     _ => None,
                 })),
                 Token::Text(_) => {}
@@ -262,7 +290,7 @@ impl Query {
         for t in &self.tokens {
             match t {
                 Token::Text(x) => out.extend_from_slice(x),
-                Token::Tag(tag, name) => {
+                Token::Tag(tag, name, _) => {
                     n += 1;
                     out.extend_from_slice(format!("[{n}]{}", label(tag, name)).as_bytes());
                 }
@@ -271,11 +299,11 @@ impl Query {
                         for t in inner {
                             match t {
                                 Token::Text(x) => out.extend_from_slice(x),
-                                Token::Tag(Tag::Sample, _) => {
+                                Token::Tag(Tag::Sample, ..) => {
                                     n += 1;
                                     out.extend_from_slice(format!("[{n}]SAMPLE").as_bytes());
                                 }
-                                Token::Tag(tag, name) => {
+                                Token::Tag(tag, name, _) => {
                                     n += 1;
                                     let tag_name = match tag {
                                         Tag::Gt | Tag::Tgt => "GT".to_string(),
@@ -309,7 +337,15 @@ impl Query {
         for t in &self.tokens {
             match t {
                 Token::Text(x) => out.extend_from_slice(x),
-                Token::Tag(tag, _) => self.put_site(tag, p, schema, b, r, out),
+                Token::Tag(tag, _, element) => {
+                    let start = out.len();
+                    self.put_site(tag, p, schema, b, r, out);
+                    // (bcftools prints an INFO value of one element whatever the index.)
+                    let one = matches!(tag, Tag::InfoField(_)) && !out[start..].contains(&b',');
+                    if !one {
+                        keep_element(out, start, *element);
+                    }
+                }
                 Token::Samples(inner) => {
                     p.find_present(b, r);
                     for j in 0..b.n_samples {
@@ -319,8 +355,10 @@ impl Query {
                         for t in inner {
                             match t {
                                 Token::Text(x) => out.extend_from_slice(x),
-                                Token::Tag(tag, _) => {
+                                Token::Tag(tag, _, element) => {
+                                    let start = out.len();
                                     put_call(tag, p, schema, b, r, j, out);
+                                    keep_element(out, start, *element);
                                 }
                                 Token::Samples(_) => {}
                             }
@@ -360,6 +398,22 @@ impl Query {
             // Sample tags outside brackets are refused by `parse`.
             Tag::Sample | Tag::Gt | Tag::Tgt | Tag::FormatField(_) => out.push(b'.'),
         }
+    }
+}
+
+/// Keeps of the values printed at `out[start..]` only the `element`-th (0-based) of
+/// their comma-separated list (`.` past its end), as bcftools query's `%TAG{N}`.
+fn keep_element(out: &mut Vec<u8>, start: usize, element: Option<usize>) {
+    let Some(n) = element else { return };
+    let kept = out[start..]
+        .split(|&c| c == b',')
+        .nth(n)
+        .filter(|e| !e.is_empty())
+        .map(<[u8]>::to_vec);
+    out.truncate(start);
+    match kept {
+        Some(e) => out.extend_from_slice(&e),
+        None => out.push(b'.'),
     }
 }
 
