@@ -81,6 +81,8 @@ fn regions_targets_and_samples_equal_bcftools_view() {
             vec!["-r", "chr1:150-450"],
             vec!["-r", "chrX:1500-3000,chr3:1-5", "-s", "Zoë,NA00001"],
             vec!["-r", "chr1:500"],
+            // Contig by contig in the order the regions name them, as bcftools.
+            vec!["-r", "chr3,chr1:150-450,chr3:1-5,chr1:100-200"],
             vec!["-s", "^NA00001"],
             vec!["-s", "s-4 x,Zoë"],
             vec!["-S", s],

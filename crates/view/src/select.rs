@@ -8,30 +8,46 @@ use svar2_reader::Store;
 
 pub use svar2_vcf::region::{parse_region, parse_regions, read_regions_file, Region, Targets};
 
-/// Store rows overlapping any of `regions`, ascending, each once. An unknown contig
-/// is an error naming it.
+/// Store rows overlapping any of `regions`, each once: contig by contig in the order
+/// the regions first name them (as bcftools view visits `-r 2,1`: contig 2 first),
+/// ascending within each. An unknown contig is an error naming it.
 pub fn rows_in(store: &Store, regions: &[Region]) -> Result<Vec<u64>> {
-    let mut rows = Vec::new();
+    let mut contigs: Vec<&str> = Vec::new();
     for r in regions {
-        if !store.contig_names().iter().any(|c| c == &r.contig) {
-            return Err(Error::Usage(format!(
-                "{}: no contig {} in the store (contigs: {})",
-                store.group().root.display(),
-                r.contig,
-                store
-                    .contig_names()
-                    .iter()
-                    .take(8)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+        if !contigs.contains(&r.contig.as_str()) {
+            contigs.push(&r.contig);
         }
-        rows.extend(store.locate(&r.contig, r.start, r.end)?);
     }
-    rows.sort_unstable();
-    rows.dedup();
+    let mut rows = Vec::new();
+    for contig in contigs {
+        let mut of_contig = Vec::new();
+        for r in regions.iter().filter(|r| r.contig == contig) {
+            of_contig.extend(rows_of(store, r)?);
+        }
+        of_contig.sort_unstable();
+        of_contig.dedup();
+        rows.extend(of_contig);
+    }
     Ok(rows)
+}
+
+/// Store rows overlapping `r`, ascending.
+fn rows_of(store: &Store, r: &Region) -> Result<Vec<u64>> {
+    if !store.contig_names().iter().any(|c| c == &r.contig) {
+        return Err(Error::Usage(format!(
+            "{}: no contig {} in the store (contigs: {})",
+            store.group().root.display(),
+            r.contig,
+            store
+                .contig_names()
+                .iter()
+                .take(8)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(store.locate(&r.contig, r.start, r.end)?)
 }
 
 /// Sample columns from `-s LIST` / `-S FILE` (a leading `^` excludes), in the order
