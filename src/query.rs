@@ -8,8 +8,8 @@ pub struct Args {
     /// The store: a directory, a .zip file or s3://bucket/path (any VCF Zarr store).
     #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
-    /// The format, as bcftools query takes it: %CHROM %POS %ID %REF %ALT %QUAL
-    /// %FILTER %INFO %INFO/TAG %TAG %END %LINE, [ … ] per sample with %SAMPLE %GT
+    /// The format, as bcftools query takes it: %CHROM %POS %POS0 %ID %REF %ALT
+    /// %FIRST_ALT %QUAL %FILTER %INFO %INFO/TAG %TAG %END %END0 %LINE, [ … ] per sample with %SAMPLE %GT
     /// %TGT %TAG; %ALT{N} %TAG{N}: a list's N-th value (0-based); \t \n.
     #[arg(short = 'f', long, required_unless_present = "list_samples")]
     format: Option<String>,

@@ -253,6 +253,18 @@ fn bad_requests_and_damaged_stores_end_in_one_line() {
             .arg(&store)),
         "NOPE",
     );
+    // bcftools tags svar2 does not print are refused by name (were "no INFO/TYPE").
+    for (format, needle) in [
+        ("%TYPE\\n", "%TYPE is not offered"),
+        ("[%IUPACGT]\\n", "%IUPACGT is not offered"),
+        ("%POS{1}\\n", "of ALT and of INFO and FORMAT fields only"),
+        ("%AC{x}\\n", "give one 0-based index"),
+    ] {
+        fails_naming(
+            run(svar2().args(["query", "-f", format]).arg(&store)),
+            needle,
+        );
+    }
     fails_naming(view(&[], d), "not a");
     // A region matching nothing: the header, no records, exit 0 (as bcftools).
     let o = view(&["-r", "chr2:1-10"], &store);

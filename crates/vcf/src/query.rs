@@ -1,9 +1,10 @@
-//! `bcftools query -f` formats over [`Block`]s: `%CHROM %POS %ID %REF %ALT %QUAL
-//! %FILTER %INFO %INFO/TAG %TAG %END %LINE`, per sample inside `[ … ]`: `%SAMPLE %GT
-//! %TGT %TAG`; `%ALT{N}` and `%TAG{N}`, a list's N-th value (0-based; an INFO value of
-//! one element prints whatever N, as bcftools prints it); `\t \n \\` escapes; `-H`'s
-//! header line. Values print as bcftools
-//! prints them (`.` for missing or absent, a Flag as `1`).
+//! `bcftools query -f` formats over [`Block`]s: `%CHROM %POS %POS0 %ID %REF %ALT
+//! %FIRST_ALT %QUAL %FILTER %INFO %INFO/TAG %TAG %END %END0 %LINE`, per sample inside
+//! `[ … ]`: `%SAMPLE %GT %TGT %TAG`; `%ALT{N}` and `%TAG{N}`, a list's N-th value
+//! (0-based; an INFO value of one element prints whatever N, as bcftools prints it);
+//! `\t \n \\` escapes; `-H`'s header line. Values print as bcftools prints them (`.`
+//! for missing or absent, a Flag as `1`). bcftools' `%TYPE`, `%MASK`, `%IUPACGT`,
+//! `%PBINOM`, `%FORMAT` and `%N_PASS` are refused by name.
 
 use crate::block::Block;
 use crate::error::{Error, Result};
@@ -21,6 +22,9 @@ enum Tag {
     Filter,
     Info,
     End,
+    /// `%POS0`, `%END0`: 0-based.
+    Pos0,
+    End0,
     Line,
     /// An INFO field (index into the schema's fields).
     InfoField(usize),
@@ -147,6 +151,13 @@ impl Query {
                         }
                         _ => (None, end),
                     };
+                    let element = match (name, element) {
+                        ("FIRST_ALT", None) => Some(0),
+                        ("FIRST_ALT", Some(_)) => {
+                            return Err(bad("%FIRST_ALT is one allele: no {N} after it".into()))
+                        }
+                        _ => element,
+                    };
                     let in_samples = stack.len() > 1;
                     let tag = match (name, in_samples) {
                         ("CHROM", _) => Tag::Chrom,
@@ -158,10 +169,22 @@ impl Query {
                         ("FILTER", _) => Tag::Filter,
                         ("INFO", _) => Tag::Info,
                         ("END", _) => Tag::End,
+                        ("POS0", _) => Tag::Pos0,
+                        ("END0", _) => Tag::End0,
+                        // The first ALT allele: `%ALT{0}`.
+                        ("FIRST_ALT", _) => Tag::Alt,
                         ("LINE", _) => Tag::Line,
                         ("SAMPLE", true) => Tag::Sample,
                         ("GT", true) => Tag::Gt,
                         ("TGT", true) => Tag::Tgt,
+                        (n @ ("TYPE" | "MASK" | "IUPACGT" | "PBINOM" | "FORMAT" | "N_PASS"), _)
+                            if field(n, Category::Info).is_none()
+                                && field(n, Category::Format).is_none() =>
+                        {
+                            return Err(bad(format!(
+                                "bcftools query's %{n} is not offered by svar2 query yet"
+                            )))
+                        }
                         (n, _) if n.starts_with("INFO/") => Tag::InfoField(
                             field(&n[5..], Category::Info)
                                 .ok_or_else(|| bad(format!("no INFO/{} in the header", &n[5..])))?,
@@ -389,6 +412,10 @@ impl Query {
             Tag::Info => p.put_info(b, r, out),
             Tag::End => {
                 out.extend_from_slice((b.pos[r] + b.rlen[r].max(1) - 1).to_string().as_bytes())
+            }
+            Tag::Pos0 => out.extend_from_slice((b.pos[r] - 1).to_string().as_bytes()),
+            Tag::End0 => {
+                out.extend_from_slice((b.pos[r] + b.rlen[r].max(1) - 2).to_string().as_bytes())
             }
             Tag::Line => p.put_record(b, r, out),
             Tag::InfoField(k) => match b.info.iter().find(|f| f.field == *k) {
