@@ -43,7 +43,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use svar2_reader::Reader;
 use svar2_storage::stored::Stored;
-use svar2_store::boxes::blocks;
 use svar2_zarr::{AnyArray, AnyGroup};
 
 /// One damaged chunk (or shard index) and what it holds.
@@ -191,22 +190,39 @@ fn verify_array(
         total = 1;
         reader.visit_chunks(a, &[Vec::new()], &visit)?;
     } else if !shape.contains(&0) && !chunk.contains(&0) {
-        let per_row: u64 = shape
+        // Chunk indices in C order, at most SLAB at a time: a row of chunks can be
+        // more than memory holds when metadata is damaged (an axis of 10^10).
+        const SLAB: usize = 65_536;
+        let grid: Vec<u64> = shape
             .iter()
             .zip(&chunk)
-            .skip(1)
             .map(|(n, c)| n.div_ceil(*c))
-            .product();
-        let rows_per_slab = (65_536 / per_row.max(1)).max(1);
-        let mut lo = vec![0u64; shape.len()];
-        while lo[0] < shape[0] {
-            let mut hi = shape.clone();
-            hi[0] = (lo[0] + rows_per_slab * chunk[0]).min(shape[0]);
-            let slab = blocks(&lo, &hi, &chunk);
-            total += slab.len() as u64;
-            reader.visit_chunks(a, &slab, &visit)?;
-            lo[0] = hi[0];
+            .collect();
+        let mut at = vec![0u64; grid.len()];
+        let mut slab = Vec::with_capacity(SLAB);
+        'all: loop {
+            slab.push(at.clone());
+            // The next index (the last axis fastest).
+            let mut d = grid.len();
+            loop {
+                if d == 0 {
+                    break 'all;
+                }
+                d -= 1;
+                at[d] += 1;
+                if at[d] < grid[d] {
+                    break;
+                }
+                at[d] = 0;
+            }
+            if slab.len() == SLAB {
+                total += slab.len() as u64;
+                reader.visit_chunks(a, &slab, &visit)?;
+                slab.clear();
+            }
         }
+        total += slab.len() as u64;
+        reader.visit_chunks(a, &slab, &visit)?;
     }
     let mut found = found.into_inner().expect("damage list");
     // A damaged shard index fails every chunk of its shard alike: one line for it.

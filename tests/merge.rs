@@ -270,6 +270,22 @@ fn merge_refuses_what_it_cannot_join() {
         msg.contains("empty.vcf.gz") && msg.contains("not a VCF"),
         "{msg}"
     );
+    // A header without its #CHROM line (a plain-gzip VCF cut short): rust-htslib's
+    // reader took htslib's null header and the process died (SIGSEGV), in append too.
+    let headless = d.join("headless.vcf");
+    std::fs::write(&headless, "##fileformat=VCFv4.2\n##contig=<ID=chr1>\n").unwrap();
+    let out = svar2()
+        .args(["convert", "-q", "--merge"])
+        .args([&a, &headless])
+        .arg(d.join("h.zarr"))
+        .output()
+        .unwrap();
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{msg}");
+    assert!(
+        msg.contains("headless.vcf") && msg.contains("no #CHROM line"),
+        "{msg}"
+    );
     for (flags, needle) in [
         (vec!["--merge", "-s", "NA00001"], "subset"),
         (vec!["--merge=all"], "-m all"),

@@ -2171,8 +2171,10 @@ fn open_input(path: &Path) -> Result<Src> {
         path: path.into(),
         msg: format!("not a VCF (plain or bgzipped) or BCF file ({e})"),
     };
-    // The header read first: htslib's indexed reader of a file without one (empty, or
-    // not VCF, beside a stale index) crashes rather than fails.
+    // The header read first, as a conversion reads it: rust-htslib's readers do not
+    // check htslib's header for null, and a file without one (no #CHROM line, a
+    // plain-gzip VCF cut short, empty, or not VCF beside a stale index) crashed them.
+    drop(crate::source::VcfReader::open(path, 1)?);
     let stream = bcf::Reader::from_path(path).map_err(open_err)?;
     if crate::index::index_paths(path)
         .iter()
