@@ -134,6 +134,24 @@ pub fn append(store: &Path, inputs: &[PathBuf], o: &AppendOptions) -> Result<App
         }
     };
     let new = staging.join(NEW);
+    // The new version locked before it takes the store's path: a second append that
+    // opens the path after the swap finds it locked until the leftovers are cleared
+    // (the old directory's lock stays with the old version).
+    let _new_lock = match lock(&new) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = clear_staging(&staging);
+            return Err(e);
+        }
+    };
+    // Checked again just before the swap: what was added to the store while the new
+    // version was written would go with the old version, which is removed.
+    if let Err(e) = svar2_store::dir::check_only_store(store) {
+        let _ = clear_staging(&staging);
+        return Err(Error::Request(format!(
+            "{e} (added while the append ran: the store is left as it was)"
+        )));
+    }
     swap::exchange(store, &new).map_err(io(store))?;
     // `new` now holds the old version: svar2's to remove, as the store it replaced.
     // The append is done whatever happens to the leftovers (the next one clears them).
@@ -500,4 +518,27 @@ fn tree_bytes(dir: &Path, unlinked_only: bool) -> u64 {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lock a second append meets holds across the swap: the old directory's
+    /// lock goes with the old version, so the new one is locked before it takes the
+    /// store's path (main locked only the old one: a second append started during the
+    /// first's cleanup, and both cleared the same staging folder).
+    #[test]
+    fn the_store_path_stays_locked_across_the_swap() {
+        let dir = std::env::temp_dir().join(format!("svar2-lock-{}", std::process::id()));
+        let (store, new) = (dir.join("store.zarr"), dir.join("new.zarr"));
+        std::fs::create_dir_all(&store).unwrap();
+        std::fs::create_dir_all(&new).unwrap();
+        let _old_lock = lock(&store).unwrap();
+        let _new_lock = lock(&new).unwrap();
+        swap::exchange(&store, &new).unwrap();
+        assert!(matches!(lock(&store), Err(Error::Busy(_))));
+        assert!(matches!(lock(&new), Err(Error::Busy(_))));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
