@@ -352,3 +352,35 @@ fn a_non_integer_shape_is_named() {
         );
     }
 }
+
+/// Metadata that would print a VCF the store never held: a line break in a header
+/// text (a crafted `##` line, a second `#CHROM`) and a `variant_contig` past the
+/// contigs `contig_id` lists. main printed the extra lines, and the records on
+/// contig `?`, with exit 0.
+#[test]
+fn header_text_and_contig_indexes_past_the_lists_are_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let f = dir.path().join("f");
+    let fs = f.display();
+    copy(&s, &f);
+    edit_json(&f.join("zarr.json"), |v| {
+        v["attributes"]["vcf_meta_information"][0][1] = "x\n#CHROM\tPOS".into();
+    });
+    for cmd in ["view -h", "view", "query -f %POS\\\\n"] {
+        fails(&format!("{cmd} {fs}"), None, &["holds a line break"]);
+    }
+    copy(&s, &f);
+    for array in ["contig_id", "contig_length"] {
+        edit_json(&f.join(array).join("zarr.json"), |v| {
+            v["shape"][0] = 1.into();
+        });
+    }
+    for cmd in ["view -H", "query -f %CHROM\\\\n"] {
+        fails(
+            &format!("{cmd} {fs}"),
+            None,
+            &["but contig_id lists 1: the store is damaged"],
+        );
+    }
+}

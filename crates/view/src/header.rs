@@ -67,7 +67,7 @@ pub fn schema_of(store: &Store) -> Result<Schema> {
         .collect::<Vec<_>>();
     let filter_ids = strings("filter_id")?;
     let filter_descriptions = strings("filter_description")?;
-    let filters = filter_ids
+    let filters: Vec<Filter> = filter_ids
         .iter()
         .enumerate()
         .map(|(i, id)| Filter {
@@ -108,7 +108,7 @@ pub fn schema_of(store: &Store) -> Result<Schema> {
             });
         }
     }
-    let meta_information = g
+    let meta_information: Vec<(String, String)> = g
         .attributes
         .get("vcf_meta_information")
         .and_then(Value::as_array)
@@ -125,6 +125,38 @@ pub fn schema_of(store: &Store) -> Result<Schema> {
                 .collect()
         })
         .unwrap_or_default();
+    // Text that goes into the header whole: a line break (or a tab in a name) would
+    // print lines the store never held (a crafted `##` line, a second #CHROM line).
+    let broken = |t: &str, tab: bool| t.contains(['\n', '\r']) || (tab && t.contains('\t'));
+    let text = names
+        .iter()
+        .chain(store.sample_names())
+        .map(|t| (t.as_str(), true))
+        .chain(
+            filters
+                .iter()
+                .flat_map(|f: &Filter| [(f.id.as_str(), true), (f.description.as_str(), false)]),
+        )
+        .chain(
+            fields.iter().flat_map(|f: &FieldDef| {
+                [(f.name.as_str(), true), (f.description.as_str(), false)]
+            }),
+        )
+        .chain(
+            meta_information
+                .iter()
+                .flat_map(|(k, v): &(String, String)| [(k.as_str(), true), (v.as_str(), false)]),
+        );
+    for (t, tab) in text {
+        if broken(t, tab) {
+            return Err(bad(format!(
+                "the header text {:?} holds a line break{}: the store's metadata is damaged \
+                 (restore it from a copy or convert again)",
+                t.chars().take(60).collect::<String>(),
+                if tab { " or a tab" } else { "" }
+            )));
+        }
+    }
     // Records need contigs to lie on; a store of none (a header-only VCF without
     // ##contig lines) prints its header, as bcftools view prints the VCF's.
     let records = g.array("variant_position").map_or(0, |a| a.shape()[0]);

@@ -15,6 +15,9 @@ use svar2_zarr::AnyArray;
 /// The arrays a block is read from, resolved once.
 pub struct Sources {
     contig: Arc<AnyArray>,
+    /// Contigs the store lists (`contig_id`): a `variant_contig` value past them is
+    /// damage, not a record on contig `?`.
+    contigs: usize,
     position: Arc<AnyArray>,
     length: Arc<AnyArray>,
     id: Option<Arc<AnyArray>>,
@@ -56,6 +59,7 @@ impl Sources {
         };
         Ok(Sources {
             contig: need("variant_contig")?,
+            contigs: store.contig_names().len(),
             position: need("variant_position")?,
             length: need("variant_length")?,
             id: opt("variant_id"),
@@ -178,10 +182,24 @@ impl Sources {
         }
         let (r0, r1) = (rows[0], rows[n - 1] + 1);
         debug_assert_eq!((r1 - r0) as usize, n, "a run of consecutive rows");
-        b.contig = ints(&self.contig, r0, r1)?
-            .into_iter()
-            .map(|x| x.max(0) as u32)
-            .collect();
+        let contigs = ints(&self.contig, r0, r1)?;
+        if let Some(i) = contigs
+            .iter()
+            .position(|&c| c < 0 || c as usize >= self.contigs)
+        {
+            return Err(svar2_store::Error::Corrupt {
+                key: self.contig.name.clone(),
+                msg: format!(
+                    "row {} names contig {} but contig_id lists {}: the store is damaged \
+                     (restore it from a copy or convert again)",
+                    r0 + i as u64,
+                    contigs[i],
+                    self.contigs
+                ),
+            }
+            .into());
+        }
+        b.contig = contigs.into_iter().map(|x| x as u32).collect();
         b.pos = ints(&self.position, r0, r1)?;
         b.rlen = ints(&self.length, r0, r1)?;
         b.id = match &self.id {
