@@ -397,3 +397,45 @@ fn zip_writes_and_reads_refuse_what_a_hostile_user_plants() {
     }
     assert_eq!(bytes(&zip), before);
 }
+
+/// A zip whose deflated `zarr.json` inflates to 300 MiB (valid JSON, then spaces) is
+/// refused as a bomb before it is inflated: main held the whole of it (a 6 GiB one
+/// took 6 GB) for `view -h`, `verify` and `inspect`.
+#[test]
+fn a_deflated_bomb_is_not_inflated() {
+    if !tools("a_deflated_bomb_is_not_inflated", &[Tool::ZarrPython]) {
+        return;
+    }
+    let dir = test_dir();
+    let plain = dir.path().join("s.zarr");
+    convert(&data("all_fields.vcf"), &plain, &[]);
+    let bomb = dir.path().join("bomb.zip");
+    python(&format!(
+        "import os, zipfile\n\
+         src = \"{src}\"\n\
+         with zipfile.ZipFile(\"{dst}\", \"w\") as w:\n\
+         \x20   for root, _, files in os.walk(src):\n\
+         \x20       for f in sorted(files):\n\
+         \x20           p = os.path.join(root, f); k = os.path.relpath(p, src)\n\
+         \x20           data = open(p, \"rb\").read()\n\
+         \x20           if k == \"call_genotype/zarr.json\":\n\
+         \x20               zi = zipfile.ZipInfo(k); zi.compress_type = zipfile.ZIP_DEFLATED\n\
+         \x20               with w.open(zi, \"w\", force_zip64=True) as out:\n\
+         \x20                   out.write(data)\n\
+         \x20                   for _ in range(300): out.write(b\" \" * (1 << 20))\n\
+         \x20           else:\n\
+         \x20               w.writestr(k, data)\n",
+        src = plain.display(),
+        dst = bomb.display()
+    ));
+    for cmd in ["view -h", "verify", "inspect"] {
+        let o = sh(&format!(
+            "ulimit -v 2000000; {} {cmd} {}",
+            env!("CARGO_BIN_EXE_svar2"),
+            bomb.display()
+        ));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{cmd}: {err}");
+        assert!(err.contains("zip bomb"), "{cmd}: {err}");
+    }
+}

@@ -34,6 +34,10 @@ const LOCATOR64_SIG: u32 = 0x0706_4b50;
 const END_LEN: u64 = 22;
 /// The longest comment a zip may end with.
 const MAX_COMMENT: u64 = 0xFFFF;
+/// A deflated entry may inflate to this many bytes whatever its stored size …
+const MAX_INFLATED: u64 = 256 << 20;
+/// … and past it, to at most this many times its stored bytes.
+const MAX_INFLATE_RATIO: u64 = 50;
 /// A field that says "see the Zip64 extra field".
 const FULL32: u64 = 0xFFFF_FFFF;
 /// MS-DOS date 1980-01-01, time 00:00: every entry's, so the bytes do not depend on
@@ -392,6 +396,20 @@ impl ZipStore {
                          re-zip uncompressed (`zip -0 -r`, `python -m bio2zarr zipzarr`) for speed",
                         self.path.display()
                     );
+                }
+                // What deflate gives real objects is a few times their stored bytes
+                // (shards are zstd already); a small entry the directory says inflates
+                // to gigabytes is a zip bomb (6 GiB of spaces in a zarr.json took 6 GB).
+                if e.len > MAX_INFLATED.max(e.stored_len.saturating_mul(MAX_INFLATE_RATIO)) {
+                    return Err(Error::Corrupt {
+                        key: self.name(key).display().to_string(),
+                        msg: format!(
+                            "a deflated entry of {} bytes said to inflate to {}: not read (a \
+                             zip bomb, or a damaged zip); re-zip the store uncompressed \
+                             (`zip -0 -r`)",
+                            e.stored_len, e.len
+                        ),
+                    });
                 }
                 // Bounded by the size the directory gives (plus one byte, to see a lie).
                 let mut out = Vec::new();
