@@ -183,6 +183,11 @@ impl Written {
         Ok(Some(out))
     }
 
+    /// The shard grid the writer wrote.
+    pub fn grid(&self) -> &[u64] {
+        &self.grid
+    }
+
     /// Whether the record describes the array whose metadata bytes are `meta` (not
     /// one another writer put in its place).
     pub fn describes(&self, meta: &[u8], layout: &ArrayLayout) -> bool {

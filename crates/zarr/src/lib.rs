@@ -545,6 +545,19 @@ fn check_lengths(arrays: &[Arc<AnyArray>]) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// The shard grid the root's svar2 record gives array `name` (for messages).
+fn written_grid_of(attributes: &Map<String, Value>, name: &str) -> Option<Vec<u64>> {
+    attributes
+        .get("svar2")?
+        .get("shards")?
+        .get(name)?
+        .get("grid")?
+        .as_array()?
+        .iter()
+        .map(Value::as_u64)
+        .collect()
+}
+
 impl AnyGroup {
     /// Opens the group at `root`: every array must be one zarrs reads, with a data
     /// type and dimension names VCF Zarr uses, and the standard arrays must be there.
@@ -634,7 +647,11 @@ impl AnyGroup {
                 })?),
                 None => None,
             };
-            let written = written.as_mut().and_then(|w| w.remove(name)).filter(|w| {
+            let recorded = written.as_mut().and_then(|w| w.remove(name));
+            let regridded = recorded
+                .as_ref()
+                .is_some_and(|w| w.grid() != svar2_store::written::grid(&layout).as_slice());
+            let written = recorded.filter(|w| {
                 let applies = w.describes(meta_bytes.as_deref().unwrap_or_default(), &layout);
                 rewritten += usize::from(!applies);
                 applies
@@ -677,6 +694,19 @@ impl AnyGroup {
                 (inner.is_some() || layout.shard.is_none())
                     && inner_chain(m, zarr_format, inner.is_some()).is_some_and(ends_with_crc32c)
             });
+            // An array svar2 recorded whose shard grid is no longer the one it wrote,
+            // still in svar2's chunk format: its shape or chunks were edited (another
+            // writer's array, in its own format, keeps Zarr's fill semantics). Read as
+            // it is, missing shards would be fill and an axis of 10^10 would be walked.
+            if regridded && checksum {
+                return Err(bad(format!(
+                    "its shape or chunks are not the ones svar2 wrote (shards along each \
+                     axis {:?}, now {:?}): its zarr.json is damaged; restore it from a copy \
+                     or convert again",
+                    written_grid_of(&attributes, name).unwrap_or_default(),
+                    svar2_store::written::grid(&layout)
+                )));
+            }
             let vlen_zstd = dtype == Dtype::Str
                 && meta.as_ref().is_some_and(|m| {
                     (inner.is_some() || layout.shard.is_none())
