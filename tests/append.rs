@@ -142,7 +142,12 @@ fn append_refuses_what_it_cannot_grow() {
     convert(&a, &store, &[]);
     let link = d.join("link.zarr");
     std::os::unix::fs::symlink(&store, &link).unwrap();
+    // A Zarr v2 group (bio2zarr's default): main said it had no root zarr.json.
+    let v2 = d.join("v2.zarr");
+    std::fs::create_dir(&v2).unwrap();
+    std::fs::write(v2.join(".zgroup"), "{\"zarr_format\": 2}").unwrap();
     for (target, needle) in [
+        (v2.clone(), "a Zarr v2 store"),
         (zip.clone(), "written once"),
         (PathBuf::from("s3://bucket/store"), "directory store"),
         (link.clone(), "symbolic link"),

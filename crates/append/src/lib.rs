@@ -201,6 +201,13 @@ fn check_kind(store: &Path, inputs: &[PathBuf]) -> Result<()> {
         )));
     }
     if !store.join("zarr.json").is_file() {
+        if store.join(".zgroup").is_file() {
+            return Err(Error::Request(format!(
+                "{}: a Zarr v2 store (bio2zarr's `vcf2zarr` writes v2 by default); append \
+                 grows v3 stores: `svar2 rechunk` it into a v3 store first",
+                store.display()
+            )));
+        }
         return Err(Error::Request(format!(
             "{}: not a complete Zarr store (no root zarr.json)",
             store.display()

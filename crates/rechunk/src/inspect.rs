@@ -96,6 +96,11 @@ fn append_cost(root: &Path, arrays: &[ArrayLayout]) -> String {
                 `svar2 convert --merge` into a new .zip"
             .into();
     }
+    if arrays.first().is_some_and(|a| a.zarr_format == 2) {
+        return "append: a Zarr v2 store is not grown in place: `svar2 rechunk` it into a v3 \
+                store first"
+            .into();
+    }
     let stored: u64 = arrays.iter().map(|a| a.stored_bytes).sum();
     let layout = std::fs::read(root.join("zarr.json"))
         .ok()
