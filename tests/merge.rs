@@ -289,6 +289,7 @@ fn merge_refuses_what_it_cannot_join() {
     for (flags, needle) in [
         (vec!["--merge", "-s", "NA00001"], "subset"),
         (vec!["--merge=all"], "-m all"),
+        (vec!["--merge", "none"], "write --merge=none"),
     ] {
         let out = svar2()
             .args(["convert", "-q"])

@@ -1028,6 +1028,16 @@ pub(crate) fn check_inputs(inputs: &[std::path::PathBuf]) -> Result<()> {
             "an input path is empty (''): name a VCF or BCF file, or `-` for standard input".into(),
         ));
     }
+    // `--merge none` (bcftools' `-m none` habit): clap takes `none` as an input.
+    if let Some(mode) = inputs
+        .iter()
+        .find(|p| matches!(p.to_str(), Some("none" | "both")) && !p.exists())
+    {
+        return Err(Error::Usage(format!(
+            "{}: no such input file; for the merge mode write --merge={0}",
+            mode.display()
+        )));
+    }
     if inputs.len() > 1 && inputs.iter().any(|p| svar2_vcf::inputs::is_stdin(p)) {
         return Err(Error::Usage(
             "`-` (standard input) is read alone, not with other inputs".into(),
