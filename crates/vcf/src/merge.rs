@@ -2174,7 +2174,16 @@ fn open_input(path: &Path) -> Result<Src> {
     // The header read first, as a conversion reads it: rust-htslib's readers do not
     // check htslib's header for null, and a file without one (no #CHROM line, a
     // plain-gzip VCF cut short, empty, or not VCF beside a stale index) crashed them.
-    drop(crate::source::VcfReader::open(path, 1)?);
+    if crate::fastvcf::TextReader::open(path)?.is_none() {
+        use crate::bcf_stream::{BcfStream, OpenError};
+        BcfStream::open(path, 0, false).map_err(|e| Error::Open {
+            path: path.into(),
+            msg: match e {
+                OpenError::Damaged(msg) => msg,
+                OpenError::NotBcf(e) => format!("not a VCF (plain or bgzipped) or BCF file ({e})"),
+            },
+        })?;
+    }
     let stream = bcf::Reader::from_path(path).map_err(open_err)?;
     if crate::index::index_paths(path)
         .iter()
