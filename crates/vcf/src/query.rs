@@ -1,7 +1,8 @@
 //! `bcftools query -f` formats over [`Block`]s: `%CHROM %POS %POS0 %ID %REF %ALT
 //! %FIRST_ALT %QUAL %FILTER %INFO %INFO/TAG %TAG %END %END0 %LINE`, per sample inside
 //! `[ … ]`: `%SAMPLE %GT %TGT %TAG`; `%ALT{N}` and `%TAG{N}`, a list's N-th value
-//! (0-based; an INFO value of one element prints whatever N, as bcftools prints it);
+//! (0-based; an INFO value one number or one byte long prints whatever N, as
+//! bcftools prints it);
 //! `\t \n \\` escapes; `-H`'s header line. Values print as bcftools prints them (`.`
 //! for missing or absent, a Flag as `1`). bcftools' `%TYPE`, `%MASK`, `%IUPACGT`,
 //! `%PBINOM`, `%FORMAT` and `%N_PASS` are refused by name.
@@ -363,8 +364,22 @@ impl Query {
                 Token::Tag(tag, _, element) => {
                     let start = out.len();
                     self.put_site(tag, p, schema, b, r, out);
-                    // (bcftools prints an INFO value of one element whatever the index.)
-                    let one = matches!(tag, Tag::InfoField(_)) && !out[start..].contains(&b',');
+                    // bcftools prints an INFO value of length 1 in BCF whatever the
+                    // index: one number, or a string of one byte (`hello` only at 0).
+                    let text = |k: &usize| {
+                        schema.fields.get(*k).is_some_and(|f| {
+                            matches!(
+                                f.ty,
+                                crate::schema::VcfType::String | crate::schema::VcfType::Character
+                            )
+                        })
+                    };
+                    let printed = &out[start..];
+                    let one = match tag {
+                        Tag::InfoField(k) if text(k) => printed.len() == 1,
+                        Tag::InfoField(_) => !printed.contains(&b','),
+                        _ => false,
+                    };
                     if !one {
                         keep_element(out, start, *element);
                     }
