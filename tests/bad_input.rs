@@ -167,11 +167,27 @@ fn record_and_header_errors_name_file_place_and_fix() {
             &["FORMAT/genotype_phased would be stored as call_genotype_phased"],
         ),
         (
+            // One file on a case-folding file system (macOS, Windows).
+            "info_named_like_a_column_in_capitals.vcf",
+            HEADER.replace("ID=XS,", "ID=Length,"),
+            vec![GOOD[0]],
+            &["INFO/Length would be stored as variant_Length, which is variant_length"],
+        ),
+        (
+            "id_with_a_backslash.vcf",
+            HEADER.replace("ID=XS,", r"ID=..\..\x,"),
+            vec![GOOD[0]],
+            &["holds a path separator"],
+        ),
+        (
             // htslib only warns of such an ID; main wrote `escaped/` beside the store.
             "id_with_a_slash.vcf",
             HEADER.replace("ID=XS,", "ID=x/../../escaped,"),
             vec![GOOD[0]],
-            &["INFO/x/../../escaped holds `/`", "--rename-annots"],
+            &[
+                "INFO/x/../../escaped holds a path separator",
+                "--rename-annots",
+            ],
         ),
         (
             // A contig the header does not declare is named too (it was `?`).

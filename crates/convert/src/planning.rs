@@ -525,12 +525,17 @@ fn check_field_ids(input: &Path, schema: &Schema) -> Result<()> {
             svar2_vcf::schema::Category::Format => "FORMAT",
         };
         let array = f.array_name();
-        let why = if f.name.contains('/') {
-            "holds `/`, which would name a path outside its array (VCF allows letters, \
-             digits, `_` and `.` in an ID)"
+        // (Case apart too: macOS and Windows file systems fold `variant_Length` into
+        // `variant_length`.)
+        let fixed = svar2_store::fields::NOT_FIELDS
+            .iter()
+            .find(|n| n.eq_ignore_ascii_case(&array));
+        let why = if f.name.contains(['/', '\\']) {
+            "holds a path separator, which would name a path outside its array (VCF allows \
+             letters, digits, `_` and `.` in an ID)"
                 .to_string()
-        } else if svar2_store::fields::NOT_FIELDS.contains(&array.as_str()) {
-            format!("would be stored as {array}, the array VCF Zarr keeps for a fixed column")
+        } else if let Some(fixed) = fixed {
+            format!("would be stored as {array}, which is {fixed}, the array VCF Zarr keeps for a fixed column")
         } else {
             continue;
         };
