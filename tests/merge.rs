@@ -331,6 +331,36 @@ fn merge_refuses_what_it_cannot_join() {
             "{msg}"
         );
     }
+    // The error's record number counts the file's records, whichever worker merges
+    // the contig (main counted from the contig's start at --threads 4: "record 2").
+    let later_vcf = d.join("later.vcf");
+    std::fs::write(
+        &later_vcf,
+        "##fileformat=VCFv4.2\n##contig=<ID=chr1,length=248956422>\n\
+         ##contig=<ID=chr2,length=242193529>\n##FILTER=<ID=q10,Description=\"q\">\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"d\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tb\n\
+         chr1\t5000100\t.\tA\tC\t10\tq10\t.\tGT\t0/1\n\
+         chr1\t5000200\t.\tA\tC\t10\tq10\t.\tGT\t0/1\n\
+         chr1\t5000300\t.\tA\tC\t10\tq10\t.\tGT\t0/1\n\
+         chr2\t5000100\t.\tA\tC\t10\tq10\t.\tGT\t0/1\n\
+         chr2\t5000200\t.\tA\tC\t10\tnope\t.\tGT\t0/1\n",
+    )
+    .unwrap();
+    let later = bgzip_indexed(&later_vcf);
+    for threads in ["1", "4"] {
+        let out = svar2()
+            .args(["convert", "-q", "--merge", "--threads", threads])
+            .args([&a, &later])
+            .arg(d.join("later.zarr"))
+            .output()
+            .unwrap();
+        let msg = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            msg.contains("later.vcf.gz: record 5 ("),
+            "--threads {threads}: {msg}"
+        );
+    }
     let typed = d.join("typed.vcf");
     sh_ok(&format!(
         "bcftools view --no-version -s 样本3 -e 'POS==300' {} | sed 's/ID=NS,Number=1,Type=Integer/ID=NS,Number=1,Type=Float/' > {}",

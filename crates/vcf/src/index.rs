@@ -205,6 +205,16 @@ impl Index {
 
     /// The contig names a tabix index lists, in its order (the order htslib's synced
     /// reader walks a VCF.gz, so `bcftools merge`'s); `None` for a BCF's CSI.
+    /// Records the index counts on contig `tid` (`None`: it keeps no count).
+    pub(crate) fn records(&self, tid: i32) -> Option<u64> {
+        // (stats bounds nothing itself: tid is checked against the index here.)
+        // SAFETY: the index is live.
+        let nseq = unsafe { htslib::hts_idx_nseq(self.idx) };
+        (tid >= 0 && tid < nseq)
+            .then(|| stats(self.idx, tid))
+            .flatten()
+    }
+
     pub fn tabix_names(&self) -> Option<Vec<Vec<u8>>> {
         if self.tbx.is_null() {
             return None;

@@ -121,6 +121,9 @@ struct Input {
     ahead: Option<bcf::Record>,
     ahead_number: u64,
     read: u64,
+    /// An indexed input's records before each contig, by name (file order): where
+    /// `read` starts when a contig is fetched, so messages number records in the file.
+    before: HashMap<Vec<u8>, u64>,
     lines: Vec<Line>,
     /// The line staged for the output record being made.
     cur: Option<usize>,
@@ -537,6 +540,10 @@ impl Merger {
                 }
             }
             let samples = reader.header().sample_count() as usize;
+            let before = match &reader {
+                Src::Indexed(r) => records_before(path, r.header()),
+                Src::Stream(_) => HashMap::new(),
+            };
             inputs.push(Input {
                 path: path.clone(),
                 reader,
@@ -544,6 +551,7 @@ impl Merger {
                 ahead: None,
                 ahead_number: 0,
                 read: 0,
+                before,
                 lines: Vec::new(),
                 cur: None,
                 rid_out: Vec::new(),
@@ -765,6 +773,9 @@ impl Merger {
                 };
                 if r.fetch(rid, 0, None).is_err() {
                     continue; // no records there
+                }
+                if let Some(&n) = inp.before.get(name.as_slice()) {
+                    inp.read = n;
                 }
                 self.advance(i)?;
                 any |= self.inputs[i].ahead.is_some();
@@ -2166,6 +2177,26 @@ fn check_definitions(
 
 /// Opens one input: through its index when it has one (`<path>.csi`, or `.tbi` for
 /// VCF.gz), else as a stream.
+/// The records of indexed `path` before each of its contigs, by name, in the file's
+/// order (a tabix index's names; a BCF's header ids), from the index's counts.
+fn records_before(path: &Path, header: &HeaderView) -> HashMap<Vec<u8>, u64> {
+    let mut out = HashMap::new();
+    let Some(index) = crate::index::Index::load(path, crate::index::is_text(path)) else {
+        return out;
+    };
+    let names: Vec<Vec<u8>> = index.tabix_names().unwrap_or_else(|| {
+        (0..header.contig_count())
+            .map(|t| contig_name(header, t).unwrap_or(b"").to_vec())
+            .collect()
+    });
+    let mut at = 0u64;
+    for (tid, name) in names.into_iter().enumerate() {
+        out.insert(name, at);
+        at += index.records(tid as i32).unwrap_or(0);
+    }
+    out
+}
+
 fn open_input(path: &Path) -> Result<Src> {
     let open_err = |e: rust_htslib::errors::Error| Error::Open {
         path: path.into(),
