@@ -171,7 +171,7 @@ fn record_and_header_errors_name_file_place_and_fix() {
             "info_named_like_a_column_in_capitals.vcf",
             HEADER.replace("ID=XS,", "ID=Length,"),
             vec![GOOD[0]],
-            &["INFO/Length would be stored as variant_Length, which is variant_length"],
+            &["INFO/Length would be stored as variant_Length, which is variant_length where"],
         ),
         (
             "id_with_a_backslash.vcf",

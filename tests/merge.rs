@@ -331,6 +331,29 @@ fn merge_refuses_what_it_cannot_join() {
             "{msg}"
         );
     }
+    // A field ID only the second input declares is blamed on it (main named the
+    // first input, and append the store).
+    let named = d.join("named.vcf");
+    std::fs::write(
+        &named,
+        "##fileformat=VCFv4.2\n##contig=<ID=chr1,length=248956422>\n\
+         ##INFO=<ID=contig,Number=1,Type=Integer,Description=\"c\">\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"d\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tb\n\
+         chr1\t5000100\t.\tA\tC\t10\t.\tcontig=3\tGT\t0/1\n",
+    )
+    .unwrap();
+    let out = svar2()
+        .args(["convert", "-q", "--merge"])
+        .args([&a, &named])
+        .arg(d.join("named.zarr"))
+        .output()
+        .unwrap();
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        msg.contains("named.vcf: bad header: INFO/contig would be stored as variant_contig"),
+        "{msg}"
+    );
     // The error's record number counts the file's records, whichever worker merges
     // the contig (main counted from the contig's start at --threads 4: "record 2").
     let later_vcf = d.join("later.vcf");

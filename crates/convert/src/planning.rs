@@ -202,6 +202,11 @@ pub fn plan_merge(
     request: &PlanRequest,
     start_workers: bool,
 ) -> Result<(PlanReport, VcfReader)> {
+    // Each input's IDs checked against its own name (the merged header's are checked
+    // again when planned, under the first input's).
+    for p in inputs {
+        check_field_ids(p, &VcfReader::open(p, 1)?.schema)?;
+    }
     let serial = VcfReader::merge(inputs, m, 1, 0)?;
     // The merged store holds the union of the inputs' sites: per contig at least the
     // most any input has (what the plan counts), at most their sum.
@@ -535,7 +540,13 @@ fn check_field_ids(input: &Path, schema: &Schema) -> Result<()> {
              letters, digits, `_` and `.` in an ID)"
                 .to_string()
         } else if let Some(fixed) = fixed {
-            format!("would be stored as {array}, which is {fixed}, the array VCF Zarr keeps for a fixed column")
+            let which = match *fixed == array {
+                true => String::new(),
+                false => format!(", which is {fixed} where file names fold case"),
+            };
+            format!(
+                "would be stored as {array}{which}, the array VCF Zarr keeps for a fixed column"
+            )
         } else {
             continue;
         };
