@@ -438,3 +438,24 @@ fn axes_edited_past_what_svar2_wrote_are_damage() {
         }
     }
 }
+
+/// A root `zarr.json` that is not a group's metadata (`"hello"`, `{}`): main read it
+/// as a store without attributes, so the shard record was gone and a deleted shard
+/// read as `0|0` with verify clean.
+#[test]
+fn a_root_that_is_no_group_is_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let f = dir.path().join("f");
+    for root in ["\"hello\"", "{}"] {
+        copy(&s, &f);
+        std::fs::write(f.join("zarr.json"), root).unwrap();
+        for cmd in ["verify", "view", "query -l"] {
+            fails(
+                &format!("{cmd} {}", f.display()),
+                None,
+                &["not a Zarr group's metadata"],
+            );
+        }
+    }
+}

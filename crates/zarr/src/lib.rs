@@ -600,7 +600,21 @@ impl AnyGroup {
         let attributes = if zarr_format == 2 {
             object(json(".zattrs")?)
         } else {
-            object(json("zarr.json")?.and_then(|v| v.get("attributes").cloned()))
+            let root_meta = json("zarr.json")?;
+            // A root that is not a group's metadata (`"hello"`, `{}`) would drop the
+            // shard record and every attribute without a word.
+            if let Some(m) = &root_meta {
+                if m.get("node_type").and_then(Value::as_str) != Some("group") {
+                    return Err(Error::NotStore {
+                        path: storage.name("zarr.json"),
+                        msg: "not a Zarr group's metadata (no \"node_type\": \"group\"): the \
+                              store's root metadata is damaged; restore it from a copy or \
+                              convert again"
+                            .into(),
+                    });
+                }
+            }
+            object(root_meta.and_then(|v| v.get("attributes").cloned()))
         };
         let mut written = svar2_store::written::Written::of_store(root, &attributes)?;
         // Arrays the record names whose metadata is no longer what svar2 wrote.
