@@ -665,15 +665,7 @@ impl Extractor {
                 batch.columns[*col_phased].push_bools(&self.phased, 1);
             }
         }
-        if let Some(msg) = self.reserved_value(batch) {
-            return Err(Error::Record {
-                path: path.into(),
-                record: record_no + 1,
-                locus: locus(),
-                msg,
-            });
-        }
-        self.empty_elements(batch, record_no, &locus);
+        self.check_appended(batch, path, record_no, &locus)?;
         Ok(true)
     }
 }

@@ -454,6 +454,19 @@ impl Extractor {
             let contig = contig_name(rec.header(), rid).map(String::from_utf8_lossy);
             format!("{}:{}", contig.as_deref().unwrap_or("?"), rec.pos() + 1)
         };
+        self.check_appended(batch, path, record_no, &locus)
+    }
+
+    /// What is checked of a record once it is appended, by either parse: a value the
+    /// store reserves refuses it ([`Extractor::reserved_value`]); an empty element of
+    /// a string list is warned of ([`Extractor::empty_elements`]).
+    pub(crate) fn check_appended(
+        &self,
+        batch: &mut Batch,
+        path: &Path,
+        record_no: u64,
+        locus: &dyn Fn() -> String,
+    ) -> Result<()> {
         if let Some(msg) = self.reserved_value(batch) {
             return Err(Error::Record {
                 path: path.into(),
@@ -462,18 +475,13 @@ impl Extractor {
                 msg,
             });
         }
-        self.empty_elements(batch, record_no, &locus);
+        self.empty_elements(batch, record_no, locus);
         Ok(())
     }
 
     /// Warns, once per reader, of a string value with an empty element the record
-    /// just appended held (stored as `.`, see [`Column::push_elements`]).
-    pub(crate) fn empty_elements(
-        &self,
-        batch: &mut Batch,
-        record_no: u64,
-        locus: &dyn Fn() -> String,
-    ) {
+    /// just appended held (stored as `.`, see [`crate::ragged::Column::push_elements`]).
+    fn empty_elements(&self, batch: &mut Batch, record_no: u64, locus: &dyn Fn() -> String) {
         for slot in &self.fields {
             let Some(value) = batch.columns[slot.column].empty_element.take() else {
                 continue;
