@@ -459,3 +459,27 @@ fn a_root_that_is_no_group_is_damage() {
         }
     }
 }
+
+/// Positions out of order within a contig, written by zarr-python with valid
+/// checksums: view and query stop at them instead of printing a VCF no tool reads by
+/// region (main printed it, exit 0).
+#[test]
+fn positions_out_of_order_are_damage() {
+    if !tools("positions_out_of_order_are_damage", &[Tool::ZarrPython]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    sh_ok(&format!(
+        "python3 -c \"import zarr; a = zarr.open_array('{}/variant_position', mode='r+'); \
+         v = a[:]; v[[0, 1]] = v[[1, 0]]; a[:] = v\"",
+        s.display()
+    ));
+    for cmd in ["view -H", "query -f %POS\\\\n"] {
+        fails(
+            &format!("{cmd} {}", s.display()),
+            None,
+            &["on the same contig: the store is damaged"],
+        );
+    }
+}

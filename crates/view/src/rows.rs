@@ -201,6 +201,24 @@ impl Sources {
         }
         b.contig = contigs.into_iter().map(|x| x as u32).collect();
         b.pos = ints(&self.position, r0, r1)?;
+        // Records are sorted within a contig (convert refuses them otherwise): rows
+        // out of order are a damaged variant_position, printed as such they would be
+        // a VCF no tool reads by region.
+        if let Some(i) = (1..n).find(|&i| b.contig[i] == b.contig[i - 1] && b.pos[i] < b.pos[i - 1])
+        {
+            return Err(svar2_store::Error::Corrupt {
+                key: self.position.name.clone(),
+                msg: format!(
+                    "row {} is at position {} after row {} at {} on the same contig: the \
+                     store is damaged (restore it from a copy or convert again)",
+                    r0 + i as u64,
+                    b.pos[i],
+                    r0 + i as u64 - 1,
+                    b.pos[i - 1]
+                ),
+            }
+            .into());
+        }
         b.rlen = ints(&self.length, r0, r1)?;
         b.id = match &self.id {
             Some(a) => strs(
