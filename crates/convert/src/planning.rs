@@ -202,12 +202,14 @@ pub fn plan_merge(
     request: &PlanRequest,
     start_workers: bool,
 ) -> Result<(PlanReport, VcfReader)> {
-    // Each input's IDs checked against its own name (the merged header's are checked
-    // again when planned, under the first input's).
-    for p in inputs {
-        check_field_ids(p, &VcfReader::open(p, 1)?.schema)?;
-    }
     let serial = VcfReader::merge(inputs, m, 1, 0)?;
+    // An ID the merged header cannot take is blamed on the input that declares it:
+    // each header is read again only then.
+    if check_field_ids(&serial.path, &serial.schema).is_err() {
+        for p in inputs {
+            check_field_ids(p, &VcfReader::open(p, 1)?.schema)?;
+        }
+    }
     // The merged store holds the union of the inputs' sites: per contig at least the
     // most any input has (what the plan counts), at most their sum.
     let schema = serial.schema.clone();

@@ -482,7 +482,11 @@ impl Extractor {
     /// Warns, once per reader, of a string value with an empty element the record
     /// just appended held (stored as `.`, see [`crate::ragged::Column::push_elements`]).
     fn empty_elements(&self, batch: &mut Batch, record_no: u64, locus: &dyn Fn() -> String) {
-        for slot in &self.fields {
+        let strings = self
+            .fields
+            .iter()
+            .filter(|f| matches!(f.ty, VcfType::String | VcfType::Character));
+        for slot in strings {
             let Some(value) = batch.columns[slot.column].empty_element.take() else {
                 continue;
             };
