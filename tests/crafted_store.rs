@@ -389,6 +389,19 @@ fn header_text_and_contig_indexes_past_the_lists_are_damage() {
             v["shape"][0] = 1.into();
         });
     }
+    // The shard record fingerprints the shape: refused at open.
+    fails(
+        &format!("view -H {fs}"),
+        None,
+        &["not the ones svar2 wrote"],
+    );
+    // Without the record (a store bio2zarr wrote), by the readers.
+    edit_json(&f.join("zarr.json"), |v| {
+        v["attributes"]["svar2"]
+            .as_object_mut()
+            .unwrap()
+            .remove("shards");
+    });
     for cmd in ["view -H", "query -f %CHROM\\\\n"] {
         fails(
             &format!("{cmd} {fs}"),
@@ -482,4 +495,77 @@ fn positions_out_of_order_are_damage() {
             &["on the same contig: the store is damaged"],
         );
     }
+}
+
+/// Edits that keep the shard grid (a ploidy shrunk, another data type, another key
+/// separator): main's record stopped applying without a word, so GT printed what the
+/// chunks never held and a lost shard read as fill. The record fingerprints the
+/// structure, so they are damage; an attribute edit in zarr-python's style (its own
+/// key order, an empty `storage_transformers`) keeps the record, and a shard lost
+/// after it is still named.
+#[test]
+fn edits_that_keep_the_grid_are_damage_and_attribute_edits_keep_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let f = dir.path().join("f");
+    let fs = f.display();
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&[&str], Edit); 3] = [
+        (&["call_genotype", "call_genotype_mask"], |v| {
+            v["shape"][2] = (v["shape"][2].as_u64().unwrap() - 1).into()
+        }),
+        (&["call_DP"], |v| v["data_type"] = "int32".into()),
+        (&["variant_position"], |v| {
+            v["chunk_key_encoding"]["configuration"]["separator"] = ".".into()
+        }),
+    ];
+    for (arrays, edit) in cases {
+        copy(&s, &f);
+        for a in arrays {
+            edit_json(&f.join(a).join("zarr.json"), edit);
+        }
+        for cmd in ["verify", "view", "query -l"] {
+            fails(&format!("{cmd} {fs}"), None, &["not the ones svar2 wrote"]);
+        }
+    }
+    copy(&s, &f);
+    let meta = f.join("call_genotype/zarr.json");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    let mut edited = serde_json::Map::new();
+    for (k, x) in v.as_object().unwrap().iter().rev() {
+        edited.insert(k.clone(), x.clone());
+    }
+    edited.insert("attributes".into(), serde_json::json!({"note": "edited"}));
+    edited.insert("storage_transformers".into(), serde_json::json!([]));
+    std::fs::write(&meta, serde_json::to_vec_pretty(&edited).unwrap()).unwrap();
+    let o = run(&format!("verify {fs}"), None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::remove_file(f.join("call_genotype/c/0/0/0")).unwrap();
+    damaged(&f, &["call_genotype", "missing shard"]);
+}
+
+/// zarr-python's own attribute edits (every array and the root): the record still
+/// applies, so a shard lost afterwards is damage, not `0|0` read with verify clean.
+#[test]
+fn a_shard_lost_after_zarr_python_edits_attributes_is_damage() {
+    if !tools(
+        "a_shard_lost_after_zarr_python_edits_attributes_is_damage",
+        &[Tool::ZarrPython],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    sh_ok(&format!(
+        "python3 -W ignore -c \"import zarr; g = zarr.open_group('{}', mode='r+'); \
+         g.attrs['note'] = 'edited'\n\
+         for _, a in g.arrays(): a.attrs['note'] = 'edited'\"",
+        s.display()
+    ));
+    let meta = std::fs::read_to_string(s.join("call_genotype/zarr.json")).unwrap();
+    assert!(meta.contains("edited"), "{meta}");
+    let o = run(&format!("verify {}", s.display()), None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::remove_file(s.join("call_genotype/c/0/0/0")).unwrap();
+    damaged(&s, &["call_genotype", "missing shard"]);
 }

@@ -144,12 +144,18 @@ fn shards_left_out_as_fill_and_stores_without_the_record_read_as_fill() {
     assert!(absent > 0, "the fixture has all-fill shards: {rec}");
     let whole = run(&["view", "-H"], &s);
     assert!(whole.status.success(), "{}", stderr(&whole));
-    // An array another writer rewrote (its metadata no longer svar2's bytes, as when
-    // zarr-python or xarray copies a store with its root attributes): Zarr's fill.
+    // An attribute edit keeps the record (it fingerprints the structure only): a shard
+    // lost afterwards is still damage. (Arrays another writer wrote in its own chunk
+    // format keep Zarr's fill: python/tests, the zarr-python copies.)
     edit_json(&s, "call_DP", |v| v["attributes"]["copied"] = true.into());
     std::fs::remove_file(s.join("call_DP/c/0/0")).unwrap();
     let o = run(&["verify"], &s);
-    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("DAMAGED call_DP/c/0/0"),
+        "{}",
+        stdout(&o)
+    );
     // A store without the record (another writer, an older svar2): Zarr's fill.
     edit_json(&s, "", |v| {
         v["attributes"]["svar2"]
@@ -249,6 +255,14 @@ fn the_record_is_the_same_whoever_wrote_the_store() {
 fn arrays_that_disagree_on_a_dimension_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let s = tiny_store(dir.path());
+    // Without the record (another writer's store): the dimensions alone decide. (With
+    // it, the shape is not the one recorded: crafted_store.)
+    edit_json(&s, "", |v| {
+        v["attributes"]["svar2"]
+            .as_object_mut()
+            .unwrap()
+            .remove("shards");
+    });
     edit_json(&s, "variant_position", |v| {
         v["shape"] = serde_json::json!([10])
     });

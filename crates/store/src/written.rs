@@ -4,13 +4,16 @@
 //! reports, not the fill values Zarr reads for a chunk never stored.
 //!
 //! Per array: `{"grid": [shards along each axis], "absent": [[first, count], …],
-//! "meta": fingerprint}`, `absent` listing runs of the shards (numbered in C order
-//! over the grid) svar2 left out because every value in them is fill, `meta` the
-//! blake3 of the array's `zarr.json` as written. The record applies to an array only
-//! while its metadata is those bytes: another writer that copies the root attributes
-//! (zarr-python, xarray) but writes arrays of its own, with chunks of its own, keeps
-//! Zarr's fill semantics, as stores without the record (bio2zarr's, svar2's before
-//! it) do.
+//! "structure": fingerprint}`, `absent` listing runs of the shards (numbered in C order
+//! over the grid) svar2 left out because every value in them is fill, `structure` the
+//! blake3 of the array's metadata less its attributes ([`structure`]): an attribute
+//! edit (zarr-python's `attrs[...] = ...`, which also rewrites the file in its own key
+//! order) keeps the record, an edit of the shape, data type, chunks or codecs does
+//! not. Another writer that copies the root attributes (zarr-python, xarray) but
+//! writes arrays of its own, with chunks of its own, keeps Zarr's fill semantics, as
+//! stores without the record (bio2zarr's, svar2's before it) do. Records written
+//! before `structure` carry `meta`, the blake3 of the metadata bytes ([`fingerprint`]),
+//! and apply while the bytes are unchanged.
 
 use crate::error::{Error, Result};
 use crate::layout::ArrayLayout;
@@ -29,9 +32,46 @@ pub fn grid(layout: &ArrayLayout) -> Vec<u64> {
         .collect()
 }
 
-/// The fingerprint of an array's metadata bytes the record carries.
+/// The fingerprint of an array's metadata bytes that records written before
+/// [`structure`] carry (as `meta`).
 pub fn fingerprint(meta: &[u8]) -> String {
     blake3::hash(meta).to_hex()[..16].to_string()
+}
+
+/// The fingerprint of what an array's metadata says of its chunks and values: the
+/// metadata less `attributes` (and an empty `storage_transformers`, which zarr-python
+/// adds), keys sorted at every level, so a rewrite that only edits attributes or
+/// reorders keys has the same fingerprint. Bytes that are not a JSON object are
+/// fingerprinted as bytes.
+pub fn structure(meta: &[u8]) -> String {
+    let Ok(Value::Object(mut m)) = serde_json::from_slice::<Value>(meta) else {
+        return fingerprint(meta);
+    };
+    m.remove("attributes");
+    if m.get("storage_transformers")
+        .and_then(Value::as_array)
+        .is_some_and(Vec::is_empty)
+    {
+        m.remove("storage_transformers");
+    }
+    fingerprint(canonical(&Value::Object(m)).to_string().as_bytes())
+}
+
+/// `v` with every object's keys in sorted order (serde_json keeps insertion order here).
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
 }
 
 /// The shard number (C order) of grid position `at`, `None` outside the grid or when
@@ -109,18 +149,40 @@ pub fn record(local: &dyn Storage, elsewhere: &[String]) -> Result<Value> {
         }
         out.insert(
             name.to_string(),
-            json!({"grid": g, "absent": absent, "meta": fingerprint(&bytes)}),
+            json!({"grid": g, "absent": absent, "structure": structure(&bytes)}),
         );
     }
     Ok(Value::Object(out))
+}
+
+/// What a record's fingerprint was taken of.
+#[derive(Debug, Clone, PartialEq)]
+enum Fingerprint {
+    /// [`structure`] (`"structure"`): attribute edits keep the record.
+    Structure(String),
+    /// [`fingerprint`] of the bytes (`"meta"`, records written before `structure`).
+    Bytes(String),
+}
+
+/// Whether a record describes the array whose metadata it is compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Match {
+    /// The array svar2 wrote, its attributes perhaps edited: the record applies.
+    Same,
+    /// The shape, data type, chunks or codecs are not the ones svar2 wrote: another
+    /// writer's array put in its place, or an edit (which one only the chunk format
+    /// tells).
+    Structure,
+    /// An older record whose metadata bytes changed: which part, it cannot tell.
+    Bytes,
 }
 
 /// One array's record, read back: which of its shards must be there.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Written {
     grid: Vec<u64>,
-    /// [`fingerprint`] of the metadata the record describes.
-    meta: String,
+    /// Of the metadata the record describes.
+    meta: Fingerprint,
     /// Runs `[first, first + count)` of shards never written, ascending, disjoint.
     absent: Vec<(u64, u64)>,
 }
@@ -150,10 +212,12 @@ impl Written {
                 v?.as_array()?.iter().map(Value::as_u64).collect()
             };
             let grid = u64s(r.get("grid")).ok_or_else(|| bad(name))?;
-            let meta = r
-                .get("meta")
-                .and_then(Value::as_str)
-                .ok_or_else(|| bad(name))?;
+            let text = |key: &str| r.get(key).and_then(Value::as_str).map(str::to_string);
+            let meta = match (text("structure"), text("meta")) {
+                (Some(s), None) => Fingerprint::Structure(s),
+                (None, Some(b)) => Fingerprint::Bytes(b),
+                _ => return Err(bad(name)),
+            };
             let mut absent = Vec::new();
             let mut end = 0u64;
             for run in r
@@ -171,14 +235,7 @@ impl Written {
                 absent.push((v[0], stop));
                 end = stop;
             }
-            out.insert(
-                name.clone(),
-                Written {
-                    grid,
-                    meta: meta.to_string(),
-                    absent,
-                },
-            );
+            out.insert(name.clone(), Written { grid, meta, absent });
         }
         Ok(Some(out))
     }
@@ -189,9 +246,18 @@ impl Written {
     }
 
     /// Whether the record describes the array whose metadata bytes are `meta` (not
-    /// one another writer put in its place).
-    pub fn describes(&self, meta: &[u8], layout: &ArrayLayout) -> bool {
-        self.meta == fingerprint(meta) && self.grid == grid(layout)
+    /// one another writer put in its place, or an edit).
+    pub fn describes(&self, meta: &[u8], layout: &ArrayLayout) -> Match {
+        match &self.meta {
+            Fingerprint::Structure(s) if *s == structure(meta) && self.grid == grid(layout) => {
+                Match::Same
+            }
+            Fingerprint::Structure(_) => Match::Structure,
+            Fingerprint::Bytes(b) if *b == fingerprint(meta) && self.grid == grid(layout) => {
+                Match::Same
+            }
+            Fingerprint::Bytes(_) => Match::Bytes,
+        }
     }
 
     /// Whether the writer wrote the shard at grid position `at` (so its absence is
@@ -226,10 +292,10 @@ mod tests {
             std::fs::write(dir.join(k), b"x").unwrap();
         }
         let rec = record(&LocalDir { root: dir.clone() }, &["a/c/4/0".into()]).unwrap();
-        let fp = fingerprint(meta.as_bytes());
+        let fp = structure(meta.as_bytes());
         assert_eq!(
             rec,
-            json!({"a": {"grid": [5, 2], "absent": [[2, 6], [9, 1]], "meta": fp}})
+            json!({"a": {"grid": [5, 2], "absent": [[2, 6], [9, 1]], "structure": fp}})
         );
         let attrs = json!({"svar2": {"shards": rec}});
         let w = Written::of_store(&dir, attrs.as_object().unwrap())
@@ -239,12 +305,38 @@ mod tests {
         assert!(a.wrote(&[0, 0]) && a.wrote(&[0, 1]) && a.wrote(&[4, 0]));
         assert!(!a.wrote(&[1, 0]) && !a.wrote(&[3, 1]) && !a.wrote(&[4, 1]));
         assert!(!a.wrote(&[5, 0]));
-        let layout = crate::layout::array_v3("a", &[], &serde_json::from_str(&meta).unwrap());
-        assert!(a.describes(meta.as_bytes(), &layout));
-        assert!(!a.describes(b"{}", &layout));
-        let bad = json!({"svar2": {"shards": {"a": {"grid": [5, 2], "meta": fp,
-            "absent": [[3, 1], [2, 1]]}}}});
-        assert!(Written::of_store(&dir, bad.as_object().unwrap()).is_err());
+        let parsed: Value = serde_json::from_str(&meta).unwrap();
+        let layout = crate::layout::array_v3("a", &[], &parsed);
+        assert_eq!(a.describes(meta.as_bytes(), &layout), Match::Same);
+        assert_eq!(a.describes(b"{}", &layout), Match::Structure);
+        // zarr-python's attribute edit: new attributes, its own key order, an empty
+        // `storage_transformers`.
+        let mut edited = Map::new();
+        for (k, v) in parsed.as_object().unwrap().iter().rev() {
+            edited.insert(k.clone(), v.clone());
+        }
+        edited.insert("attributes".into(), json!({"note": "edited"}));
+        edited.insert("storage_transformers".into(), json!([]));
+        let edited = Value::Object(edited).to_string();
+        assert_eq!(a.describes(edited.as_bytes(), &layout), Match::Same);
+        let retyped = meta.replace("int8", "int16");
+        assert_eq!(a.describes(retyped.as_bytes(), &layout), Match::Structure);
+        // A record written before `structure`: the bytes, unchanged or not.
+        let old = json!({"svar2": {"shards": {"a": {"grid": [5, 2], "absent": [],
+            "meta": fingerprint(meta.as_bytes())}}}});
+        let w = Written::of_store(&dir, old.as_object().unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(w["a"].describes(meta.as_bytes(), &layout), Match::Same);
+        assert_eq!(w["a"].describes(edited.as_bytes(), &layout), Match::Bytes);
+        for bad in [
+            json!({"grid": [5, 2], "structure": fp, "absent": [[3, 1], [2, 1]]}),
+            json!({"grid": [5, 2], "absent": []}),
+            json!({"grid": [5, 2], "structure": fp, "meta": fp, "absent": []}),
+        ] {
+            let bad = json!({"svar2": {"shards": {"a": bad}}});
+            assert!(Written::of_store(&dir, bad.as_object().unwrap()).is_err());
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

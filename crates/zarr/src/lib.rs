@@ -25,6 +25,7 @@ use svar2_store::codec::Raw;
 use svar2_store::error::{Error, Result};
 use svar2_store::layout::{read_group_in, ArrayLayout};
 use svar2_store::shard;
+use svar2_store::written::Match;
 use svar2_store::Dtype;
 use zarrs::array::{Array, ArrayBytes, ArrayToBytesCodecTraits, CodecChain, CodecOptions};
 use zarrs::metadata::v3::MetadataV3;
@@ -665,11 +666,11 @@ impl AnyGroup {
             let regridded = recorded
                 .as_ref()
                 .is_some_and(|w| w.grid() != svar2_store::written::grid(&layout).as_slice());
-            let written = recorded.filter(|w| {
-                let applies = w.describes(meta_bytes.as_deref().unwrap_or_default(), &layout);
-                rewritten += usize::from(!applies);
-                applies
-            });
+            let matched = recorded
+                .as_ref()
+                .map(|w| w.describes(meta_bytes.as_deref().unwrap_or_default(), &layout));
+            rewritten += usize::from(matched.is_some_and(|m| m != Match::Same));
+            let written = recorded.filter(|_| matched == Some(Match::Same));
             let mut attrs = if zarr_format == 2 {
                 object(json(&format!("{name}/.zattrs"))?)
             } else {
@@ -720,6 +721,17 @@ impl AnyGroup {
                     written_grid_of(&attributes, name).unwrap_or_default(),
                     svar2_store::written::grid(&layout)
                 )));
+            }
+            // The same, for an edit that keeps the grid (a samples axis grown within
+            // its last chunk, a ploidy shrunk, another data type or key separator): the
+            // record's fingerprint of the structure no longer matches.
+            if matched == Some(Match::Structure) && checksum {
+                return Err(bad(
+                    "its shape, data type, chunks or codecs are not the ones svar2 wrote \
+                     (the store's shard record fingerprints them): its zarr.json is damaged \
+                     or was edited; restore it from a copy or convert again"
+                        .into(),
+                ));
             }
             let vlen_zstd = dtype == Dtype::Str
                 && meta.as_ref().is_some_and(|m| {
