@@ -590,6 +590,9 @@ impl Extractor {
                     let f = &d.format[j as usize];
                     let width = f.counts.iter().copied().max().unwrap_or(0).max(1) as usize;
                     match slot.ty {
+                        VcfType::Integer if f.vals.len() != width * s => {
+                            col.push_htslib_int_cells(as_i32(&f.vals), &f.counts, width as u32)
+                        }
                         VcfType::Integer | VcfType::Float => {
                             let (missing, end) = if slot.ty == VcfType::Integer {
                                 (BCF_INT32_MISSING as u32, BCF_INT32_VECTOR_END as u32)

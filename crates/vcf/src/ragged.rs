@@ -270,6 +270,43 @@ impl Column {
         }
     }
 
+    /// [`Column::push_htslib_ints`] of cells of `counts[i]` values each (the htslib
+    /// integers of `raw`, in order), each padded to `width` with vector ends, a cell of
+    /// none being one missing value: the layout htslib gives a FORMAT field, laid out
+    /// once, in place, rather than padded into a buffer and copied again.
+    pub fn push_htslib_int_cells(&mut self, raw: &[i32], counts: &[u32], width: u32) {
+        self.begin(width);
+        if let Some(&v) = raw.iter().find(|&&x| x == -1 || x == -2) {
+            self.note_reserved(v);
+        }
+        let (mut lo, mut hi) = (i32::MAX, i32::MIN);
+        if let Values::Int16(v) = &mut self.values {
+            // Narrowed as they go; checked once at the end (the common case fits).
+            let start = v.len();
+            lay_out_cells(v, raw, counts, width as usize, &mut lo, &mut hi, |c| {
+                c as i16
+            });
+            if lo < i16::MIN as i32 || hi > i16::MAX as i32 {
+                v.truncate(start);
+                self.widen_to_int();
+            }
+        }
+        match &mut self.values {
+            Values::Int16(_) => {}
+            Values::Int(v) => {
+                lay_out_cells(v, raw, counts, width as usize, &mut lo, &mut hi, |c| c)
+            }
+            Values::Long(v) => {
+                lay_out_cells(v, raw, counts, width as usize, &mut lo, &mut hi, i64::from)
+            }
+            _ => unreachable!("int column"),
+        }
+        if !counts.is_empty() && width > 0 {
+            self.stats.min = self.stats.min.min(lo as i64);
+            self.stats.max = self.stats.max.max(hi as i64);
+        }
+    }
+
     /// Appends canonical integers and updates the value range. An i8 column widens
     /// to i32 (once) when a value does not fit.
     pub fn push_ints(&mut self, vals: &[i32], width: u32) {
@@ -651,6 +688,55 @@ impl Batch {
     }
 }
 
+/// Appends `counts.len()` cells of `width` canonical values (htslib's missing and
+/// vector end mapped to −1 and −2) from `raw`, a cell of no values being one missing
+/// value, and widens `lo..=hi` to every value appended, padding included.
+fn lay_out_cells<T: Copy>(
+    v: &mut Vec<T>,
+    raw: &[i32],
+    counts: &[u32],
+    width: usize,
+    lo: &mut i32,
+    hi: &mut i32,
+    to: impl Fn(i32) -> T,
+) {
+    v.reserve(counts.len() * width);
+    let (end, missing) = (to(-2), to(-1));
+    let (mut l, mut h) = (*lo, *hi);
+    let mut at = 0;
+    for &c in counts {
+        let c = c as usize;
+        if c == 0 {
+            v.push(missing);
+            l = l.min(-1);
+            h = h.max(-1);
+            if width > 1 {
+                v.extend(std::iter::repeat_n(end, width - 1));
+                l = l.min(-2);
+                h = h.max(-2);
+            }
+            continue;
+        }
+        for &x in &raw[at..at + c] {
+            let y = match x {
+                BCF_INT32_MISSING => -1,
+                BCF_INT32_VECTOR_END => -2,
+                x => x,
+            };
+            l = l.min(y);
+            h = h.max(y);
+            v.push(to(y));
+        }
+        if c < width {
+            v.extend(std::iter::repeat_n(end, width - c));
+            l = l.min(-2);
+            h = h.max(-2);
+        }
+        at += c;
+    }
+    (*lo, *hi) = (l, h);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -768,6 +854,76 @@ mod tests {
             Values::Int(v) => v.iter().map(|&x| x as i64).collect(),
             Values::Long(v) => v.clone(),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// Cells laid out in place hold what padding them into a buffer and pushing that
+    /// held: values, widths, value range and the reserved value noted, in every
+    /// representation (a value past 16 bits widens, a 64-bit column stays so).
+    #[test]
+    fn int_cells_lay_out_as_the_padded_record() {
+        let spec = ColumnSpec {
+            base: Base::Int,
+            per_sample: true,
+            genotype: false,
+        };
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for case in 0..400 {
+            let samples = 1 + next(6) as usize;
+            let width = 1 + next(4) as usize;
+            let mut counts = Vec::new();
+            let mut raw = Vec::new();
+            for _ in 0..samples {
+                let c = next(width as u64 + 1) as u32;
+                counts.push(c);
+                for _ in 0..c {
+                    raw.push(match next(8) {
+                        0 => BCF_INT32_MISSING,
+                        1 => -1 - next(2) as i32,
+                        2 => 40_000,
+                        3 => -7,
+                        _ => next(300) as i32,
+                    });
+                }
+            }
+            let mut padded = Vec::new();
+            let mut at = 0;
+            for &c in &counts {
+                let c = c as usize;
+                if c == 0 {
+                    padded.push(BCF_INT32_MISSING);
+                    padded.extend(std::iter::repeat_n(BCF_INT32_VECTOR_END, width - 1));
+                } else {
+                    padded.extend_from_slice(&raw[at..at + c]);
+                    padded.extend(std::iter::repeat_n(BCF_INT32_VECTOR_END, width - c));
+                }
+                at += c;
+            }
+            let mut a = Column::new(&spec, samples);
+            let mut b = Column::new(&spec, samples);
+            if case % 3 == 1 {
+                a.push_longs(&vec![1 << 40; samples], 1);
+                b.push_longs(&vec![1 << 40; samples], 1);
+            }
+            a.push_htslib_ints(&padded, width as u32);
+            b.push_htslib_int_cells(&raw, &counts, width as u32);
+            assert_eq!(ints(&a), ints(&b), "case {case}");
+            assert_eq!(a.widths, b.widths);
+            assert_eq!(
+                (a.stats.min, a.stats.max, a.stats.max_width),
+                (b.stats.min, b.stats.max, b.stats.max_width)
+            );
+            assert_eq!(a.take_reserved(), b.take_reserved());
+            assert_eq!(
+                std::mem::discriminant(&a.values),
+                std::mem::discriminant(&b.values)
+            );
         }
     }
 
