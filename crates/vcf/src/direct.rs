@@ -18,9 +18,7 @@
 use crate::error::{Error, Result};
 use crate::extract::{Extractor, Site};
 use crate::fastvcf::{value_end, Lookups};
-use crate::ragged::{
-    Batch, BCF_INT32_MISSING, BCF_INT32_VECTOR_END, FLOAT32_FILL, FLOAT32_MISSING,
-};
+use crate::ragged::{Batch, BCF_INT32_MISSING, FLOAT32_MISSING};
 use crate::schema::{Category, Schema, VcfNumber, VcfType};
 use std::collections::HashMap;
 use std::path::Path;
@@ -69,7 +67,6 @@ pub struct Direct {
     info: Vec<InfoValue>,
     info_ints: Vec<u32>,
     format: Vec<FormatValues>,
-    padded: Vec<u32>,
 }
 
 const GT: usize = usize::MAX;
@@ -486,7 +483,7 @@ impl Extractor {
                 return Ok(false);
             }
             // Number=A/R past the alleles: htslib's path gives the error. Every sample
-            // is laid out as wide as the widest (padded below, then in the batch):
+            // is laid out as wide as the widest (padded as it is laid out in the batch):
             // refused before that when it is more than one record may take.
             let mut laid_out = 0u64;
             for (j, &field) in d.format_fields.iter().enumerate() {
@@ -590,39 +587,17 @@ impl Extractor {
                     let f = &d.format[j as usize];
                     let width = f.counts.iter().copied().max().unwrap_or(0).max(1) as usize;
                     match slot.ty {
-                        VcfType::Integer if f.vals.len() != width * s => {
+                        // Every cell `width` values: htslib's layout as it is.
+                        VcfType::Integer if f.vals.len() == width * s => {
+                            col.push_htslib_ints(as_i32(&f.vals), width as u32)
+                        }
+                        VcfType::Float if f.vals.len() == width * s => {
+                            col.push_floats(&f.vals, width as u32)
+                        }
+                        VcfType::Integer => {
                             col.push_htslib_int_cells(as_i32(&f.vals), &f.counts, width as u32)
                         }
-                        VcfType::Integer | VcfType::Float => {
-                            let (missing, end) = if slot.ty == VcfType::Integer {
-                                (BCF_INT32_MISSING as u32, BCF_INT32_VECTOR_END as u32)
-                            } else {
-                                (FLOAT32_MISSING, FLOAT32_FILL)
-                            };
-                            let vals = if f.vals.len() == width * s {
-                                &f.vals
-                            } else {
-                                d.padded.clear();
-                                let mut at = 0;
-                                for &c in &f.counts {
-                                    let c = c as usize;
-                                    if c == 0 {
-                                        d.padded.push(missing);
-                                        d.padded.extend(std::iter::repeat_n(end, width - 1));
-                                    } else {
-                                        d.padded.extend_from_slice(&f.vals[at..at + c]);
-                                        d.padded.extend(std::iter::repeat_n(end, width - c));
-                                    }
-                                    at += c;
-                                }
-                                &d.padded
-                            };
-                            if slot.ty == VcfType::Integer {
-                                col.push_htslib_ints(as_i32(vals), width as u32);
-                            } else {
-                                col.push_floats(vals, width as u32);
-                            }
-                        }
+                        VcfType::Float => col.push_float_cells(&f.vals, &f.counts, width as u32),
                         _ => {
                             col.begin_strs(width as u32);
                             for &(a, e) in &f.spans {

@@ -463,6 +463,30 @@ impl Column {
         v.extend_from_slice(raw);
     }
 
+    /// [`Column::push_floats`] of cells of `counts[i]` values each (the floats of
+    /// `raw`, in order), each padded to `width` with fill, a cell of none being one
+    /// missing value (as [`Column::push_htslib_int_cells`]).
+    pub fn push_float_cells(&mut self, raw: &[u32], counts: &[u32], width: u32) {
+        self.begin(width);
+        let Values::Float(v) = &mut self.values else {
+            unreachable!("float column")
+        };
+        let width = width as usize;
+        v.reserve(counts.len() * width);
+        let mut at = 0;
+        for &c in counts {
+            let c = c as usize;
+            if c == 0 {
+                v.push(FLOAT32_MISSING);
+                v.extend(std::iter::repeat_n(FLOAT32_FILL, width.saturating_sub(1)));
+            } else {
+                v.extend_from_slice(&raw[at..at + c]);
+                v.extend(std::iter::repeat_n(FLOAT32_FILL, width - c));
+                at += c;
+            }
+        }
+    }
+
     /// Appends booleans (0/1).
     pub fn push_bools(&mut self, raw: &[u8], width: u32) {
         self.begin(width);
@@ -925,6 +949,26 @@ mod tests {
                 std::mem::discriminant(&b.values)
             );
         }
+    }
+
+    /// Float cells laid out in place hold what padding them into a buffer held.
+    #[test]
+    fn float_cells_lay_out_as_the_padded_record() {
+        let spec = ColumnSpec {
+            base: Base::Float,
+            per_sample: true,
+            genotype: false,
+        };
+        let counts = [2u32, 0, 1, 3, 0];
+        let raw = [1u32, 2, 3, 4, FLOAT32_MISSING, 6];
+        let mut c = Column::new(&spec, counts.len());
+        c.push_float_cells(&raw, &counts, 3);
+        let Values::Float(v) = &c.values else {
+            panic!()
+        };
+        let (m, f) = (FLOAT32_MISSING, FLOAT32_FILL);
+        assert_eq!(v, &[1, 2, f, m, f, f, 3, f, f, 4, m, 6, m, f, f]);
+        assert_eq!(c.widths, [3]);
     }
 
     /// Integers other than genotypes start at 16 bits (htslib's sentinels as −1/−2),
