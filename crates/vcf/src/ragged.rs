@@ -276,10 +276,13 @@ impl Column {
     /// once, in place, rather than padded into a buffer and copied again.
     pub fn push_htslib_int_cells(&mut self, raw: &[i32], counts: &[u32], width: u32) {
         self.begin(width);
-        if let Some(&v) = raw.iter().find(|&&x| x == -1 || x == -2) {
-            self.note_reserved(v);
-        }
         let (mut lo, mut hi) = (i32::MAX, i32::MIN);
+        // The reserved values are looked for with the range, in one pass.
+        if range_and_reserved(raw, &mut lo, &mut hi) {
+            if let Some(&v) = raw.iter().find(|&&x| x == -1 || x == -2) {
+                self.note_reserved(v);
+            }
+        }
         if let Values::Int16(v) = &mut self.values {
             // Narrowed as they go; checked once at the end (the common case fits).
             let start = v.len();
@@ -712,9 +715,30 @@ impl Batch {
     }
 }
 
+/// Widens `lo..=hi` to the canonical values of `raw` (htslib's missing and vector end
+/// as −1 and −2); whether `raw` holds a −1 or −2 the input gave. One branch-free pass.
+fn range_and_reserved(raw: &[i32], lo: &mut i32, hi: &mut i32) -> bool {
+    let (mut l, mut h, mut reserved) = (*lo, *hi, false);
+    for &x in raw {
+        reserved |= (x == -1) | (x == -2);
+        let y = if x == BCF_INT32_MISSING {
+            -1
+        } else if x == BCF_INT32_VECTOR_END {
+            -2
+        } else {
+            x
+        };
+        l = l.min(y);
+        h = h.max(y);
+    }
+    (*lo, *hi) = (l, h);
+    reserved
+}
+
 /// Appends `counts.len()` cells of `width` canonical values (htslib's missing and
 /// vector end mapped to −1 and −2) from `raw`, a cell of no values being one missing
-/// value, and widens `lo..=hi` to every value appended, padding included.
+/// value, and widens `lo..=hi` to the padding and missing cells appended (the values
+/// of `raw` are [`range_and_reserved`]'s).
 fn lay_out_cells<T: Copy>(
     v: &mut Vec<T>,
     raw: &[i32],
@@ -724,39 +748,37 @@ fn lay_out_cells<T: Copy>(
     hi: &mut i32,
     to: impl Fn(i32) -> T,
 ) {
-    v.reserve(counts.len() * width);
-    let (end, missing) = (to(-2), to(-1));
-    let (mut l, mut h) = (*lo, *hi);
+    let canonical = |x: i32| match x {
+        BCF_INT32_MISSING => -1,
+        BCF_INT32_VECTOR_END => -2,
+        x => x,
+    };
+    // Every slot a vector end first (one fill), then each cell's values over it.
+    let start = v.len();
+    v.resize(start + counts.len() * width, to(-2));
+    let (mut empty, mut short) = (false, false);
     let mut at = 0;
-    for &c in counts {
+    for (cell, &c) in v[start..].chunks_exact_mut(width.max(1)).zip(counts) {
         let c = c as usize;
         if c == 0 {
-            v.push(missing);
-            l = l.min(-1);
-            h = h.max(-1);
-            if width > 1 {
-                v.extend(std::iter::repeat_n(end, width - 1));
-                l = l.min(-2);
-                h = h.max(-2);
-            }
+            cell[0] = to(-1);
+            empty = true;
+            short |= width > 1;
             continue;
         }
-        for &x in &raw[at..at + c] {
-            let y = match x {
-                BCF_INT32_MISSING => -1,
-                BCF_INT32_VECTOR_END => -2,
-                x => x,
-            };
-            l = l.min(y);
-            h = h.max(y);
-            v.push(to(y));
-        }
-        if c < width {
-            v.extend(std::iter::repeat_n(end, width - c));
-            l = l.min(-2);
-            h = h.max(-2);
+        short |= c < width;
+        for (d, &x) in cell.iter_mut().zip(&raw[at..at + c]) {
+            *d = to(canonical(x));
         }
         at += c;
+    }
+    debug_assert_eq!(at, raw.len());
+    let (mut l, mut h) = (*lo, *hi);
+    if empty {
+        (l, h) = (l.min(-1), h.max(-1));
+    }
+    if short {
+        (l, h) = (l.min(-2), h.max(-2));
     }
     (*lo, *hi) = (l, h);
 }
