@@ -178,8 +178,14 @@ fn readme_query_formats_equal_bcftools_query() {
         .filter(|l| l.starts_with("svar2 query ") && l.ends_with(" store.zarr"))
         .collect();
     assert!(lines.len() >= 5, "README shows svar2 query: {lines:?}");
-    for line in lines {
-        let args = &line["svar2 query ".len()..line.len() - " store.zarr".len()];
+    let mut args: Vec<&str> = lines
+        .iter()
+        .map(|line| &line["svar2 query ".len()..line.len() - " store.zarr".len()])
+        .collect();
+    // -H labels subscripted tags without the subscript (main printed `ALT{1}`).
+    args.push("-H -f '%CHROM %ALT{1} %AC{0}[ %AD{1}]\\n'");
+    for args in args {
+        let line = args;
         let want = sh_ok(&format!("bcftools query {args} {}", stored.display()));
         let got = sh_ok(&format!(
             "{} query {args} {}",

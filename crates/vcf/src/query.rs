@@ -305,7 +305,10 @@ impl Query {
     pub fn header(&self, samples: &[String]) -> Vec<u8> {
         let mut out = b"# ".to_vec();
         let mut n = 0;
+        // As bcftools 1.16 labels them: without a `{N}` subscript.
+        let bare = |name: &str| -> String { name.split('{').next().unwrap_or(name).to_string() };
         let label = |tag: &Tag, name: &str| -> String {
+            let name = &bare(name);
             match tag {
                 Tag::InfoField(_) => name.strip_prefix("INFO/").unwrap_or(name).to_string(),
                 _ => name.to_string(),
@@ -331,7 +334,7 @@ impl Query {
                                     n += 1;
                                     let tag_name = match tag {
                                         Tag::Gt | Tag::Tgt => "GT".to_string(),
-                                        _ => name.rsplit('/').next().unwrap_or(name).to_string(),
+                                        _ => bare(name.rsplit('/').next().unwrap_or(name)),
                                     };
                                     out.extend_from_slice(
                                         format!("[{n}]{s}:{tag_name}").as_bytes(),
