@@ -163,6 +163,15 @@ fn append_refuses_what_it_cannot_grow() {
         let msg = String::from_utf8_lossy(&out.stderr);
         assert!(msg.contains(needle), "{}: {msg}", target.display());
     }
+    // Standard input: read once, so refused by what it is (main said it was "read
+    // alone, not with other inputs" when it was alone).
+    let out = append(&store, &[Path::new("-")]);
+    assert!(!out.status.success());
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        msg.contains("standard input") && msg.contains("to a file first"),
+        "{msg}"
+    );
     // inspect says what an append costs each kind of store.
     for (target, needle) in [
         (&store, "writes a new version of the whole store"),

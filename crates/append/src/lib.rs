@@ -172,6 +172,16 @@ pub fn append(store: &Path, inputs: &[PathBuf], o: &AppendOptions) -> Result<App
 
 /// Refuses stores append cannot grow in place, and inputs inside the store.
 fn check_kind(store: &Path, inputs: &[PathBuf]) -> Result<()> {
+    // The store's records are an input too, and inputs are opened more than once (their
+    // headers, then the merge): standard input would be read once.
+    if inputs.iter().any(|p| svar2_vcf::inputs::is_stdin(p)) {
+        return Err(Error::Request(
+            "`-` (standard input): append opens its inputs more than once; write the \
+             records to a file first (e.g. `bcftools view -Ob -o new.bcf`, or \
+             `bgzip > new.vcf.gz`) and append that"
+                .into(),
+        ));
+    }
     if svar2_storage::bucket::is_bucket_url(store) {
         return Err(Error::Request(format!(
             "{}: append grows a directory store (a bucket store's new version would need \
