@@ -225,6 +225,29 @@ fn verify_array(
         reader.visit_chunks(a, &slab, &visit)?;
     }
     let mut found = found.into_inner().expect("damage list");
+    // Shards that each pass their checksums but are not the ones written where they lie
+    // (swapped, or copied in from another conversion): the record's sizes say so. (A
+    // missing shard changes them too, and is named already.)
+    let missing = found.iter().any(|d| d.error.contains("missing shard"));
+    if !missing && a.shards_moved()? {
+        found.push(Damage {
+            array: a.name.clone(),
+            key: format!("{}/c", a.name),
+            file: a.storage().name(&a.name).display().to_string(),
+            variants: a
+                .layout
+                .dimension_names
+                .iter()
+                .position(|d| d == "variants")
+                .map_or([0, 0], |v| [0, shape[v]]),
+            samples: None,
+            error: "its shard files are not the ones svar2 wrote there (their sizes \
+                    differ from the store's shard record: shards swapped or moved, or \
+                    copied over from another shard or conversion): restore the array \
+                    from a copy or convert again"
+                .into(),
+        });
+    }
     // A damaged shard index fails every chunk of its shard alike: one line for it.
     found.sort_by(|x, y| (&x.file, x.variants, x.samples).cmp(&(&y.file, y.variants, y.samples)));
     let mut merged: Vec<Damage> = Vec::new();

@@ -569,3 +569,91 @@ fn a_shard_lost_after_zarr_python_edits_attributes_is_damage() {
     std::fs::remove_file(s.join("call_genotype/c/0/0/0")).unwrap();
     damaged(&s, &["call_genotype", "missing shard"]);
 }
+
+/// Every variants axis set to 10^15 and the shard record rewritten to match it (as
+/// svar2 would record those files), or then claiming every shard written: main's
+/// verify ran out of memory listing 10^10 missing shards and rechunk hung. Refused at
+/// open: the lists' files, and the shards the record says are gone, hold far fewer.
+#[test]
+fn a_record_rewritten_for_an_axis_of_10_15_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let f = dir.path().join("f");
+    for claim_all in [false, true] {
+        copy(&s, &f);
+        for e in std::fs::read_dir(&f).unwrap() {
+            let meta = e.unwrap().path().join("zarr.json");
+            if !meta.exists() {
+                continue;
+            }
+            edit_json(&meta, |v| {
+                if v["dimension_names"][0] == "variants" {
+                    v["shape"][0] = 1_000_000_000_000_000u64.into();
+                }
+            });
+        }
+        let local = svar2_storage::LocalDir { root: f.clone() };
+        let mut record = svar2_store::written::record(&local, &[]).unwrap();
+        if claim_all {
+            for a in record.as_object_mut().unwrap().values_mut() {
+                a["absent"] = serde_json::json!([]);
+            }
+        }
+        edit_json(&f.join("zarr.json"), |v| {
+            v["attributes"]["svar2"]["shards"] = record;
+        });
+        for cmd in ["verify", "view", "query -l", "rechunk --dry-run"] {
+            let out = if cmd.starts_with("rechunk") {
+                format!(" {}", dir.path().join("r").display())
+            } else {
+                String::new()
+            };
+            fails(
+                &format!("{cmd} {fs}{out}", fs = f.display()),
+                Some(4 << 20),
+                &[if claim_all {
+                    "shard(s) of it were written"
+                } else {
+                    "hold at most"
+                }],
+            );
+        }
+    }
+}
+
+/// xarray copies of an svar2 store keep svar2's encoding and carry its root
+/// attributes, the shard record with them: a copy of some samples is another writer's
+/// arrays (their shards rewritten), not damage; a whole copy verifies clean although
+/// xarray rewrote the float arrays' bytes.
+#[test]
+fn xarray_copies_that_keep_svar2_encoding_open() {
+    if !tools(
+        "xarray_copies_that_keep_svar2_encoding_open",
+        &[Tool::Xarray],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let (some, whole) = (dir.path().join("some.vcz"), dir.path().join("whole.vcz"));
+    sh_ok(&format!(
+        "python3 -W ignore -c \"import xarray as xr; ds = xr.open_zarr('{}', consolidated=False)\n\
+         ds.isel(samples=[0, 1]).to_zarr('{}', mode='w', zarr_format=3, consolidated=False)\n\
+         ds.to_zarr('{}', mode='w', zarr_format=3, consolidated=False)\"",
+        s.display(),
+        some.display(),
+        whole.display()
+    ));
+    for copy in [&some, &whole] {
+        let o = run(&format!("verify {}", copy.display()), None);
+        assert!(
+            o.status.success(),
+            "{}: {}{}",
+            copy.display(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let o = run(&format!("query -l {}", some.display()), None);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 2);
+}

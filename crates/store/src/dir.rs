@@ -38,7 +38,7 @@ pub struct StoreDir {
     finished: std::sync::atomic::AtomicBool,
     /// Shard keys already in the output but not under `root` (a bucket's partitions
     /// uploaded them): counted as written by [`finish`](Self::finish)'s record.
-    elsewhere: std::sync::Mutex<Vec<String>>,
+    elsewhere: std::sync::Mutex<Vec<(String, u64)>>,
 }
 
 impl Drop for StoreDir {
@@ -344,9 +344,9 @@ impl StoreDir {
         })
     }
 
-    /// Notes shard keys the finished store holds that are not under `root` (a
-    /// partitioned conversion into a bucket: the partitions uploaded them).
-    pub fn stored_elsewhere(&self, keys: Vec<String>) {
+    /// Notes shard keys (with their sizes) the finished store holds that are not under
+    /// `root` (a partitioned conversion into a bucket: the partitions uploaded them).
+    pub fn stored_elsewhere(&self, keys: Vec<(String, u64)>) {
         self.elsewhere.lock().expect("elsewhere").extend(keys);
     }
 

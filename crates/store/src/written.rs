@@ -4,21 +4,29 @@
 //! reports, not the fill values Zarr reads for a chunk never stored.
 //!
 //! Per array: `{"grid": [shards along each axis], "absent": [[first, count], …],
-//! "structure": fingerprint}`, `absent` listing runs of the shards (numbered in C order
-//! over the grid) svar2 left out because every value in them is fill, `structure` the
-//! blake3 of the array's metadata less its attributes ([`structure`]): an attribute
-//! edit (zarr-python's `attrs[...] = ...`, which also rewrites the file in its own key
-//! order) keeps the record, an edit of the shape, data type, chunks or codecs does
-//! not. Another writer that copies the root attributes (zarr-python, xarray) but
-//! writes arrays of its own, with chunks of its own, keeps Zarr's fill semantics, as
-//! stores without the record (bio2zarr's, svar2's before it) do. Records written
-//! before `structure` carry `meta`, the blake3 of the metadata bytes ([`fingerprint`]),
-//! and apply while the bytes are unchanged.
+//! "structure": …, "meta": …, "sizes": …}`:
+//! - `absent`: runs of the shards (numbered in C order over the grid) svar2 left out
+//!   because every value in them is fill;
+//! - `structure` ([`structure`]): the metadata less its attributes. An attribute edit
+//!   (zarr-python's `attrs[...] = ...`, which rewrites the file in its own key order)
+//!   keeps the record; an edit of the shape, data type, chunks or codecs does not;
+//! - `meta` ([`fingerprint`]): the metadata's bytes, which records written before
+//!   `structure` carry alone (and apply while the bytes are unchanged), and which tell
+//!   whether another writer rewrote the array;
+//! - `sizes` ([`sizes`]): every shard written, by number and byte size. A chunk's
+//!   crc32c does not depend on where the chunk lies, so a shard swapped with another,
+//!   or copied over from another conversion, passes its checksums; its size, in its
+//!   place, mostly does not. It also tells an edit of the metadata alone (the shards
+//!   svar2's still) from another writer's rewrite of the array.
+//!
+//! Another writer that copies the root attributes (zarr-python, xarray) but writes
+//! arrays of its own keeps Zarr's fill semantics for them, as stores without the record
+//! (bio2zarr's, svar2's before it) do.
 
 use crate::error::{Error, Result};
 use crate::layout::ArrayLayout;
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use svar2_storage::Storage;
 
 /// The shard grid of an array: shards (chunks, unsharded) along each axis.
@@ -57,7 +65,9 @@ pub fn structure(meta: &[u8]) -> String {
     fingerprint(canonical(&Value::Object(m)).to_string().as_bytes())
 }
 
-/// `v` with every object's keys in sorted order (serde_json keeps insertion order here).
+/// `v` with every object's keys in sorted order (serde_json keeps insertion order here)
+/// and every whole number written as an integer (jq and JavaScript write a
+/// `fill_value` of `0.0` as `0`).
 fn canonical(v: &Value) -> Value {
     match v {
         Value::Object(m) => {
@@ -70,8 +80,33 @@ fn canonical(v: &Value) -> Value {
             )
         }
         Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => Value::from(x as i64),
+            _ => v.clone(),
+        },
         other => other.clone(),
     }
+}
+
+/// The fingerprint of an array's shard files: each one's number (C order over the
+/// grid) and byte size, in number order.
+pub fn sizes(shards: &BTreeMap<u64, u64>) -> String {
+    let mut h = blake3::Hasher::new();
+    for (n, size) in shards {
+        h.update(&n.to_le_bytes());
+        h.update(&size.to_le_bytes());
+    }
+    h.finalize().to_hex()[..16].to_string()
+}
+
+/// The shards among `keys` (relative to the array, with their sizes) on `grid`, by
+/// number; keys that are no shard of it are passed over.
+fn shards_on<'a>(grid: &[u64], keys: impl Iterator<Item = (&'a str, u64)>) -> BTreeMap<u64, u64> {
+    keys.filter_map(|(rest, size)| {
+        let at = position(rest.strip_prefix('c')?)?;
+        Some((number(grid, &at)?, size))
+    })
+    .collect()
 }
 
 /// The shard number (C order) of grid position `at`, `None` outside the grid or when
@@ -105,18 +140,19 @@ fn position(rest: &str) -> Option<Vec<u64>> {
 /// `local`'s objects, its shard files those under `local` plus `elsewhere` (keys
 /// already in the bucket a partitioned conversion finishes). A pure function of the
 /// files present: the same store gives the same bytes whatever wrote it how.
-pub fn record(local: &dyn Storage, elsewhere: &[String]) -> Result<Value> {
-    let mut keys: BTreeSet<String> = local.list("")?.into_iter().map(|(k, _)| k).collect();
-    keys.extend(elsewhere.iter().cloned());
-    let mut by_array: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for k in &keys {
+pub fn record(local: &dyn Storage, elsewhere: &[(String, u64)]) -> Result<Value> {
+    // (A key both here and elsewhere: the local file is the one the store keeps.)
+    let mut keys: BTreeMap<String, u64> = elsewhere.iter().cloned().collect();
+    keys.extend(local.list("")?);
+    let mut by_array: BTreeMap<&str, Vec<(&str, u64)>> = BTreeMap::new();
+    for (k, size) in &keys {
         if let Some((name, rest)) = k.split_once('/') {
-            by_array.entry(name).or_default().push(rest);
+            by_array.entry(name).or_default().push((rest, *size));
         }
     }
     let mut out = Map::new();
     for (name, rest) in by_array {
-        if !rest.contains(&"zarr.json") {
+        if !rest.iter().any(|(r, _)| *r == "zarr.json") {
             continue;
         }
         let meta_key = format!("{name}/zarr.json");
@@ -129,19 +165,13 @@ pub fn record(local: &dyn Storage, elsewhere: &[String]) -> Result<Value> {
             continue;
         }
         let g = grid(&crate::layout::array_v3(name, &[], &meta));
-        let mut present: Vec<u64> = rest
-            .iter()
-            .filter_map(|r| r.strip_prefix('c'))
-            .filter_map(position)
-            .filter_map(|at| number(&g, &at))
-            .collect();
-        present.sort_unstable();
-        present.dedup();
+        let shards = shards_on(&g, rest.iter().copied());
+        let present = shards.keys().copied();
         let total = g.iter().try_fold(1u64, |n, x| n.checked_mul(*x));
         let Some(total) = total else { continue };
         let mut absent = Vec::new();
         let mut next = 0u64;
-        for p in present.into_iter().chain([total]) {
+        for p in present.chain([total]) {
             if p > next {
                 absent.push(json!([next, p - next]));
             }
@@ -149,19 +179,11 @@ pub fn record(local: &dyn Storage, elsewhere: &[String]) -> Result<Value> {
         }
         out.insert(
             name.to_string(),
-            json!({"grid": g, "absent": absent, "structure": structure(&bytes)}),
+            json!({"grid": g, "absent": absent, "structure": structure(&bytes),
+                "meta": fingerprint(&bytes), "sizes": sizes(&shards)}),
         );
     }
     Ok(Value::Object(out))
-}
-
-/// What a record's fingerprint was taken of.
-#[derive(Debug, Clone, PartialEq)]
-enum Fingerprint {
-    /// [`structure`] (`"structure"`): attribute edits keep the record.
-    Structure(String),
-    /// [`fingerprint`] of the bytes (`"meta"`, records written before `structure`).
-    Bytes(String),
 }
 
 /// Whether a record describes the array whose metadata it is compared with.
@@ -181,10 +203,15 @@ pub enum Match {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Written {
     grid: Vec<u64>,
-    /// Of the metadata the record describes.
-    meta: Fingerprint,
+    /// [`structure`] of the metadata the record describes (`None`: a record written
+    /// before it, judged by the bytes alone).
+    structure: Option<String>,
+    /// [`fingerprint`] of its bytes.
+    bytes: Option<String>,
     /// Runs `[first, first + count)` of shards never written, ascending, disjoint.
     absent: Vec<(u64, u64)>,
+    /// [`sizes`] of the shards written (`None`: a record written before it).
+    sizes: Option<String>,
 }
 
 impl Written {
@@ -213,11 +240,11 @@ impl Written {
             };
             let grid = u64s(r.get("grid")).ok_or_else(|| bad(name))?;
             let text = |key: &str| r.get(key).and_then(Value::as_str).map(str::to_string);
-            let meta = match (text("structure"), text("meta")) {
-                (Some(s), None) => Fingerprint::Structure(s),
-                (None, Some(b)) => Fingerprint::Bytes(b),
-                _ => return Err(bad(name)),
-            };
+            let (structure, bytes) = (text("structure"), text("meta"));
+            if structure.is_none() && bytes.is_none() {
+                return Err(bad(name));
+            }
+            let total = grid.iter().try_fold(1u64, |n, g| n.checked_mul(*g));
             let mut absent = Vec::new();
             let mut end = 0u64;
             for run in r
@@ -229,13 +256,27 @@ impl Written {
                     .filter(|v| v.len() == 2)
                     .ok_or_else(|| bad(name))?;
                 let stop = v[0].checked_add(v[1]).ok_or_else(|| bad(name))?;
-                if v[0] < end || v[1] == 0 {
+                // Ascending, disjoint, non-empty, and within the grid.
+                if v[0] < end || v[1] == 0 || total.is_some_and(|t| stop > t) {
                     return Err(bad(name));
                 }
                 absent.push((v[0], stop));
                 end = stop;
             }
-            out.insert(name.clone(), Written { grid, meta, absent });
+            let sizes = match r.get("sizes") {
+                None => None,
+                Some(v) => Some(v.as_str().ok_or_else(|| bad(name))?.to_string()),
+            };
+            out.insert(
+                name.clone(),
+                Written {
+                    grid,
+                    structure,
+                    bytes,
+                    absent,
+                    sizes,
+                },
+            );
         }
         Ok(Some(out))
     }
@@ -248,16 +289,46 @@ impl Written {
     /// Whether the record describes the array whose metadata bytes are `meta` (not
     /// one another writer put in its place, or an edit).
     pub fn describes(&self, meta: &[u8], layout: &ArrayLayout) -> Match {
-        match &self.meta {
-            Fingerprint::Structure(s) if *s == structure(meta) && self.grid == grid(layout) => {
-                Match::Same
-            }
-            Fingerprint::Structure(_) => Match::Structure,
-            Fingerprint::Bytes(b) if *b == fingerprint(meta) && self.grid == grid(layout) => {
-                Match::Same
-            }
-            Fingerprint::Bytes(_) => Match::Bytes,
+        let same_grid = self.grid == grid(layout);
+        match (&self.structure, &self.bytes) {
+            (Some(s), _) if same_grid && *s == structure(meta) => Match::Same,
+            (Some(_), _) => Match::Structure,
+            (None, Some(b)) if same_grid && *b == fingerprint(meta) => Match::Same,
+            (None, _) => Match::Bytes,
         }
+    }
+
+    /// Whether the array's metadata is still the very bytes svar2 wrote: no other
+    /// writer (xarray, zarr-python) has rewritten it, and so, likely, not its shards.
+    pub fn bytes_unchanged(&self, meta: &[u8]) -> bool {
+        self.bytes.as_ref().is_some_and(|b| *b == fingerprint(meta))
+    }
+
+    /// Whether the shard files of array `name` that `listing` gives (keys from the
+    /// store's root, with their sizes) are the ones the writer wrote, by number and
+    /// size (`None`: the record does not say).
+    pub fn sizes_match(&self, name: &str, listing: &[(String, u64)]) -> Option<bool> {
+        let want = self.sizes.as_ref()?;
+        let prefix = format!("{name}/");
+        let keys = listing
+            .iter()
+            .filter_map(|(k, size)| Some((k.strip_prefix(&prefix)?, *size)));
+        Some(sizes(&shards_on(&self.grid, keys)) == *want)
+    }
+
+    /// How many shards the writer wrote (the grid less the runs it left out);
+    /// `u64::MAX` for a grid of more than a `u64` counts.
+    pub fn written_count(&self) -> u64 {
+        let total = self
+            .grid
+            .iter()
+            .try_fold(1u64, |n, g| n.checked_mul(*g))
+            .unwrap_or(u64::MAX);
+        let left_out = self
+            .absent
+            .iter()
+            .fold(0u64, |n, (first, stop)| n.saturating_add(stop - first));
+        total.saturating_sub(left_out)
     }
 
     /// Whether the writer wrote the shard at grid position `at` (so its absence is
@@ -291,11 +362,13 @@ mod tests {
         for k in ["a/c/0/0", "a/c/0/1"] {
             std::fs::write(dir.join(k), b"x").unwrap();
         }
-        let rec = record(&LocalDir { root: dir.clone() }, &["a/c/4/0".into()]).unwrap();
+        let rec = record(&LocalDir { root: dir.clone() }, &[("a/c/4/0".into(), 7)]).unwrap();
         let fp = structure(meta.as_bytes());
+        let sized = sizes(&[(0, 1), (1, 1), (8, 7)].into_iter().collect());
         assert_eq!(
             rec,
-            json!({"a": {"grid": [5, 2], "absent": [[2, 6], [9, 1]], "structure": fp}})
+            json!({"a": {"grid": [5, 2], "absent": [[2, 6], [9, 1]], "structure": fp,
+                "meta": fingerprint(meta.as_bytes()), "sizes": sized}})
         );
         let attrs = json!({"svar2": {"shards": rec}});
         let w = Written::of_store(&dir, attrs.as_object().unwrap())
@@ -305,6 +378,21 @@ mod tests {
         assert!(a.wrote(&[0, 0]) && a.wrote(&[0, 1]) && a.wrote(&[4, 0]));
         assert!(!a.wrote(&[1, 0]) && !a.wrote(&[3, 1]) && !a.wrote(&[4, 1]));
         assert!(!a.wrote(&[5, 0]));
+        // The shards' sizes, as a listing gives them: in place, or two swapped.
+        let listing = |a: u64, b: u64| -> Vec<(String, u64)> {
+            vec![
+                ("a/zarr.json".into(), 300),
+                ("a/c/0/0".into(), a),
+                ("a/c/0/1".into(), b),
+                ("a/c/4/0".into(), 7),
+                ("b/c/0/0".into(), 5),
+            ]
+        };
+        assert_eq!(a.sizes_match("a", &listing(1, 1)), Some(true));
+        assert_eq!(a.sizes_match("a", &listing(1, 2)), Some(false));
+        let mut extra = listing(1, 1);
+        extra.push(("a/c/1/1".into(), 1));
+        assert_eq!(a.sizes_match("a", &extra), Some(false));
         let parsed: Value = serde_json::from_str(&meta).unwrap();
         let layout = crate::layout::array_v3("a", &[], &parsed);
         assert_eq!(a.describes(meta.as_bytes(), &layout), Match::Same);
@@ -319,6 +407,13 @@ mod tests {
         edited.insert("storage_transformers".into(), json!([]));
         let edited = Value::Object(edited).to_string();
         assert_eq!(a.describes(edited.as_bytes(), &layout), Match::Same);
+        // ... but not the bytes svar2 wrote: another writer's rewrite.
+        assert!(a.bytes_unchanged(meta.as_bytes()));
+        assert!(!a.bytes_unchanged(edited.as_bytes()));
+        // Whole numbers as another writer formats them: the same structure.
+        let reformatted = meta.replace("[10,4]", "[10.0,4e0]");
+        assert_ne!(reformatted, meta);
+        assert_eq!(a.describes(reformatted.as_bytes(), &layout), Match::Same);
         let retyped = meta.replace("int8", "int16");
         assert_eq!(a.describes(retyped.as_bytes(), &layout), Match::Structure);
         // A record written before `structure`: the bytes, unchanged or not.
@@ -329,10 +424,12 @@ mod tests {
             .unwrap();
         assert_eq!(w["a"].describes(meta.as_bytes(), &layout), Match::Same);
         assert_eq!(w["a"].describes(edited.as_bytes(), &layout), Match::Bytes);
+        assert_eq!(w["a"].sizes_match("a", &listing(1, 2)), None);
         for bad in [
             json!({"grid": [5, 2], "structure": fp, "absent": [[3, 1], [2, 1]]}),
             json!({"grid": [5, 2], "absent": []}),
-            json!({"grid": [5, 2], "structure": fp, "meta": fp, "absent": []}),
+            json!({"grid": [5, 2], "structure": 7, "absent": []}),
+            json!({"grid": [5, 2], "structure": fp, "absent": [[9, 2]]}),
         ] {
             let bad = json!({"svar2": {"shards": {"a": bad}}});
             assert!(Written::of_store(&dir, bad.as_object().unwrap()).is_err());

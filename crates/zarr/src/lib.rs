@@ -518,9 +518,9 @@ fn list_capacity(l: &ArrayLayout) -> u64 {
 
 /// The lengths every reader sizes by — samples, contigs, variants — checked against
 /// the data that exists: each list no longer than its stored files can hold (every
-/// other array's axes must then agree with the lists: [`check_dimensions`]). A list
-/// whose metadata is the bytes svar2 recorded writing is not held to its files: a
-/// file gone missing from it is the damage its reads report by name (missing shard).
+/// other array's axes must then agree with the lists: [`check_dimensions`]), and the
+/// shards svar2's record says were written and are gone (the damage its reads report
+/// by name: missing shard).
 fn check_lengths(arrays: &[Arc<AnyArray>]) -> std::result::Result<(), String> {
     for (list, dim) in [
         ("sample_id", "samples"),
@@ -530,11 +530,15 @@ fn check_lengths(arrays: &[Arc<AnyArray>]) -> std::result::Result<(), String> {
         let Some(a) = arrays.iter().find(|a| a.name == list) else {
             continue;
         };
-        if a.written.is_some() {
-            continue;
-        }
         let n = a.layout.shape.first().copied().unwrap_or(0);
-        let can = list_capacity(&a.layout);
+        let mut can = list_capacity(&a.layout);
+        // Shards the record says were written and are gone could hold the rest: their
+        // reads name them (missing shard).
+        if let Some(w) = &a.written {
+            let gone = w.written_count().saturating_sub(a.layout.files);
+            let rows = a.layout.shard.as_ref().unwrap_or(&a.layout.chunk);
+            can = can.saturating_add(gone.saturating_mul(rows.first().copied().unwrap_or(0)));
+        }
         if n > can {
             return Err(format!(
                 "{list} says {n} {dim}, but its {} stored file(s) ({} bytes) hold at most \
@@ -670,7 +674,31 @@ impl AnyGroup {
                 .as_ref()
                 .map(|w| w.describes(meta_bytes.as_deref().unwrap_or_default(), &layout));
             rewritten += usize::from(matched.is_some_and(|m| m != Match::Same));
+            // Metadata that is not what svar2 wrote: were the shards left as svar2 wrote
+            // them (an edit of the metadata alone: damage), or rewritten (another
+            // writer's array, xarray's subset copy: Zarr's fill)? The record's sizes of
+            // the shards tell; a record without them, the chunk format (below).
+            let shards_kept = match (&recorded, matched) {
+                (Some(w), Some(Match::Structure)) => w.sizes_match(name, &storage.list(name)?),
+                _ => None,
+            };
             let written = recorded.filter(|_| matched == Some(Match::Same));
+            // A record of far more shards than there are files: most of the array gone,
+            // or a record edited to make readers walk an axis of 10^15 as missing shards.
+            if let Some(w) = &written {
+                let (said, there) = (w.written_count(), layout.files);
+                if said > there.saturating_add(there.max(1024)) {
+                    return Err(Error::NotStore {
+                        path: storage.name(name),
+                        msg: format!(
+                            "the store's shard record says {said} shard(s) of it were \
+                             written, and {there} are there: most of the array is gone, or \
+                             the record was edited; restore the store from a copy or \
+                             convert again"
+                        ),
+                    });
+                }
+            }
             let mut attrs = if zarr_format == 2 {
                 object(json(&format!("{name}/.zattrs"))?)
             } else {
@@ -713,7 +741,8 @@ impl AnyGroup {
             // still in svar2's chunk format: its shape or chunks were edited (another
             // writer's array, in its own format, keeps Zarr's fill semantics). Read as
             // it is, missing shards would be fill and an axis of 10^10 would be walked.
-            if regridded && checksum {
+            let edited = shards_kept.unwrap_or(checksum);
+            if regridded && edited {
                 return Err(bad(format!(
                     "its shape or chunks are not the ones svar2 wrote (shards along each \
                      axis {:?}, now {:?}): its zarr.json is damaged; restore it from a copy \
@@ -723,13 +752,15 @@ impl AnyGroup {
                 )));
             }
             // The same, for an edit that keeps the grid (a samples axis grown within
-            // its last chunk, a ploidy shrunk, another data type or key separator): the
-            // record's fingerprint of the structure no longer matches.
-            if matched == Some(Match::Structure) && checksum {
+            // its last chunk, a ploidy shrunk, another data type or key separator, the
+            // crc32c taken off): the record's fingerprint of the structure no longer
+            // matches, and the shards are svar2's still.
+            if matched == Some(Match::Structure) && edited {
                 return Err(bad(
                     "its shape, data type, chunks or codecs are not the ones svar2 wrote \
-                     (the store's shard record fingerprints them): its zarr.json is damaged \
-                     or was edited; restore it from a copy or convert again"
+                     over its shards (the store's shard record fingerprints them): its \
+                     zarr.json is damaged or was edited; restore it from a copy or convert \
+                     again"
                         .into(),
                 ));
             }
@@ -779,7 +810,10 @@ impl AnyGroup {
         if let (Some(gone), 0) = (written.as_ref().and_then(|w| w.keys().next()), rewritten) {
             return Err(not_vcf(format!(
                 "array {gone} is missing (svar2 wrote it when it finished the store): the \
-                 store is damaged; copy it back or convert again"
+                 store is damaged; copy it back or convert again (a store written on purpose \
+                 from some of an svar2 store's arrays, as xarray's `ds[names].to_zarr` \
+                 writes one, carries the record of them all: remove \
+                 `attributes.svar2.shards` from its root zarr.json)"
             )));
         }
         check_lengths(&arrays).map_err(not_vcf)?;
@@ -1073,6 +1107,23 @@ impl AnyArray {
     /// [`blosc`](svar2_blosc) and the GPU batch plan decode).
     pub fn blosc_frames(&self) -> bool {
         self.blosc_frames
+    }
+
+    /// Whether this array's shard files are not the ones svar2 wrote where they lie
+    /// (two swapped, one moved, or copied over from another shard or conversion: each
+    /// still passes its checksums) while its metadata is still the bytes svar2 wrote:
+    /// the store's record of the shards' sizes says so. False when the record does not
+    /// say, or another writer (xarray, zarr-python) has rewritten the metadata, and
+    /// with it, likely, the shards.
+    pub fn shards_moved(&self) -> Result<bool> {
+        let Some(w) = &self.written else {
+            return Ok(false);
+        };
+        let meta = self.storage.get(&self.meta_key)?.unwrap_or_default();
+        if !w.bytes_unchanged(&meta) {
+            return Ok(false);
+        }
+        Ok(w.sizes_match(&self.name, &self.storage.list(&self.name)?) == Some(false))
     }
 
     /// Whether every stored chunk carries a crc32c (svar2's stores; older ones and

@@ -247,8 +247,8 @@ pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSumma
         w.store().stored_elsewhere(
             records
                 .iter()
-                .flat_map(|r| r.files.iter().map(|(rel, _)| rel))
-                .filter(|k| !relaid.contains(k))
+                .flat_map(|r| r.files.iter())
+                .filter(|(k, _)| !relaid.contains(k))
                 .cloned()
                 .collect(),
         );
