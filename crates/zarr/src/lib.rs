@@ -890,7 +890,9 @@ impl AnyArray {
                 key: self.key(idx),
                 msg: format!(
                     "missing shard: the store is damaged ({} was written when svar2 \
-                     finished the store and is gone; copy it back or convert again)",
+                     finished the store and is gone; copy it back or convert again; \
+                     zarr-python deletes a shard it writes all fill unless its config \
+                     sets write_empty_chunks)",
                     self.chunk_file(idx).display()
                 ),
             });
