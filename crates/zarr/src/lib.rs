@@ -678,8 +678,11 @@ impl AnyGroup {
             // them (an edit of the metadata alone: damage), or rewritten (another
             // writer's array, xarray's subset copy: Zarr's fill)? The record's sizes of
             // the shards tell; a record without them, the chunk format (below).
+            // (An array of no shards, all fill, has nothing to tell by.)
             let shards_kept = match (&recorded, matched) {
-                (Some(w), Some(Match::Structure)) => w.sizes_match(name, &storage.list(name)?),
+                (Some(w), Some(Match::Structure)) if w.written_count() > 0 => {
+                    w.sizes_match(name, &storage.list(name)?)
+                }
                 _ => None,
             };
             let written = recorded.filter(|_| matched == Some(Match::Same));
