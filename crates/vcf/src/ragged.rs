@@ -913,13 +913,7 @@ mod tests {
             per_sample: true,
             genotype: false,
         };
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::testing::rng(0x9e37_79b9_7f4a_7c15u64);
         for case in 0..400 {
             let samples = 1 + next(6) as usize;
             let width = 1 + next(4) as usize;
