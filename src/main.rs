@@ -85,7 +85,8 @@ enum Command {
     Digest(digest::Args),
     /// Check every shard index and every chunk of a store (its crc32c, or for stores
     /// without checksums what can be checked: index checksums, frame headers, decoded
-    /// sizes); name each damaged chunk with the records and samples it holds; exit 1
+    /// sizes); name each damaged chunk with the records and samples it holds, and the
+    /// shards svar2's record says were written that are gone, swapped or moved; exit 1
     /// if any.
     Verify(verify::Args),
 }

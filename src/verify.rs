@@ -244,7 +244,9 @@ fn verify_array(
             error: "its shard files are not the ones svar2 wrote there (their sizes \
                     differ from the store's shard record: shards swapped or moved, or \
                     copied over from another shard or conversion): restore the array \
-                    from a copy or convert again"
+                    from a copy or convert again (values another writer rewrote in \
+                    place on purpose: remove the array's entry from \
+                    attributes.svar2.shards in the root zarr.json)"
                 .into(),
         });
     }

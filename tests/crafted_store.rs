@@ -656,4 +656,34 @@ fn xarray_copies_that_keep_svar2_encoding_open() {
     }
     let o = run(&format!("query -l {}", some.display()), None);
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 2);
+    // Records appended along variants (xarray's append_dim) regrid that axis alone,
+    // all-fill arrays with no new shard included: another writer's arrays, which open
+    // (hostile pass: "not the ones svar2 wrote" for every variant array).
+    sh_ok(&format!(
+        "python3 -W ignore -c \"import xarray as xr; ds = xr.open_zarr('{}', consolidated=False)\n\
+         ds.isel(variants=slice(0, 8)).to_zarr('{}', append_dim='variants', consolidated=False)\"",
+        s.display(),
+        whole.display()
+    ));
+    let o = run(&format!("query -l {}", whole.display()), None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A shard record whose grid has another rank than its array (`[]`): main ignored the
+/// record for it, so a deleted shard read as `0|0` with verify clean.
+#[test]
+fn a_record_grid_of_another_rank_is_malformed() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    std::fs::remove_file(s.join("call_genotype/c/0/0/0")).unwrap();
+    edit_json(&s.join("zarr.json"), |v| {
+        v["attributes"]["svar2"]["shards"]["call_genotype"]["grid"] = serde_json::json!([]);
+    });
+    for cmd in ["verify", "view"] {
+        fails(
+            &format!("{cmd} {}", s.display()),
+            None,
+            &["shard record of call_genotype has 0 axes"],
+        );
+    }
 }

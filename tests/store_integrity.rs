@@ -445,3 +445,31 @@ fn shards_swapped_or_copied_over_fail_verify() {
         stdout(&o)
     );
 }
+
+/// A list's shard left out as all fill (a shard of POS=0 records) is in the record, not
+/// damage: main refused the store ("holds at most 2") since its files hold fewer.
+#[test]
+fn a_list_shard_left_out_as_fill_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let vcf = dir.path().join("p0.vcf");
+    std::fs::write(
+        &vcf,
+        "##fileformat=VCFv4.2\n##contig=<ID=1,length=100>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\ts1\n\
+         1\t0\t.\tA\tC\t.\t.\t.\tGT\t0|1\n1\t5\t.\tA\tC\t.\t.\t.\tGT\t0|1\n\
+         1\t7\t.\tA\tC\t.\t.\t.\tGT\t1|1\n",
+    )
+    .unwrap();
+    let s = dir.path().join("p0.zarr");
+    convert(
+        &vcf,
+        &s,
+        &["--variants-chunk", "1", "--variants-shard", "1"],
+    );
+    assert!(!s.join("variant_position/c/0").exists(), "left out as fill");
+    let o = run(&["view", "-H"], &s);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().count(), 3);
+    assert!(run(&["verify"], &s).status.success());
+}

@@ -114,9 +114,17 @@ impl Storage for LocalDir {
     }
 
     fn list(&self, under: &str) -> Result<Vec<(String, u64)>> {
+        use std::os::unix::fs::MetadataExt;
         let mut out = Vec::new();
         let mut stack = vec![self.name(under)];
+        // Folders by device and inode: one reached again through a link is a cycle.
+        let mut seen = std::collections::HashSet::new();
         while let Some(d) = stack.pop() {
+            if let Ok(m) = std::fs::metadata(&d) {
+                if !seen.insert((m.dev(), m.ino())) {
+                    continue;
+                }
+            }
             let rd = match std::fs::read_dir(&d) {
                 Ok(rd) => rd,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -126,7 +134,8 @@ impl Storage for LocalDir {
                 let e = e.map_err(|x| Error::io(&d, x))?;
                 let p = e.path();
                 let t = e.file_type().map_err(|x| Error::io(&p, x))?;
-                // A symlink counts as what it points to (a dangling one as nothing).
+                // A symlink counts as what it points to (a dangling one as nothing):
+                // git-annex, DataLad and `cp -rs` keep a store's files as links.
                 let kind = match t.is_symlink() {
                     true => std::fs::metadata(&p).map(|m| m.file_type()).ok(),
                     false => Some(t),
@@ -134,10 +143,11 @@ impl Storage for LocalDir {
                 if let Some(what) = kind.and_then(not_regular) {
                     return Err(Error::io(&p, not_regular_err(what)));
                 }
-                if t.is_dir() {
+                let Some(kind) = kind else { continue };
+                if kind.is_dir() {
                     stack.push(p);
-                } else if t.is_file() {
-                    let size = e.metadata().map_err(|x| Error::io(&p, x))?.len();
+                } else if kind.is_file() {
+                    let size = std::fs::metadata(&p).map_err(|x| Error::io(&p, x))?.len();
                     let rel = p
                         .strip_prefix(&self.root)
                         .expect("under root")
@@ -252,5 +262,36 @@ impl LocalDir {
             Error::io(&tmp, e)
         })?;
         Ok(tmp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Files kept as links (git-annex, `cp -rs`) are listed with the size of what they
+    /// point to; a folder linked back into itself is listed once.
+    #[test]
+    fn links_count_as_what_they_point_to_and_a_cycle_ends() {
+        let dir = std::env::temp_dir().join(format!("svar2-local-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (store, annex) = (dir.join("s"), dir.join("annex"));
+        std::fs::create_dir_all(store.join("a/c")).unwrap();
+        std::fs::create_dir_all(&annex).unwrap();
+        std::fs::write(annex.join("blob"), b"12345").unwrap();
+        std::os::unix::fs::symlink(annex.join("blob"), store.join("a/c/0")).unwrap();
+        std::fs::write(store.join("a/zarr.json"), b"{}").unwrap();
+        std::os::unix::fs::symlink(&store, store.join("a/loop")).unwrap();
+        std::os::unix::fs::symlink(dir.join("gone"), store.join("a/dangling")).unwrap();
+        let listed = LocalDir {
+            root: store.clone(),
+        }
+        .list("")
+        .unwrap();
+        assert_eq!(
+            listed,
+            vec![("a/c/0".to_string(), 5), ("a/zarr.json".to_string(), 2)]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -316,14 +316,23 @@ impl Written {
         Some(sizes(&shards_on(&self.grid, keys)) == *want)
     }
 
+    /// Whether the record carries the shards' [`sizes`] (records before it do not).
+    pub fn has_sizes(&self) -> bool {
+        self.sizes.is_some()
+    }
+
+    /// How many shards the grid holds (`u64::MAX` past what a `u64` counts).
+    pub fn grid_count(&self) -> u64 {
+        self.grid
+            .iter()
+            .try_fold(1u64, |n, g| n.checked_mul(*g))
+            .unwrap_or(u64::MAX)
+    }
+
     /// How many shards the writer wrote (the grid less the runs it left out);
     /// `u64::MAX` for a grid of more than a `u64` counts.
     pub fn written_count(&self) -> u64 {
-        let total = self
-            .grid
-            .iter()
-            .try_fold(1u64, |n, g| n.checked_mul(*g))
-            .unwrap_or(u64::MAX);
+        let total = self.grid_count();
         let left_out = self
             .absent
             .iter()

@@ -518,9 +518,9 @@ fn list_capacity(l: &ArrayLayout) -> u64 {
 
 /// The lengths every reader sizes by — samples, contigs, variants — checked against
 /// the data that exists: each list no longer than its stored files can hold (every
-/// other array's axes must then agree with the lists: [`check_dimensions`]), and the
-/// shards svar2's record says were written and are gone (the damage its reads report
-/// by name: missing shard).
+/// other array's axes must then agree with the lists: [`check_dimensions`]) and the
+/// shards of svar2's record that are not there (gone, the damage its reads report by
+/// name, or left out as all fill), a bounded number of them.
 fn check_lengths(arrays: &[Arc<AnyArray>]) -> std::result::Result<(), String> {
     for (list, dim) in [
         ("sample_id", "samples"),
@@ -532,12 +532,15 @@ fn check_lengths(arrays: &[Arc<AnyArray>]) -> std::result::Result<(), String> {
         };
         let n = a.layout.shape.first().copied().unwrap_or(0);
         let mut can = list_capacity(&a.layout);
-        // Shards the record says were written and are gone could hold the rest: their
-        // reads name them (missing shard).
+        // Shards of the record's grid that are not there could hold the rest: written
+        // and gone (their reads name them: missing shard) or left out as all fill (a
+        // shard of POS=0 records). As many as there are files, or 1,024: a record
+        // rewritten for an axis of 10^15 claims billions.
         if let Some(w) = &a.written {
-            let gone = w.written_count().saturating_sub(a.layout.files);
+            let files = a.layout.files;
+            let other = w.grid_count().saturating_sub(files).min(files.max(1024));
             let rows = a.layout.shard.as_ref().unwrap_or(&a.layout.chunk);
-            can = can.saturating_add(gone.saturating_mul(rows.first().copied().unwrap_or(0)));
+            can = can.saturating_add(other.saturating_mul(rows.first().copied().unwrap_or(0)));
         }
         if n > can {
             return Err(format!(
@@ -667,9 +670,37 @@ impl AnyGroup {
                 None => None,
             };
             let recorded = written.as_mut().and_then(|w| w.remove(name));
+            let grid_now = svar2_store::written::grid(&layout);
+            if recorded
+                .as_ref()
+                .is_some_and(|w| w.grid().len() != grid_now.len())
+            {
+                return Err(Error::NotStore {
+                    path: storage.name("zarr.json"),
+                    msg: format!(
+                        "the svar2 shard record of {name} has {} axes, the array {}: the \
+                         root metadata was damaged or edited; restore it from a copy or \
+                         convert again",
+                        recorded.as_ref().map_or(0, |w| w.grid().len()),
+                        grid_now.len()
+                    ),
+                });
+            }
             let regridded = recorded
                 .as_ref()
-                .is_some_and(|w| w.grid() != svar2_store::written::grid(&layout).as_slice());
+                .is_some_and(|w| w.grid() != grid_now.as_slice());
+            // Only the variants axis other than recorded: records appended (xarray's
+            // `append_dim`) or cut. The variants length is held to variant_position's
+            // files and every array's length ([`check_lengths`], [`check_dimensions`]).
+            let variants_only = recorded.as_ref().is_some_and(|w| {
+                let v = layout.dimension_names.iter().position(|d| d == "variants");
+                regridded
+                    && w.grid()
+                        .iter()
+                        .zip(&grid_now)
+                        .enumerate()
+                        .all(|(d, (a, b))| a == b || Some(d) == v)
+            });
             let matched = recorded
                 .as_ref()
                 .map(|w| w.describes(meta_bytes.as_deref().unwrap_or_default(), &layout));
@@ -678,10 +709,15 @@ impl AnyGroup {
             // them (an edit of the metadata alone: damage), or rewritten (another
             // writer's array, xarray's subset copy: Zarr's fill)? The record's sizes of
             // the shards tell; a record without them, the chunk format (below).
-            // (An array of no shards, all fill, has nothing to tell by.)
+            // An array svar2 wrote no shard of (all fill) has nothing to protect, and one
+            // whose variants axis alone changed is checked by the lists.
             let shards_kept = match (&recorded, matched) {
-                (Some(w), Some(Match::Structure)) if w.written_count() > 0 => {
-                    w.sizes_match(name, &storage.list(name)?)
+                (Some(w), Some(Match::Structure)) if w.has_sizes() => {
+                    if variants_only || w.written_count() == 0 {
+                        Some(false)
+                    } else {
+                        w.sizes_match(name, &storage.list(name)?)
+                    }
                 }
                 _ => None,
             };
