@@ -851,7 +851,9 @@ fn a_short_record_whose_values_expand_past_the_budget_is_refused() {
 /// refusal to the conversion. The plan charges the record each reader parses (its
 /// text and its values at 32 bits), which it did not (the advised 46 MiB peaked at
 /// 47 MiB), and planning samples at most an eighth of the budget of records (it
-/// peaked at 48 MiB refusing 40 MiB).
+/// peaked at 48 MiB refusing 40 MiB). It starts at 40 MiB: the process itself
+/// (binary, htslib, the sampled records parsed) takes 30–35 MiB before the plan can
+/// refuse, so a refusal at 32 MiB measured the allocator's luck (it peaked at 33).
 #[test]
 fn dense_wide_records_convert_under_the_budget_the_plan_names() {
     if !time_and_bgzip("dense_wide_records_convert_under_the_budget_the_plan_names") {
@@ -870,7 +872,7 @@ fn dense_wide_records_convert_under_the_budget_the_plan_names() {
         )
     });
     let gz = calls_vcf(dir.path(), "dense", samples, lines);
-    let mut budget = "32MiB".to_string();
+    let mut budget = "40MiB".to_string();
     for _ in 0..4 {
         let (ok, err, rss) = run_timed(
             &["convert", "-q", "--force", "--max-mem", &budget],
