@@ -142,6 +142,33 @@ fn coverage(a: &AnyArray, idx: &[u64]) -> ([u64; 2], Option<[u64; 2]>) {
     (span(v), s.map(span))
 }
 
+/// Why `a`'s chunk grid is past walking, if it is: more than 2^32 chunks, over a
+/// thousand times what its stored files can hold (an axis edited to 2^32 made verify
+/// walk 10^11 indices of chunks that are fill). A real store's grid is filled.
+fn beyond_the_files(a: &AnyArray, chunk: &[u64]) -> Option<String> {
+    let shape = a.shape();
+    let total = shape.iter().zip(chunk).try_fold(1u128, |n, (s, c)| {
+        Some(n.saturating_mul(u128::from(s.div_ceil(*c.max(&1)))))
+    })?;
+    let per_file: u128 = match &a.layout.shard {
+        Some(shard) => shard
+            .iter()
+            .zip(chunk)
+            .map(|(s, c)| u128::from(s.div_ceil(*c.max(&1))))
+            .product(),
+        None => 1,
+    };
+    let can = u128::from(a.layout.files.max(1)).saturating_mul(per_file);
+    (total > 1 << 32 && total > can.saturating_mul(1024)).then(|| {
+        format!(
+            "its shape {shape:?} makes {total} chunks, and its {} stored file(s) hold at \
+             most {can}: its zarr.json is damaged (an axis edited past the data); restore \
+             it from a copy or convert again",
+            a.layout.files
+        )
+    })
+}
+
 fn verify_array(
     reader: &Reader,
     a: &Arc<AnyArray>,
@@ -189,6 +216,16 @@ fn verify_array(
         // A 0-dimensional array: one chunk.
         total = 1;
         reader.visit_chunks(a, &[Vec::new()], &visit)?;
+    } else if let Some(msg) = beyond_the_files(a, &chunk) {
+        // A grid no walk ends: one line for the array, not 10^12 chunk indices.
+        found.lock().expect("damage list").push(Damage {
+            array: a.name.clone(),
+            key: format!("{}/c", a.name),
+            file: a.storage().name(&a.name).display().to_string(),
+            variants: [0, 0],
+            samples: None,
+            error: msg,
+        });
     } else if !shape.contains(&0) && !chunk.contains(&0) {
         // Chunk indices in C order, at most SLAB at a time: a row of chunks can be
         // more than memory holds when metadata is damaged (an axis of 10^10).

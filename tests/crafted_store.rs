@@ -687,3 +687,29 @@ fn a_record_grid_of_another_rank_is_malformed() {
         );
     }
 }
+
+/// The ploidy axis edited to 2^32 in a store without the shard record (bio2zarr's kind
+/// of store): main's verify walked ~10^11 chunk indices of fill (a hang past 60 s).
+/// One damage line instead, at once.
+#[test]
+fn verify_does_not_walk_a_grid_past_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    edit_json(&s.join("zarr.json"), |v| {
+        v["attributes"]["svar2"]
+            .as_object_mut()
+            .unwrap()
+            .remove("shards");
+    });
+    for a in ["call_genotype", "call_genotype_mask"] {
+        edit_json(&s.join(a).join("zarr.json"), |v| {
+            v["shape"][2] = 4_294_967_296u64.into()
+        });
+    }
+    let t0 = std::time::Instant::now();
+    damaged(
+        &s,
+        &["DAMAGED call_genotype/c", "stored file(s) hold at most"],
+    );
+    assert!(t0.elapsed().as_secs() < 30, "{:?}", t0.elapsed());
+}
