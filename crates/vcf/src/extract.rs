@@ -1013,7 +1013,7 @@ mod tests {
     /// given as values: the same canonical values and the same first reserved value.
     #[test]
     fn decode_ints_is_the_value_at_a_time_loop() {
-        let mut next = crate::testing::rng(0x2545_f491_4f6c_dd1du64);
+        let mut next = crate::rng::rng(0x2545_f491_4f6c_dd1du64);
         for case in 0..3000 {
             let width = [1, 2, 4][case % 3];
             let (s, n) = (1 + next(7) as usize, 1 + next(5) as usize);

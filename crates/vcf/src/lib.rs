@@ -49,4 +49,7 @@ pub mod write;
 pub use error::{Error, Result};
 #[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
+pub mod rng;
+#[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
 pub mod testing;

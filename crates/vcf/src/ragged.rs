@@ -913,7 +913,7 @@ mod tests {
             per_sample: true,
             genotype: false,
         };
-        let mut next = crate::testing::rng(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = crate::rng::rng(0x9e37_79b9_7f4a_7c15u64);
         for case in 0..400 {
             let samples = 1 + next(6) as usize;
             let width = 1 + next(4) as usize;

@@ -12,18 +12,6 @@ use crate::ragged::Batch;
 use crate::source::VcfReader;
 use std::path::Path;
 
-/// A seeded xorshift source: each call a number below its argument (the tests' random
-/// cases, reproducible without a dependency).
-pub fn rng(seed: u64) -> impl FnMut(u64) -> u64 {
-    let mut x = seed | 1;
-    move |n| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    }
-}
-
 /// A VCF mixing every shape the direct parse takes with records it must hand over
 /// (odd Numbers, strings, flags, missing and short vectors, omitted trailing fields,
 /// haploid and multi-digit calls; `END`, empty values, 10-digit integers, exponents,
@@ -31,7 +19,7 @@ pub fn rng(seed: u64) -> impl FnMut(u64) -> u64 {
 /// `long_decimals` adds floats of up to eight decimals (bit-exact rounding; vcztools
 /// prints three, so the round trip tests go without).
 pub fn mixed_vcf(samples: usize, records: usize, seed: u64, long_decimals: bool) -> String {
-    let mut rnd = rng(seed);
+    let mut rnd = crate::rng::rng(seed);
     let mut v = String::from(
         "##fileformat=VCFv4.3\n##contig=<ID=c1,length=100000000>\n##contig=<ID=c2>\n\
          ##FILTER=<ID=PASS,Description=\"ok\">\n##FILTER=<ID=q10,Description=\"low\">\n\
