@@ -429,6 +429,17 @@ fn shards_swapped_or_copied_over_fail_verify() {
         "{}",
         stdout(&o)
     );
+    // rechunk writes nothing from it (it would carry the swap on under a fresh record,
+    // which verify calls clean: second hostile pass).
+    let r = dir.path().join("r.zarr");
+    let o = svar2().arg("rechunk").arg(&s).arg(&r).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not the ones svar2 wrote there"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!r.join("zarr.json").exists());
     // Swapped back: clean again. Then one copied over another.
     std::fs::rename(s.join(a), &tmp).unwrap();
     std::fs::rename(s.join(b), s.join(a)).unwrap();

@@ -342,6 +342,7 @@ fn write_new_version(
     o: &AppendOptions,
 ) -> Result<Version> {
     let opened = svar2_reader::Store::open_with(store, svar2_reader::store::Access::Stream)?;
+    opened.group().check_shards_in_place()?;
     let before = opened.sample_names().len() as u64;
     let threads = o
         .budget

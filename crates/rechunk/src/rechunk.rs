@@ -108,6 +108,7 @@ fn element_bytes(a: &AnyArray) -> u64 {
 
 fn plan(input: &Path, opts: &Options) -> Result<Planned> {
     let source = AnyGroup::open(input)?;
+    source.check_shards_in_place()?;
     let samples = source
         .array("sample_id")
         .map_or(0, |a| a.shape().first().copied().unwrap_or(0));

@@ -865,6 +865,26 @@ impl AnyGroup {
         })
     }
 
+    /// Refuses a store whose shards are not where svar2 wrote them
+    /// ([`AnyArray::shards_moved`]): a command that writes a store from this one (rechunk,
+    /// append) would carry the wrong values on under a fresh record, and verify would
+    /// call the result clean.
+    pub fn check_shards_in_place(&self) -> Result<()> {
+        for a in &self.arrays {
+            if a.shards_moved()? {
+                return Err(Error::NotStore {
+                    path: a.storage.name(&a.name),
+                    msg: "its shard files are not the ones svar2 wrote there (their sizes \
+                          differ from the store's shard record: shards swapped or moved, or \
+                          copied over; `svar2 verify` says more): restore the array from a \
+                          copy or convert again"
+                        .into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The array called `name`.
     pub fn array(&self, name: &str) -> Option<&Arc<AnyArray>> {
         self.arrays.iter().find(|a| a.name == name)
