@@ -307,13 +307,21 @@ impl Written {
     /// Whether the shard files of array `name` that `listing` gives (keys from the
     /// store's root, with their sizes) are the ones the writer wrote, by number and
     /// size (`None`: the record does not say).
+    ///
+    /// `None` too while a shard it says was written is missing: that is damage of its
+    /// own, which readers name (missing shard), and it changes the sizes anyway.
     pub fn sizes_match(&self, name: &str, listing: &[(String, u64)]) -> Option<bool> {
         let want = self.sizes.as_ref()?;
         let prefix = format!("{name}/");
         let keys = listing
             .iter()
             .filter_map(|(k, size)| Some((k.strip_prefix(&prefix)?, *size)));
-        Some(sizes(&shards_on(&self.grid, keys)) == *want)
+        let shards = shards_on(&self.grid, keys);
+        let written_there = shards.keys().filter(|&&n| self.wrote_number(n)).count();
+        if (written_there as u64) < self.written_count() {
+            return None;
+        }
+        Some(sizes(&shards) == *want)
     }
 
     /// Whether the record carries the shards' [`sizes`] (records before it do not).
@@ -343,9 +351,11 @@ impl Written {
     /// Whether the writer wrote the shard at grid position `at` (so its absence is
     /// damage).
     pub fn wrote(&self, at: &[u64]) -> bool {
-        let Some(n) = number(&self.grid, at) else {
-            return false;
-        };
+        number(&self.grid, at).is_some_and(|n| self.wrote_number(n))
+    }
+
+    /// [`Written::wrote`] of shard number `n` (C order over the grid, inside it).
+    fn wrote_number(&self, n: u64) -> bool {
         let i = self.absent.partition_point(|&(_, stop)| stop <= n);
         self.absent.get(i).is_none_or(|&(first, _)| n < first)
     }
@@ -398,6 +408,10 @@ mod tests {
             ]
         };
         assert_eq!(a.sizes_match("a", &listing(1, 1)), Some(true));
+        // A written shard missing: the readers' damage (missing shard), not a move.
+        let mut short = listing(1, 1);
+        short.retain(|(k, _)| k != "a/c/4/0");
+        assert_eq!(a.sizes_match("a", &short), None);
         assert_eq!(a.sizes_match("a", &listing(1, 2)), Some(false));
         let mut extra = listing(1, 1);
         extra.push(("a/c/1/1".into(), 1));
