@@ -713,11 +713,12 @@ impl AnyGroup {
             // whose variants axis alone changed is checked by the lists.
             let shards_kept = match (&recorded, matched) {
                 (Some(w), Some(Match::Structure)) if w.has_sizes() => {
-                    if variants_only || w.written_count() == 0 {
-                        Some(false)
-                    } else {
-                        w.sizes_match(name, &storage.list(name)?)
-                    }
+                    // (Shards it wrote that are gone: another writer's rewrite, which
+                    // leaves all-fill shards out, as zarr-python does.)
+                    let kept = !variants_only
+                        && w.written_count() > 0
+                        && w.sizes_match(name, &storage.list(name)?) == Some(true);
+                    Some(kept)
                 }
                 _ => None,
             };
