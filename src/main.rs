@@ -59,7 +59,9 @@ enum Command {
     /// mixture; a second append at the same time is refused). When the new samples
     /// have the store's sites, only the sample columns from the store's last sample
     /// shard on are written; a store converted with `--samples-shard` well under its
-    /// sample count appends cheaply (`svar2 inspect` says how cheaply).
+    /// sample count appends cheaply (`svar2 inspect` says how cheaply). Attributes
+    /// users added are carried over; arrays or groups svar2 did not write are refused
+    /// by name before any work (the new version could not hold them).
     Append(append::Args),
     /// Show a Zarr v2 or v3 store's layout (any VCF Zarr store: svar2's, bio2zarr's):
     /// per array its shape, type, decoded chunk, shard, codecs, bytes, files, whether

@@ -541,3 +541,100 @@ fn appends_of_calls_a_merge_rewrites_equal_bcftools_merge() {
         assert_eq!(digest(&store), digest(&oracle), "{name}");
     }
 }
+
+/// What users add to a store survives an append or stops it, by both paths (the
+/// same-sites one, and the whole store written again):
+/// - attributes added to the root and to an array are carried onto the new version,
+///   whose record of shards still applies (a shard lost afterwards is damage);
+/// - an array svar2 did not write (zarr-python's, xarray's) is refused by name
+///   before any work, and the store is left as it was. Before, both were dropped
+///   without a word.
+#[test]
+fn appends_keep_what_users_added_or_refuse_to_drop_it() {
+    let test = "appends_keep_what_users_added_or_refuse_to_drop_it";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let src = format_call_set(d, "fmt", 12, 300, "GT:AD:DP", 5);
+    let names =
+        |r: std::ops::Range<usize>| r.map(|i| format!("s{i}")).collect::<Vec<_>>().join(",");
+    let a = sample_part(&src, d, "a.vcf.gz", &names(0..8), "", "cat");
+    let b = sample_part(&src, d, "b.vcf.gz", &names(8..12), "", "cat");
+    let edit = |path: &Path, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        f(&mut v);
+        std::fs::write(path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    };
+    let attrs = |path: &Path| -> serde_json::Value {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        v["attributes"].clone()
+    };
+    for (how, layout) in [
+        (
+            "same sites",
+            &["--samples-chunk", "2", "--samples-shard", "4"][..],
+        ),
+        ("whole store", &[][..]),
+    ] {
+        let store = d.join(format!("{}.zarr", how.replace(' ', "_")));
+        convert(&a, &store, layout);
+        edit(&store.join("zarr.json"), &|v| {
+            v["attributes"]["provenance"] = serde_json::json!({"run": 3, "by": "qc"});
+        });
+        edit(&store.join("call_AD/zarr.json"), &|v| {
+            v["attributes"]["note"] = serde_json::json!("checked");
+        });
+        let out = svar2().arg("append").arg(&store).arg(&b).output().unwrap();
+        let msg = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{how}: {msg}");
+        assert_eq!(
+            msg.contains("the store's sites: sample columns"),
+            how == "same sites",
+            "{how}: {msg}"
+        );
+        let root = attrs(&store.join("zarr.json"));
+        assert_eq!(root["provenance"]["run"], 3, "{how}: {root}");
+        assert_eq!(
+            attrs(&store.join("call_AD/zarr.json"))["note"],
+            "checked",
+            "{how}"
+        );
+        assert!(
+            attrs(&store.join("call_AD/zarr.json"))["description"].is_string(),
+            "{how}"
+        );
+        let v = svar2().arg("verify").arg(&store).output().unwrap();
+        assert!(
+            v.status.success(),
+            "{how}: {}",
+            String::from_utf8_lossy(&v.stdout)
+        );
+        let shard = store.join("call_DP/c/0/0");
+        assert!(shard.is_file(), "{how}");
+        let kept = std::fs::read(&shard).unwrap();
+        std::fs::remove_file(&shard).unwrap();
+        let v = svar2().arg("verify").arg(&store).output().unwrap();
+        assert!(!v.status.success(), "{how}: a lost shard passed verify");
+        std::fs::write(&shard, kept).unwrap();
+
+        // Another writer's array (a copy of one, as zarr-python would write it).
+        let copy = store.join("my_weights");
+        std::fs::create_dir(&copy).unwrap();
+        std::fs::copy(
+            store.join("variant_position/zarr.json"),
+            copy.join("zarr.json"),
+        )
+        .unwrap();
+        let before = digest(&store);
+        // (Its samples are the store's now: the refusal comes first.)
+        let out = svar2().arg("append").arg(&store).arg(&b).output().unwrap();
+        let msg = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{how}: {msg}");
+        assert!(msg.contains("did not write (my_weights)"), "{how}: {msg}");
+        assert_eq!(digest(&store), before, "{how}");
+        assert!(copy.join("zarr.json").is_file(), "{how}");
+    }
+}

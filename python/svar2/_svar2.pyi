@@ -193,9 +193,10 @@ def append(
     sites (a joint-called batch), only the sample columns from the store's last
     sample shard on are written and the rest are the old version's files, linked.
     Returns records, samples_before, samples_after, seconds, store_bytes,
-    bytes_written and first_sample_written (0: the whole store). A zip or bucket store, a symbolic link or
-    a sample already in the store (without ``force_samples``) raise ``ValueError`` /
-    ``svar2.InputError``."""
+    bytes_written and first_sample_written (0: the whole store). Attributes added to
+    the store (``zarr`` ``attrs``) are carried over. A zip or bucket store, a symbolic
+    link, an array or group svar2 did not write, or a sample already in the store
+    (without ``force_samples``) raise ``ValueError`` / ``svar2.InputError``."""
 
 def rechunk(
     input: PathLike,

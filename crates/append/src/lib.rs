@@ -13,6 +13,7 @@
 //! written again. (Writing only the new samples' shard columns needs the same sites
 //! and the same widths in every field — a later change.)
 
+mod carry;
 mod same_sites;
 mod swap;
 
@@ -121,6 +122,7 @@ pub fn append(store: &Path, inputs: &[PathBuf], o: &AppendOptions) -> Result<App
             .map_err(|e| Error::Request(e.to_string()))?;
     }
     check_writable(store)?;
+    carry::refuse_foreign_nodes(store)?;
     clear_staging(&staging)?;
     std::fs::create_dir(&staging).map_err(io(&staging))?;
     std::fs::write(staging.join(MARKER), "svar2 append staging\n").map_err(io(&staging))?;
@@ -134,6 +136,10 @@ pub fn append(store: &Path, inputs: &[PathBuf], o: &AppendOptions) -> Result<App
         }
     };
     let new = staging.join(NEW);
+    if let Err(e) = carry::carry_attributes(store, &new) {
+        let _ = clear_staging(&staging);
+        return Err(e);
+    }
     // The new version locked before it takes the store's path: a second append that
     // opens the path after the swap finds it locked until the leftovers are cleared
     // (the old directory's lock stays with the old version).
@@ -151,6 +157,10 @@ pub fn append(store: &Path, inputs: &[PathBuf], o: &AppendOptions) -> Result<App
         return Err(Error::Request(format!(
             "{e} (added while the append ran: the store is left as it was)"
         )));
+    }
+    if let Err(e) = carry::refuse_dropped_nodes(store, &new) {
+        let _ = clear_staging(&staging);
+        return Err(e);
     }
     swap::exchange(store, &new).map_err(io(store))?;
     // `new` now holds the old version: svar2's to remove, as the store it replaced.

@@ -358,20 +358,8 @@ impl StoreDir {
         let local = svar2_storage::LocalDir {
             root: self.root.clone(),
         };
-        let record = crate::written::record(&local, &self.elsewhere.lock().expect("elsewhere"))?;
-        let mut root_meta = root_meta.clone();
-        if let Some(attrs) = root_meta
-            .get_mut("attributes")
-            .and_then(serde_json::Value::as_object_mut)
-        {
-            let svar2 = attrs
-                .entry("svar2")
-                .or_insert_with(|| serde_json::json!({}));
-            if let Some(s) = svar2.as_object_mut() {
-                s.insert("shards".into(), record);
-            }
-        }
-        let root_meta = &root_meta;
+        let elsewhere = self.elsewhere.lock().expect("elsewhere");
+        let root_meta = &with_record(&local, &elsewhere, root_meta)?;
         match &self.dest {
             Some(Destination::Bucket(bucket)) => {
                 self.publish(bucket, root_meta)?;
@@ -482,6 +470,91 @@ impl StoreDir {
         };
         self.write(&path, &json_bytes(value))
     }
+}
+
+/// `root_meta` with the record of the shards `local` (and `elsewhere`) hold put in
+/// its attributes (`svar2.shards`).
+fn with_record(
+    local: &svar2_storage::LocalDir,
+    elsewhere: &[(String, u64)],
+    root_meta: &serde_json::Value,
+) -> Result<serde_json::Value> {
+    let record = crate::written::record(local, elsewhere)?;
+    let mut root_meta = root_meta.clone();
+    if let Some(attrs) = root_meta
+        .get_mut("attributes")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        let svar2 = attrs
+            .entry("svar2")
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(s) = svar2.as_object_mut() {
+            s.insert("shards".into(), record);
+        }
+    }
+    Ok(root_meta)
+}
+
+/// Adds attributes to a finished directory store: to the root's those of `root`
+/// and to each array's those `arrays` name, each key only where the store has none
+/// of that name (what svar2 wrote stays). The record of the shards is made again
+/// (it fingerprints each array's metadata), and the root `zarr.json` replaced whole.
+/// Returns how many keys were added.
+pub fn add_attributes(
+    store: &Path,
+    root: &serde_json::Map<String, serde_json::Value>,
+    arrays: &std::collections::BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+) -> Result<usize> {
+    let read = |path: &Path| -> Result<serde_json::Value> {
+        let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
+        serde_json::from_slice(&bytes).map_err(|e| Error::NotStore {
+            path: path.into(),
+            msg: format!("unreadable metadata: {e}"),
+        })
+    };
+    let add = |meta: &mut serde_json::Value, from: &serde_json::Map<String, serde_json::Value>| {
+        let mut added = 0;
+        if let Some(attrs) = meta.as_object_mut().map(|m| {
+            m.entry("attributes")
+                .or_insert_with(|| serde_json::json!({}))
+        }) {
+            if let Some(attrs) = attrs.as_object_mut() {
+                for (k, v) in from {
+                    if !attrs.contains_key(k) {
+                        attrs.insert(k.clone(), v.clone());
+                        added += 1;
+                    }
+                }
+            }
+        }
+        added
+    };
+    let mut added = 0;
+    for (name, from) in arrays {
+        let path = store.join(name).join("zarr.json");
+        if !path.is_file() {
+            continue;
+        }
+        let mut meta = read(&path)?;
+        let n = add(&mut meta, from);
+        if n > 0 {
+            fs::write(&path, json_bytes(&meta)).map_err(|e| Error::io(&path, e))?;
+            added += n;
+        }
+    }
+    let path = store.join("zarr.json");
+    let mut meta = read(&path)?;
+    added += add(&mut meta, root);
+    if added > 0 {
+        let local = svar2_storage::LocalDir {
+            root: store.to_path_buf(),
+        };
+        let meta = with_record(&local, &[], &meta)?;
+        let tmp = store.join(".zarr.json.tmp");
+        fs::write(&tmp, json_bytes(&meta)).map_err(|e| Error::io(&tmp, e))?;
+        fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+    }
+    Ok(added)
 }
 
 fn json_bytes(value: &serde_json::Value) -> Vec<u8> {
