@@ -1,6 +1,8 @@
 //! The one step that makes a new version current: the two directories exchanged by
 //! `renameat2(RENAME_EXCHANGE)`, atomic on Linux's local file systems, so the store's
-//! path never names a half store or nothing.
+//! path never names a half store or nothing; the new version's files on disk before
+//! it, and the exchange itself after, so a power cut cannot leave the store's path
+//! naming files whose data never reached the disk (the old version is removed next).
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -11,6 +13,7 @@ use std::path::Path;
 /// RENAME_EXCHANGE), it is refused with the reason: two renames would leave a moment
 /// with no store at `a`.
 pub fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    sync_tree(b)?;
     let ca = CString::new(a.as_os_str().as_bytes())?;
     let cb = CString::new(b.as_os_str().as_bytes())?;
     // SAFETY: both paths are NUL-terminated strings alive for the call; AT_FDCWD
@@ -25,7 +28,10 @@ pub fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
         )
     };
     if rc == 0 {
-        return Ok(());
+        // The exchange is a change to the parent directory: on disk before the old
+        // version (now at `b`) is removed.
+        let parent = a.parent().filter(|p| !p.as_os_str().is_empty());
+        return std::fs::File::open(parent.unwrap_or(Path::new("."))).and_then(|d| d.sync_all());
     }
     let e = std::io::Error::last_os_error();
     match e.raw_os_error() {
@@ -39,4 +45,35 @@ pub fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
         }
         _ => Err(e),
     }
+}
+
+/// Writes the files and directories under `dir` to disk (`fsync` each, on the rayon
+/// pool: their journal commits overlap), links not followed. Only the new version's
+/// own files (8 threads: they wait on the disk, not the cores): `syncfs` would also wait for whatever else the file system holds
+/// unwritten (a shared node's other jobs).
+fn sync_tree(dir: &Path) -> std::io::Result<()> {
+    use rayon::prelude::*;
+    let mut paths = vec![dir.to_path_buf()];
+    let mut i = 0;
+    while i < paths.len() {
+        if std::fs::symlink_metadata(&paths[i])?.is_dir() {
+            for e in std::fs::read_dir(&paths[i])? {
+                let e = e?;
+                if !e.file_type()?.is_symlink() {
+                    paths.push(e.path());
+                }
+            }
+        }
+        i += 1;
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(8)
+        .thread_name(|i| format!("sync-{i}"))
+        .build()
+        .map_err(std::io::Error::other)?;
+    pool.install(|| {
+        paths
+            .par_iter()
+            .try_for_each(|p| std::fs::File::open(p).and_then(|f| f.sync_all()))
+    })
 }
