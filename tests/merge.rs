@@ -304,6 +304,9 @@ fn merge_refuses_what_it_cannot_join() {
     }
     // A tag without its ## line (read through the index or as a stream) and a field
     // declared with another Type: one clear error each, never a crash or a silent PASS.
+    // Through the index, the tag is named from the line (the index reader's header
+    // copy lacks htslib's stand-in for it: it was "FILTER (a tag)"), for INFO and
+    // FORMAT too.
     let undeclared_vcf = d.join("undeclared.vcf");
     std::fs::write(
         &undeclared_vcf,
@@ -314,9 +317,28 @@ fn merge_refuses_what_it_cannot_join() {
     )
     .unwrap();
     let undeclared = bgzip_indexed(&undeclared_vcf);
+    let tags = d.join("tags.vcf");
+    std::fs::write(
+        &tags,
+        "##fileformat=VCFv4.2\n##contig=<ID=chr1,length=248956422>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"d\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tb\n\
+         chr1\t1234567\t.\tA\tC\t10\tPASS\tFOO=1\tGT\t0/1\n\
+         chr1\t1234568\t.\tA\tC\t10\tPASS\t.\tGT:XY\t0/1:3\n",
+    )
+    .unwrap();
+    let tags_gz = bgzip_indexed(&tags);
+    let tags_format = d.join("tags_format.vcf.gz");
+    sh_ok(&format!(
+        "bcftools view --no-version -t chr1:1234568 -Oz -o {0} {1} && bcftools index -f {0}",
+        tags_format.display(),
+        tags_gz.display()
+    ));
     for (second, needle) in [
-        (&undeclared, "FILTER"),
+        (&undeclared, "FILTER nope is not declared"),
         (&undeclared_vcf, "FILTER nope is not declared"),
+        (&tags_gz, "INFO/FOO is not declared"),
+        (&tags_format, "FORMAT/XY is not declared"),
     ] {
         let out = svar2()
             .args(["convert", "-q", "--merge", "--threads", "1"])

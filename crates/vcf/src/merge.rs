@@ -198,19 +198,14 @@ unsafe fn declared_tag(
         htslib::BCF_HL_INFO => "INFO",
         _ => "FORMAT",
     };
-    let undeclared = |name: &str| {
-        format!(
-            "{kind} {name} is not declared in the header: add its ##{kind} line (e.g. \
-             `bcftools annotate -h lines.txt`)"
-        )
-    };
+    let undeclared = |name: &str| undeclared_message(kind, name);
     let n = (*ih).n[htslib::BCF_DT_ID as usize];
     if id < 0 || id >= n {
-        return Err(undeclared("(a tag)"));
+        return Err(undeclared(UNNAMED));
     }
     let pair = (*ih).id[htslib::BCF_DT_ID as usize].add(id as usize);
     if (*pair).key.is_null() {
-        return Err(undeclared("(a tag)"));
+        return Err(undeclared(UNNAMED));
     }
     let name = CStr::from_ptr((*pair).key).to_bytes().to_vec();
     let shown = String::from_utf8_lossy(&name).into_owned();
@@ -223,6 +218,95 @@ unsafe fn declared_tag(
         return Err(undeclared(&shown));
     }
     Ok(name)
+}
+
+/// What names a tag `name` of line kind `kind` (FILTER, INFO, FORMAT) no `##` line
+/// declares, as a conversion's own parser says it; [`UNNAMED`] where the header
+/// could not give the name.
+fn undeclared_message(kind: &str, name: &str) -> String {
+    match (name, kind) {
+        (UNNAMED, _) => format!(
+            "{kind} {UNNAMED} is not declared in the header: add its ##{kind} line (e.g. \
+             `bcftools annotate -h lines.txt`)"
+        ),
+        (_, "FILTER") => format!(
+            "FILTER {name} is not declared in the header: declare it (a ##FILTER line, \
+             `bcftools annotate -h`) or drop it (`bcftools annotate -x FILTER/{name}`)"
+        ),
+        _ => format!(
+            "{kind}/{name} is not declared in the header: declare it (a ##{kind} line, \
+             `bcftools annotate -h`) or drop it (`bcftools annotate -x {kind}/{name}`)"
+        ),
+    }
+}
+
+/// The stand-in for a tag's name the header does not hold.
+const UNNAMED: &str = "(a tag)";
+
+/// The tag of kind `hl` at `rec`'s line of the text input `path` that the input's
+/// header does not declare, read from the line itself through the index: htslib adds
+/// a stand-in for such a tag to the header it parses with, but an index reader's
+/// header is a copy made before, so the record names the tag by an id the copy lacks.
+fn undeclared_in_line(path: &Path, rec: &bcf::Record, hl: u32) -> Option<String> {
+    if !is_text(path) {
+        return None;
+    }
+    let header = rec.header();
+    let contig = contig_name(header, rec.rid()?)?;
+    let pos = u64::try_from(rec.pos()).ok()?;
+    let mut tbx = rust_htslib::tbx::Reader::from_path(path).ok()?;
+    let tid = tbx.tid(std::str::from_utf8(contig).ok()?).ok()?;
+    tbx.fetch(tid, pos, pos + 1).ok()?;
+    let (column, separator) = match hl {
+        htslib::BCF_HL_FLT => (6, b';'),
+        htslib::BCF_HL_INFO => (7, b';'),
+        _ => (8, b':'),
+    };
+    let mut line = Vec::new();
+    use rust_htslib::tbx::Read as _;
+    while tbx.read(&mut line).ok()? {
+        let mut cols = line.split(|&b| b == b'\t');
+        let at = cols
+            .nth(1)
+            .and_then(|p| std::str::from_utf8(p).ok()?.parse::<u64>().ok());
+        if at != Some(pos + 1) {
+            continue;
+        }
+        let field = cols.nth(column - 2)?;
+        for item in field.split(|&b| b == separator) {
+            let key = item.split(|&b| b == b'=').next().unwrap_or_default();
+            if key.is_empty() || key == b"." || key == b"PASS" {
+                continue;
+            }
+            let id = header.name_to_id(key).ok().map(|i| i.0 as i32);
+            // SAFETY: the header is live and `id` one of its dictionary ids.
+            let declared = id.is_some_and(|id| unsafe {
+                let pair = (*hp(header)).id[htslib::BCF_DT_ID as usize].add(id as usize);
+                !(*pair).val.is_null() && !(*(*pair).val).hrec[hl as usize].is_null()
+            });
+            if !declared {
+                return Some(String::from_utf8_lossy(key).into_owned());
+            }
+        }
+    }
+    None
+}
+
+/// `msg` from [`declared_tag`], naming the tag from `rec`'s line where the header
+/// could not.
+fn name_the_tag(msg: String, path: &Path, rec: &bcf::Record, hl: u32) -> String {
+    let kind = match hl {
+        htslib::BCF_HL_FLT => "FILTER",
+        htslib::BCF_HL_INFO => "INFO",
+        _ => "FORMAT",
+    };
+    if msg != undeclared_message(kind, UNNAMED) {
+        return msg;
+    }
+    match undeclared_in_line(path, rec, hl) {
+        Some(name) => undeclared_message(kind, &name),
+        None => msg,
+    }
 }
 
 /// Typed values (`BCF_BT_*`) widened to i32 sentinels (or f32 bits for floats).
@@ -1068,7 +1152,7 @@ impl Merger {
                                 path: inp.path.clone(),
                                 record: inp.lines[j].number,
                                 locus: locus_of(rec),
-                                msg,
+                                msg: name_the_tag(msg, &inp.path, rec, htslib::BCF_HL_FLT),
                             }
                         })?;
                     htslib::bcf_hdr_id2int(hdr, htslib::BCF_DT_ID as i32, c(&name).as_ptr())
@@ -1133,7 +1217,7 @@ impl Merger {
                                 path: inp.path.clone(),
                                 record: line.number,
                                 locus: locus_of(&line.rec),
-                                msg,
+                                msg: name_the_tag(msg, &inp.path, &line.rec, htslib::BCF_HL_INFO),
                             }
                         })?;
                     let summed = |t: &[u8]| self.sum_rules.iter().any(|r| r.as_bytes() == t);
@@ -1445,7 +1529,12 @@ impl Merger {
                             path: inp.path.clone(),
                             record: inp.lines[j].number,
                             locus: locus_of(&inp.lines[j].rec),
-                            msg,
+                            msg: name_the_tag(
+                                msg,
+                                &inp.path,
+                                &inp.lines[j].rec,
+                                htslib::BCF_HL_FMT,
+                            ),
                         })?;
                     if key == b"GT" {
                         has_gt = true;
