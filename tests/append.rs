@@ -544,11 +544,14 @@ fn appends_of_calls_a_merge_rewrites_equal_bcftools_merge() {
 
 /// What users add to a store survives an append or stops it, by both paths (the
 /// same-sites one, and the whole store written again):
-/// - attributes added to the root and to an array are carried onto the new version,
-///   whose record of shards still applies (a shard lost afterwards is damage);
-/// - an array svar2 did not write (zarr-python's, xarray's) is refused by name
-///   before any work, and the store is left as it was. Before, both were dropped
-///   without a word.
+/// - attributes added to the root and to arrays are carried onto the new version,
+///   whose record of shards still applies (a shard lost afterwards is damage); on the
+///   sites' arrays or beside zarr-python's `storage_transformers`, they keep the
+///   same-sites path, append after append;
+/// - what svar2 did not write is refused by name before any work, the store left as
+///   it was: an array (zarr-python's, xarray's), one named like an INFO field that no
+///   header declares (it was printed as one and read back narrowed), an array inside
+///   an array, Zarr v2 metadata. Before, all were dropped without a word.
 #[test]
 fn appends_keep_what_users_added_or_refuse_to_drop_it() {
     let test = "appends_keep_what_users_added_or_refuse_to_drop_it";
@@ -557,11 +560,12 @@ fn appends_keep_what_users_added_or_refuse_to_drop_it() {
     }
     let dir = test_dir();
     let d = dir.path();
-    let src = format_call_set(d, "fmt", 12, 300, "GT:AD:DP", 5);
+    let src = format_call_set(d, "fmt", 16, 300, "GT:AD:DP", 5);
     let names =
         |r: std::ops::Range<usize>| r.map(|i| format!("s{i}")).collect::<Vec<_>>().join(",");
     let a = sample_part(&src, d, "a.vcf.gz", &names(0..8), "", "cat");
     let b = sample_part(&src, d, "b.vcf.gz", &names(8..12), "", "cat");
+    let c = sample_part(&src, d, "c.vcf.gz", &names(12..16), "", "cat");
     let edit = |path: &Path, f: &dyn Fn(&mut serde_json::Value)| {
         let mut v: serde_json::Value =
             serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
@@ -586,32 +590,48 @@ fn appends_keep_what_users_added_or_refuse_to_drop_it() {
         });
         edit(&store.join("call_AD/zarr.json"), &|v| {
             v["attributes"]["note"] = serde_json::json!("checked");
+            v["storage_transformers"] = serde_json::json!([]);
         });
-        let out = svar2().arg("append").arg(&store).arg(&b).output().unwrap();
-        let msg = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{how}: {msg}");
-        assert_eq!(
-            msg.contains("the store's sites: sample columns"),
-            how == "same sites",
-            "{how}: {msg}"
-        );
-        let root = attrs(&store.join("zarr.json"));
-        assert_eq!(root["provenance"]["run"], 3, "{how}: {root}");
-        assert_eq!(
-            attrs(&store.join("call_AD/zarr.json"))["note"],
-            "checked",
-            "{how}"
-        );
-        assert!(
-            attrs(&store.join("call_AD/zarr.json"))["description"].is_string(),
-            "{how}"
-        );
-        let v = svar2().arg("verify").arg(&store).output().unwrap();
-        assert!(
-            v.status.success(),
-            "{how}: {}",
-            String::from_utf8_lossy(&v.stdout)
-        );
+        edit(&store.join("variant_position/zarr.json"), &|v| {
+            v["attributes"]["units"] = serde_json::json!("bp");
+        });
+        for input in [&b, &c] {
+            let out = svar2()
+                .args(["append", "-v"])
+                .arg(&store)
+                .arg(input)
+                .output()
+                .unwrap();
+            let msg = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{how}: {msg}");
+            assert_eq!(
+                msg.contains("the store's sites: sample columns"),
+                how == "same sites",
+                "{how}: {msg}"
+            );
+            let root = attrs(&store.join("zarr.json"));
+            assert_eq!(root["provenance"]["run"], 3, "{how}: {root}");
+            assert_eq!(
+                attrs(&store.join("call_AD/zarr.json"))["note"],
+                "checked",
+                "{how}"
+            );
+            assert_eq!(
+                attrs(&store.join("variant_position/zarr.json"))["units"],
+                "bp",
+                "{how}"
+            );
+            assert!(
+                attrs(&store.join("call_AD/zarr.json"))["description"].is_string(),
+                "{how}"
+            );
+            let v = svar2().arg("verify").arg(&store).output().unwrap();
+            assert!(
+                v.status.success(),
+                "{how}: {}",
+                String::from_utf8_lossy(&v.stdout)
+            );
+        }
         let shard = store.join("call_DP/c/0/0");
         assert!(shard.is_file(), "{how}");
         let kept = std::fs::read(&shard).unwrap();
@@ -620,21 +640,29 @@ fn appends_keep_what_users_added_or_refuse_to_drop_it() {
         assert!(!v.status.success(), "{how}: a lost shard passed verify");
         std::fs::write(&shard, kept).unwrap();
 
-        // Another writer's array (a copy of one, as zarr-python would write it).
-        let copy = store.join("my_weights");
-        std::fs::create_dir(&copy).unwrap();
-        std::fs::copy(
-            store.join("variant_position/zarr.json"),
-            copy.join("zarr.json"),
-        )
-        .unwrap();
-        let before = digest(&store);
-        // (Its samples are the store's now: the refusal comes first.)
-        let out = svar2().arg("append").arg(&store).arg(&b).output().unwrap();
-        let msg = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{how}: {msg}");
-        assert!(msg.contains("did not write (my_weights)"), "{how}: {msg}");
-        assert_eq!(digest(&store), before, "{how}");
-        assert!(copy.join("zarr.json").is_file(), "{how}");
+        // Another writer's nodes (svar2's metadata copied, without its attributes). (The input's samples are the store's now: the refusal comes first.)
+        let position = store.join("variant_position/zarr.json");
+        for (node, file) in [
+            ("my_weights", "zarr.json"),
+            ("variant_foo", "zarr.json"),
+            ("call_genotype/pca", "zarr.json"),
+            ("pcs", ".zarray"),
+        ] {
+            let at = store.join(node);
+            std::fs::create_dir(&at).unwrap();
+            // (zarr-python's arrays carry no description.)
+            std::fs::copy(&position, at.join(file)).unwrap();
+            edit(&at.join(file), &|v| v["attributes"] = serde_json::json!({}));
+            let before = digest(&store);
+            let out = svar2().arg("append").arg(&store).arg(&b).output().unwrap();
+            let msg = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{how} {node}: {msg}");
+            assert!(
+                msg.contains(&format!("did not write ({node}")),
+                "{how} {node}: {msg}"
+            );
+            assert_eq!(digest(&store), before, "{how} {node}");
+            std::fs::remove_dir_all(&at).unwrap();
+        }
     }
 }

@@ -16,90 +16,154 @@ fn describes_the_records(key: &str) -> bool {
     key.starts_with("vcf_") || key == "source" || key == "svar2"
 }
 
-/// An array attribute svar2 writes (the new version's is the one kept).
+/// An array attribute svar2 writes (`description`, and a field's `vcf_number`,
+/// `vcf_type`, `vcf_order`): the new version's is the one kept.
 fn written_by_svar2(key: &str) -> bool {
-    key == "description"
+    key == "description" || key.starts_with("vcf_")
 }
 
-/// The nodes below `root`: (path, is an array), groups entered, arrays not.
-fn nodes(root: &Path, under: &str, out: &mut Vec<(String, bool)>) -> Result<()> {
+/// What a store's tree holds besides chunk keys and its root `zarr.json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    Array,
+    Group,
+    /// Anything else Zarr-like, said in words: Zarr v2 metadata (`.zarray`,
+    /// `.zgroup`, `.zattrs`, `.zmetadata`), or a `zarr.json` that is neither.
+    Other(&'static str),
+}
+
+/// Every node below `root` by path, found by walking every directory (arrays too:
+/// zarr-python can put an array inside one), links not followed, in sorted order.
+fn nodes(root: &Path, under: &str, out: &mut Vec<(String, Node)>) -> Result<()> {
     let dir = root.join(under);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Ok(());
-    };
-    let mut names: Vec<String> = entries
+    let mut entries: Vec<(String, bool)> = std::fs::read_dir(&dir)
+        .map_err(crate::io(&dir))?
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .filter_map(|e| {
+            let is_dir = e.file_type().ok()?.is_dir();
+            Some((e.file_name().to_str()?.to_string(), is_dir))
+        })
         .collect();
-    names.sort();
-    for name in names {
-        let path = if under.is_empty() {
-            name
-        } else {
-            format!("{under}/{name}")
+    entries.sort();
+    for (name, is_dir) in entries {
+        let path = match under {
+            "" => name.clone(),
+            _ => format!("{under}/{name}"),
         };
-        let Some(meta) = metadata(&root.join(&path))? else {
-            continue;
-        };
-        match meta.get("node_type").and_then(Value::as_str) {
-            Some("array") => out.push((path, true)),
-            Some("group") => {
-                out.push((path.clone(), false));
-                nodes(root, &path, out)?;
+        if !is_dir {
+            if [".zarray", ".zgroup", ".zattrs", ".zmetadata"].contains(&name.as_str()) {
+                out.push((path, Node::Other("Zarr v2 metadata")));
             }
-            _ => {}
+            continue;
         }
+        if let Some(meta) = metadata(&root.join(&path))? {
+            out.push((
+                path.clone(),
+                match meta
+                    .as_ref()
+                    .and_then(|m| m.get("node_type"))
+                    .and_then(Value::as_str)
+                {
+                    Some("array") => Node::Array,
+                    Some("group") => Node::Group,
+                    _ => Node::Other("a zarr.json of neither an array nor a group"),
+                },
+            ));
+        }
+        nodes(root, &path, out)?;
     }
     Ok(())
 }
 
-/// The `zarr.json` of the node at `dir`, if it has one.
-fn metadata(dir: &Path) -> Result<Option<Value>> {
+/// The `zarr.json` of the node at `dir`, if it has one (`Some(None)`: not JSON).
+fn metadata(dir: &Path) -> Result<Option<Option<Value>>> {
     let path = dir.join("zarr.json");
     match std::fs::read(&path) {
-        Ok(bytes) => Ok(serde_json::from_slice(&bytes).ok()),
+        Ok(bytes) => Ok(Some(serde_json::from_slice(&bytes).ok())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(crate::io(&path)(e)),
     }
 }
 
-/// Refuses a store holding arrays or groups svar2 did not write, before any work:
-/// groups (svar2 writes none below the root), and arrays its record of shards
-/// (`attributes.svar2.shards`, every array it wrote) does not name, or for a store
-/// without one (another tool's), arrays no VCF Zarr writer names so.
-pub(crate) fn refuse_foreign_nodes(store: &Path) -> Result<()> {
-    let root = metadata(store)?.unwrap_or_default();
-    let record = root
-        .get("attributes")
-        .and_then(|a| a.get("svar2"))
-        .and_then(|s| s.get("shards"))
-        .and_then(Value::as_object);
-    let vcf_zarr = |name: &str| {
-        [
-            "variant_",
-            "call_",
-            "sample_",
-            "contig_",
-            "filter_",
+/// The attributes of the node at `dir` (none where it has no readable `zarr.json`).
+fn attributes(dir: &Path) -> Result<Map<String, Value>> {
+    Ok(metadata(dir)?
+        .flatten()
+        .and_then(|m| m.get("attributes").and_then(Value::as_object).cloned())
+        .unwrap_or_default())
+}
+
+/// The arrays of the fixed VCF columns, genotypes, samples, contigs and filters, and
+/// the region index: what every VCF Zarr writer (svar2, bio2zarr) puts there.
+fn fixed_array(name: &str) -> bool {
+    svar2_store::fields::NOT_FIELDS.contains(&name)
+        || [
+            "sample_id",
+            "contig_id",
+            "contig_length",
+            "filter_id",
+            "filter_description",
             "region_index",
         ]
-        .iter()
-        .any(|p| name.starts_with(p))
+        .contains(&name)
+}
+
+/// Whether the field array `name` (its metadata `meta`) is a VCF field's: svar2
+/// declares each on the array (`vcf_type`); older bio2zarr stores keep the header
+/// (`vcf_header`) at the root; bio2zarr 0.2 writes neither, only a `description`,
+/// at a data type a VCF field has. An array added by zarr-python or xarray has no
+/// description (or an int64, float64 data type no field has): it would be printed
+/// as a field and read back narrowed.
+fn declared(name: &str, meta: &Value, header: Option<&str>) -> bool {
+    let attrs = meta.get("attributes").and_then(Value::as_object);
+    let has = |k: &str| attrs.is_some_and(|a| a.contains_key(k));
+    if has("vcf_type") {
+        return true;
+    }
+    let (kind, id) = match (name.strip_prefix("variant_"), name.strip_prefix("call_")) {
+        (Some(id), _) => ("##INFO=<", id),
+        (_, Some(id)) => ("##FORMAT=<", id),
+        _ => return false,
     };
+    let in_header = header.is_some_and(|h| {
+        h.lines()
+            .filter_map(|l| l.strip_prefix(kind))
+            .any(|l| l.split(',').any(|kv| kv == format!("ID={id}")))
+    });
+    let vcf_dtype = meta
+        .get("data_type")
+        .and_then(svar2_store::Dtype::from_json)
+        .is_some_and(|d| d != svar2_store::Dtype::I64);
+    in_header || (has("description") && vcf_dtype)
+}
+
+/// Refuses a store holding arrays or groups svar2 did not write, before any work: a
+/// new version is written from the store's records, so it holds the fixed columns'
+/// arrays and one per declared INFO/FORMAT field, nothing else. Groups, Zarr v2
+/// metadata, arrays inside arrays, and arrays that are neither (zarr-python's
+/// `create_array`, xarray's new variable: a `variant_foo` no header declares would be
+/// printed as an INFO field and read back narrowed) are refused by name.
+pub(crate) fn refuse_foreign_nodes(store: &Path) -> Result<()> {
+    let root = attributes(store)?;
+    let header = root.get("vcf_header").and_then(Value::as_str);
     let mut all = Vec::new();
     nodes(store, "", &mut all)?;
-    let foreign: Vec<String> = all
-        .into_iter()
-        .filter(|(name, array)| {
-            !array
-                || match record {
-                    Some(r) => !r.contains_key(name),
-                    None => !vcf_zarr(name),
-                }
-        })
-        .map(|(name, _)| name)
-        .collect();
+    let mut foreign = Vec::new();
+    for (name, node) in all {
+        let ours = match node {
+            Node::Array if !name.contains('/') => {
+                let meta = metadata(&store.join(&name))?.flatten().unwrap_or_default();
+                fixed_array(&name) || declared(&name, &meta, header)
+            }
+            _ => false,
+        };
+        if !ours {
+            foreign.push(match node {
+                Node::Other(what) => format!("{name}: {what}"),
+                _ => name,
+            });
+        }
+    }
     match foreign.is_empty() {
         true => Ok(()),
         false => Err(dropped(store, &foreign)),
@@ -108,12 +172,10 @@ pub(crate) fn refuse_foreign_nodes(store: &Path) -> Result<()> {
 
 fn dropped(store: &Path, names: &[String]) -> Error {
     Error::Request(format!(
-        "{}: holds {} svar2 did not write ({}); append writes a new version of the \
-         store from its records and the new inputs, which would not hold them (and an \
-         array on the samples or variants axis would no longer fit): move them out of \
-         the store, append, then add them back",
+        "{}: holds what svar2 did not write ({}); an append writes a new version from \
+         the store's records, which would not hold it: move it out of the store, \
+         append, then add it back",
         store.display(),
-        if names.len() == 1 { "a node" } else { "nodes" },
         names.join(", ")
     ))
 }
@@ -136,21 +198,40 @@ pub(crate) fn refuse_dropped_nodes(store: &Path, new: &Path) -> Result<()> {
 }
 
 /// Carries the attributes users added to the store's root and arrays onto the new
-/// version at `new` (each where the new version has no key of that name); returns
-/// how many.
+/// version at `new` (each where the new version has no key of that name); says at
+/// `-v` how many, and warns of each the new version drops (a root key named as
+/// VCF Zarr's `vcf_*` or svar2's, an array's `vcf_*` it does not write) or replaces
+/// (an array's edited `description`).
 pub(crate) fn carry_attributes(store: &Path, new: &Path) -> Result<usize> {
-    let attrs = |meta: Option<Value>| -> Map<String, Value> {
-        meta.and_then(|m| m.get("attributes").and_then(Value::as_object).cloned())
-            .unwrap_or_default()
-    };
-    let mut root = attrs(metadata(store)?);
-    root.retain(|k, _| !describes_the_records(k));
+    let mut root = attributes(store)?;
+    let new_root = attributes(new)?;
+    root.retain(|k, _| {
+        let ours = describes_the_records(k);
+        if ours && !new_root.contains_key(k) {
+            tracing::warn!(
+                "append: the root attribute {k} is not carried over (VCF Zarr's and \
+                 svar2's names are the new version's to write)"
+            );
+        }
+        !ours
+    });
     let mut old_nodes = Vec::new();
     nodes(store, "", &mut old_nodes)?;
     let mut arrays = BTreeMap::new();
-    for (name, _) in old_nodes.into_iter().filter(|(_, array)| *array) {
-        let mut a = attrs(metadata(&store.join(&name))?);
-        a.retain(|k, _| !written_by_svar2(k));
+    for (name, _) in old_nodes.into_iter().filter(|(_, n)| *n == Node::Array) {
+        let mut a = attributes(&store.join(&name))?;
+        let theirs = attributes(&new.join(&name))?;
+        a.retain(|k, v| {
+            let ours = written_by_svar2(k);
+            let replaced = k == "description" && theirs.get(k).is_some_and(|t| t != v);
+            if ours && (replaced || !theirs.contains_key(k)) {
+                tracing::warn!(
+                    "append: {name}'s attribute {k} is the new version's (svar2 writes it \
+                     from the records), not the one the store held"
+                );
+            }
+            !ours
+        });
         if !a.is_empty() {
             arrays.insert(name, a);
         }
@@ -158,7 +239,9 @@ pub(crate) fn carry_attributes(store: &Path, new: &Path) -> Result<usize> {
     if root.is_empty() && arrays.is_empty() {
         return Ok(0);
     }
-    Ok(svar2_store::dir::add_attributes(new, &root, &arrays)?)
+    let n = svar2_store::dir::add_attributes(new, &root, &arrays)?;
+    tracing::info!("append: {n} attributes users added carried onto the new version");
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -199,5 +282,36 @@ mod tests {
         // A group is svar2's never; an array only where its record names it.
         let e = refuse_foreign_nodes(&old).unwrap_err().to_string();
         assert!(e.contains("(extra, extra/pca)"), "{e}");
+    }
+
+    /// A field array is svar2's to write again where svar2 declared it on the array,
+    /// the store's header (older bio2zarr's `vcf_header`) declares it, or it has a
+    /// description at a field's data type (bio2zarr 0.2); not where only its name
+    /// looks like a field's.
+    #[test]
+    fn field_arrays_are_ours_only_where_declared() {
+        let header =
+            "##fileformat=VCFv4.2\n##INFO=<ID=DP,Number=1,Type=Integer,Description=\"d\">\n\
+                      ##FORMAT=<ID=AD,Number=R,Type=Integer,Description=\"a\">\n#CHROM\tPOS\n";
+        let bare = serde_json::json!({"data_type": "int32", "attributes": {}});
+        let svar2s =
+            serde_json::json!({"data_type": "int64", "attributes": {"vcf_type": "Integer"}});
+        let bio2zarrs =
+            serde_json::json!({"data_type": "int16", "attributes": {"description": ""}});
+        let wide = serde_json::json!({"data_type": "int64", "attributes": {"description": "x"}});
+        let doubles =
+            serde_json::json!({"data_type": "float64", "attributes": {"description": "x"}});
+        assert!(declared("variant_DP", &bare, Some(header)));
+        assert!(declared("call_AD", &bare, Some(header)));
+        assert!(!declared("variant_AD", &bare, Some(header)));
+        assert!(!declared("call_DP", &bare, Some(header)));
+        assert!(!declared("variant_D", &bare, Some(header)));
+        assert!(!declared("variant_foo", &bare, None));
+        assert!(declared("variant_foo", &svar2s, None));
+        assert!(declared("variant_foo", &bio2zarrs, None));
+        assert!(!declared("variant_foo", &wide, None));
+        assert!(!declared("variant_foo", &doubles, None));
+        assert!(fixed_array("call_genotype") && fixed_array("region_index"));
+        assert!(!fixed_array("variant_foo"));
     }
 }
