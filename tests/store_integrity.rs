@@ -484,3 +484,42 @@ fn a_list_shard_left_out_as_fill_opens() {
     assert_eq!(stdout(&o).lines().count(), 3);
     assert!(run(&["verify"], &s).status.success());
 }
+
+/// zarr-python writes a float attribute that is NaN or infinite as a bare `NaN`,
+/// `Infinity` or `-Infinity` (Python's `json`), which JSON lacks; xarray reads such
+/// stores, and so does svar2, those values as null: `view`, `verify` and `rechunk`,
+/// with them on the root and on arrays. Before, every command refused the store
+/// ("not JSON").
+#[test]
+fn stores_with_pythons_nan_attributes_read() {
+    let dir = test_dir();
+    let store = tiny_store(dir.path());
+    let want = stdout(&run(&["view"], &store));
+    for node in [
+        "zarr.json",
+        "variant_position/zarr.json",
+        "call_DP/zarr.json",
+    ] {
+        let path = store.join(node);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let edited = text.replacen(
+            "\"attributes\": {",
+            "\"attributes\": {\"qc\": NaN, \"range\": [-Infinity, Infinity], \"s\": \"NaN\",",
+            1,
+        );
+        assert_ne!(text, edited, "{node}");
+        std::fs::write(&path, edited).unwrap();
+    }
+    assert_eq!(stdout(&run(&["view"], &store)), want);
+    let v = run(&["verify"], &store);
+    assert!(v.status.success(), "{}", stdout(&v));
+    let copy = dir.path().join("copy.zarr");
+    let r = svar2()
+        .arg("rechunk")
+        .arg(&store)
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert_eq!(stdout(&run(&["view"], &copy)), want);
+}

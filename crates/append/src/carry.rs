@@ -79,7 +79,7 @@ fn nodes(root: &Path, under: &str, out: &mut Vec<(String, Node)>) -> Result<()> 
 fn metadata(dir: &Path) -> Result<Option<Option<Value>>> {
     let path = dir.join("zarr.json");
     match std::fs::read(&path) {
-        Ok(bytes) => Ok(Some(serde_json::from_slice(&bytes).ok())),
+        Ok(bytes) => Ok(Some(svar2_store::json::parse(&bytes).ok())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(crate::io(&path)(e)),
     }
@@ -238,6 +238,19 @@ pub(crate) fn carry_attributes(store: &Path, new: &Path) -> Result<usize> {
     }
     if root.is_empty() && arrays.is_empty() {
         return Ok(0);
+    }
+    let python_floats = |dir: &Path| {
+        std::fs::read(dir.join("zarr.json"))
+            .is_ok_and(|b| serde_json::from_slice::<Value>(&b).is_err())
+    };
+    for name in std::iter::once("").chain(arrays.keys().map(String::as_str)) {
+        if python_floats(&store.join(name)) {
+            tracing::warn!(
+                "append: {}'s attributes hold NaN or Infinity, which JSON cannot: they \
+                 are carried over as null",
+                if name.is_empty() { "the root" } else { name }
+            );
+        }
     }
     let n = svar2_store::dir::add_attributes(new, &root, &arrays)?;
     tracing::info!("append: {n} attributes users added carried onto the new version");

@@ -507,7 +507,7 @@ pub fn add_attributes(
 ) -> Result<usize> {
     let read = |path: &Path| -> Result<serde_json::Value> {
         let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
-        serde_json::from_slice(&bytes).map_err(|e| Error::NotStore {
+        crate::json::parse(&bytes).map_err(|e| Error::NotStore {
             path: path.into(),
             msg: format!("unreadable metadata: {e}"),
         })

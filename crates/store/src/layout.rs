@@ -59,7 +59,7 @@ fn read_json(storage: &dyn Storage, key: &str) -> Result<Value> {
         path: name.clone(),
         msg: "no such object".into(),
     })?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::NotStore {
+    crate::json::parse(&bytes).map_err(|e| Error::NotStore {
         path: name,
         msg: format!("not JSON ({e})"),
     })

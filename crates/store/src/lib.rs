@@ -19,6 +19,7 @@
 //! - [`layout`]: the layout of any Zarr v2 or v3 group's arrays, from metadata and files;
 //! - [`replace`]: what an output path holds and whether svar2 may replace it;
 //! - [`dir`]: the store directory (lock, in-progress marker, completion, digest);
+//! - [`json`]: metadata JSON as Python writes it (bare `NaN` attributes);
 //! - [`vlen`]: string chunks checked and decoded, bounded, before zarrs sees them;
 //! - [`boxes`]: boxes of an array (chunks, tiles, patches) and copies between them;
 //! - [`written`]: which shards a writer wrote (a missing one is damage, not fill).
@@ -36,6 +37,7 @@ pub mod dtype;
 pub mod error;
 pub mod fields;
 pub mod grid;
+pub mod json;
 pub mod key;
 pub mod layout;
 pub mod metadata;

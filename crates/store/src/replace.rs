@@ -123,7 +123,7 @@ fn first_foreign(
     for m in METADATA.iter().filter(|m| t.has_file(m)) {
         let doc: Option<serde_json::Value> = read(&path(m))
             .as_deref()
-            .and_then(|b| serde_json::from_slice(b).ok());
+            .and_then(|b| crate::json::parse(b).ok());
         match doc {
             Some(v) if v.is_object() => {
                 is_node |= matches!(*m, "zarr.json" | ".zgroup" | ".zarray");
@@ -167,7 +167,7 @@ fn first_foreign(
 /// Why the root metadata document is not Zarr's, if it is not (`bytes` of
 /// `zarr.json`, `.zgroup` or `.zarray`).
 fn bad_root_metadata(name: &str, bytes: &[u8]) -> Option<String> {
-    let v: serde_json::Value = match serde_json::from_slice(bytes) {
+    let v: serde_json::Value = match crate::json::parse(bytes) {
         Ok(v) => v,
         Err(e) => return Some(format!("its `{name}` is not JSON ({e})")),
     };

@@ -52,7 +52,7 @@ pub fn fingerprint(meta: &[u8]) -> String {
 /// reorders keys has the same fingerprint. Bytes that are not a JSON object are
 /// fingerprinted as bytes.
 pub fn structure(meta: &[u8]) -> String {
-    let Ok(Value::Object(mut m)) = serde_json::from_slice::<Value>(meta) else {
+    let Ok(Value::Object(mut m)) = crate::json::parse(meta) else {
         return fingerprint(meta);
     };
     m.remove("attributes");
@@ -157,7 +157,7 @@ pub fn record(local: &dyn Storage, elsewhere: &[(String, u64)]) -> Result<Value>
         }
         let meta_key = format!("{name}/zarr.json");
         let bytes = local.get(&meta_key)?.unwrap_or_default();
-        let meta: Value = serde_json::from_slice(&bytes).map_err(|_| Error::NotStore {
+        let meta: Value = crate::json::parse(&bytes).map_err(|_| Error::NotStore {
             path: local.name(&meta_key),
             msg: "unreadable array metadata while finishing the store".into(),
         })?;

@@ -395,7 +395,7 @@ fn read_json(storage: &dyn Storage, key: &str) -> Result<Option<Value>> {
     let Some(bytes) = storage.get(key)? else {
         return Ok(None);
     };
-    serde_json::from_slice(&bytes)
+    svar2_store::json::parse(&bytes)
         .map(Some)
         .map_err(|e| Error::NotStore {
             path: storage.name(key),
@@ -427,7 +427,8 @@ fn dtype_of(l: &ArrayLayout) -> Option<Dtype> {
 
 /// Opens one array through zarrs. A Zarr v2 `fill_value: null` (numpy's "none") on a
 /// character array (`<U1`, as bio2zarr writes VCF `Character` fields) is read as the
-/// empty string, which zarrs does not assume for that type.
+/// empty string, which zarrs does not assume for that type; a v3 array whose
+/// attributes hold Python's bare `NaN` is read as [`svar2_store::json`] reads it.
 fn open_array(
     storage: &Arc<dyn ReadableStorageTraits>,
     objects: &dyn Storage,
@@ -458,7 +459,26 @@ fn open_array(
             )
             .map_err(|e| e.to_string())
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => {
+            // zarr-python's bare NaN/Infinity attributes (read as null): zarrs'
+            // parser refuses them.
+            let bytes = objects
+                .get(&format!("{name}/zarr.json"))
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| e.to_string())?;
+            if serde_json::from_slice::<Value>(&bytes).is_ok() {
+                return Err(e.to_string());
+            }
+            let meta = svar2_store::json::parse(&bytes).map_err(|_| e.to_string())?;
+            let v3: zarrs::metadata::v3::ArrayMetadataV3 =
+                serde_json::from_value(meta).map_err(|_| e.to_string())?;
+            Array::new_with_metadata(
+                storage.clone(),
+                &path,
+                zarrs::metadata::ArrayMetadata::V3(v3),
+            )
+            .map_err(|e| e.to_string())
+        }
     }
 }
 
@@ -663,7 +683,7 @@ impl AnyGroup {
             );
             let meta_bytes = storage.get(&meta_key)?;
             let meta: Option<Value> = match &meta_bytes {
-                Some(b) => Some(serde_json::from_slice(b).map_err(|e| Error::NotStore {
+                Some(b) => Some(svar2_store::json::parse(b).map_err(|e| Error::NotStore {
                     path: storage.name(&meta_key),
                     msg: format!("not JSON ({e})"),
                 })?),
