@@ -53,8 +53,10 @@ pub struct Damage {
     pub key: String,
     /// The file its bytes are in.
     pub file: String,
-    /// The records (variant rows, 0-based, end exclusive) the chunk covers.
-    pub variants: [u64; 2],
+    /// The records (variant rows, 0-based, end exclusive) the chunk covers, for
+    /// arrays with a variants axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variants: Option<[u64; 2]>,
     /// The samples (columns, 0-based, end exclusive), for arrays with a samples axis.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<[u64; 2]>,
@@ -109,7 +111,7 @@ pub fn verify(store: &AnyGroup, reader: &Reader) -> svar2_reader::Result<Report>
                 array: key.split('/').next().unwrap_or_default().to_string(),
                 file: storage.name(&key).display().to_string(),
                 key,
-                variants: [0, 0],
+                variants: None,
                 samples: None,
                 error,
             });
@@ -126,9 +128,9 @@ pub fn verify(store: &AnyGroup, reader: &Reader) -> svar2_reader::Result<Report>
 }
 
 /// The records and samples chunk `idx` of `a` covers.
-fn coverage(a: &AnyArray, idx: &[u64]) -> ([u64; 2], Option<[u64; 2]>) {
+fn coverage(a: &AnyArray, idx: &[u64]) -> (Option<[u64; 2]>, Option<[u64; 2]>) {
     if idx.is_empty() {
-        return ([0, 0], None);
+        return (None, None);
     }
     let chunk = a.chunk_shape();
     let shape = a.shape();
@@ -137,9 +139,9 @@ fn coverage(a: &AnyArray, idx: &[u64]) -> ([u64; 2], Option<[u64; 2]>) {
         [lo, (lo + chunk[d]).min(shape[d])]
     };
     let dims = &a.layout.dimension_names;
-    let v = dims.iter().position(|d| d == "variants").unwrap_or(0);
+    let v = dims.iter().position(|d| d == "variants");
     let s = dims.iter().position(|d| d == "samples");
-    (span(v), s.map(span))
+    (v.map(span), s.map(span))
 }
 
 /// Why `a`'s chunk grid is past walking, if it is: more than 2^32 chunks, over a
@@ -222,7 +224,7 @@ fn verify_array(
             array: a.name.clone(),
             key: format!("{}/c", a.name),
             file: a.storage().name(&a.name).display().to_string(),
-            variants: [0, 0],
+            variants: None,
             samples: None,
             error: msg,
         });
@@ -276,7 +278,7 @@ fn verify_array(
                 .dimension_names
                 .iter()
                 .position(|d| d == "variants")
-                .map_or([0, 0], |v| [0, shape[v]]),
+                .map(|v| [0, shape[v]]),
             samples: None,
             error: "its shard files are not the ones svar2 wrote there (their sizes \
                     differ from the store's shard record: shards swapped or moved, or \
@@ -297,7 +299,9 @@ fn verify_array(
                     && m.error == d.error
                     && (d.error.contains("shard index") || d.error.contains("missing shard")) =>
             {
-                m.variants[1] = m.variants[1].max(d.variants[1]);
+                if let (Some(mv), Some(dv)) = (&mut m.variants, d.variants) {
+                    mv[1] = mv[1].max(dv[1]);
+                }
                 if let (Some(ms), Some(ds)) = (&mut m.samples, d.samples) {
                     ms[1] = ms[1].max(ds[1]);
                 }
@@ -346,7 +350,7 @@ fn check_region_index(store: &AnyGroup) -> Vec<Damage> {
         array: "region_index".into(),
         key: "region_index".into(),
         file: file.clone(),
-        variants,
+        variants: Some(variants),
         samples: None,
         error,
     };
@@ -414,14 +418,15 @@ impl Report {
     pub fn render(&self) -> String {
         let mut s = String::new();
         for d in &self.damaged {
-            let samples = d
-                .samples
-                .map_or(String::new(), |[a, b]| format!(", samples {a}..{b}"));
-            let _ = writeln!(
-                s,
-                "DAMAGED {}: records {}..{}{samples}: {}",
-                d.key, d.variants[0], d.variants[1], d.error
-            );
+            // What the chunk holds, where the array has those axes.
+            let records = d.variants.map(|[a, b]| format!("records {a}..{b}"));
+            let samples = d.samples.map(|[a, b]| format!("samples {a}..{b}"));
+            let holds: Vec<String> = [records, samples].into_iter().flatten().collect();
+            let holds = match holds.is_empty() {
+                true => String::new(),
+                false => format!(": {}", holds.join(", ")),
+            };
+            let _ = writeln!(s, "DAMAGED {}{holds}: {}", d.key, d.error);
         }
         let with: Vec<&ArrayCheck> = self.arrays.iter().filter(|a| a.checksums).collect();
         let without: Vec<&str> = self

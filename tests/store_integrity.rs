@@ -70,10 +70,18 @@ fn a_deleted_shard_is_damage_for_every_reader() {
     assert_eq!(run(&["verify"], &s).status.code(), Some(0));
     std::fs::remove_file(s.join("call_genotype/c/1/0/0")).unwrap();
     std::fs::remove_file(s.join("variant_position/c/0")).unwrap();
+    let names = std::fs::read(s.join("sample_id/c/0")).unwrap();
+    std::fs::remove_file(s.join("sample_id/c/0")).unwrap();
     let v = run(&["verify"], &s);
     let text = stdout(&v);
     assert_eq!(v.status.code(), Some(1), "{text}");
-    assert!(text.contains("2 damaged"), "{text}");
+    assert!(text.contains("3 damaged"), "{text}");
+    // (An array without a variants axis names no records: it said "records 0..4".)
+    assert!(
+        text.contains("DAMAGED sample_id/c/0: samples 0..4: missing shard"),
+        "{text}"
+    );
+    std::fs::write(s.join("sample_id/c/0"), names).unwrap();
     assert!(
         text.contains("DAMAGED call_genotype/c/1/0/0: records 4..8, samples 0..4: missing shard"),
         "{text}"
