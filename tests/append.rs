@@ -642,17 +642,19 @@ fn appends_keep_what_users_added_or_refuse_to_drop_it() {
 
         // Another writer's nodes (svar2's metadata copied, without its attributes). (The input's samples are the store's now: the refusal comes first.)
         let position = store.join("variant_position/zarr.json");
-        for (node, file) in [
-            ("my_weights", "zarr.json"),
-            ("variant_foo", "zarr.json"),
-            ("call_genotype/pca", "zarr.json"),
-            ("pcs", ".zarray"),
+        // (An xarray variable often has a description: in a store whose fields svar2
+        // declared, it is no declaration.)
+        for (node, file, attributes) in [
+            ("my_weights", "zarr.json", serde_json::json!({})),
+            ("variant_foo", "zarr.json", serde_json::json!({})),
+            ("variant_cluster", "zarr.json", serde_json::json!({"description": "c"})),
+            ("call_genotype/pca", "zarr.json", serde_json::json!({})),
+            ("pcs", ".zarray", serde_json::json!({})),
         ] {
             let at = store.join(node);
             std::fs::create_dir(&at).unwrap();
-            // (zarr-python's arrays carry no description.)
             std::fs::copy(&position, at.join(file)).unwrap();
-            edit(&at.join(file), &|v| v["attributes"] = serde_json::json!({}));
+            edit(&at.join(file), &|v| v["attributes"] = attributes.clone());
             let before = digest(&store);
             let out = svar2().arg("append").arg(&store).arg(&b).output().unwrap();
             let msg = String::from_utf8_lossy(&out.stderr);

@@ -113,12 +113,18 @@ fn fixed_array(name: &str) -> bool {
 /// (`vcf_header`) at the root; bio2zarr 0.2 writes neither, only a `description`,
 /// at a data type a VCF field has. An array added by zarr-python or xarray has no
 /// description (or an int64, float64 data type no field has): it would be printed
-/// as a field and read back narrowed.
-fn declared(name: &str, meta: &Value, header: Option<&str>) -> bool {
+/// as a field and read back narrowed. In a store whose fields svar2 declared
+/// (`svar2_declares`: some array carries `vcf_type`), only `vcf_type` counts.
+fn declared(name: &str, meta: &Value, header: Option<&str>, svar2_declares: bool) -> bool {
     let attrs = meta.get("attributes").and_then(Value::as_object);
     let has = |k: &str| attrs.is_some_and(|a| a.contains_key(k));
     if has("vcf_type") {
         return true;
+    }
+    if svar2_declares {
+        // Every field svar2 wrote carries `vcf_type`: an array with a description
+        // alone is another writer's (xarray variables often have one).
+        return false;
     }
     let (kind, id) = match (name.strip_prefix("variant_"), name.strip_prefix("call_")) {
         (Some(id), _) => ("##INFO=<", id),
@@ -148,12 +154,18 @@ pub(crate) fn refuse_foreign_nodes(store: &Path) -> Result<()> {
     let header = root.get("vcf_header").and_then(Value::as_str);
     let mut all = Vec::new();
     nodes(store, "", &mut all)?;
+    let mut svar2_declares = false;
+    for (name, node) in &all {
+        if *node == Node::Array && !name.contains('/') {
+            svar2_declares |= attributes(&store.join(name))?.contains_key("vcf_type");
+        }
+    }
     let mut foreign = Vec::new();
     for (name, node) in all {
         let ours = match node {
             Node::Array if !name.contains('/') => {
                 let meta = metadata(&store.join(&name))?.flatten().unwrap_or_default();
-                fixed_array(&name) || declared(&name, &meta, header)
+                fixed_array(&name) || declared(&name, &meta, header, svar2_declares)
             }
             _ => false,
         };
@@ -314,16 +326,19 @@ mod tests {
         let wide = serde_json::json!({"data_type": "int64", "attributes": {"description": "x"}});
         let doubles =
             serde_json::json!({"data_type": "float64", "attributes": {"description": "x"}});
-        assert!(declared("variant_DP", &bare, Some(header)));
-        assert!(declared("call_AD", &bare, Some(header)));
-        assert!(!declared("variant_AD", &bare, Some(header)));
-        assert!(!declared("call_DP", &bare, Some(header)));
-        assert!(!declared("variant_D", &bare, Some(header)));
-        assert!(!declared("variant_foo", &bare, None));
-        assert!(declared("variant_foo", &svar2s, None));
-        assert!(declared("variant_foo", &bio2zarrs, None));
-        assert!(!declared("variant_foo", &wide, None));
-        assert!(!declared("variant_foo", &doubles, None));
+        assert!(declared("variant_DP", &bare, Some(header), false));
+        assert!(declared("call_AD", &bare, Some(header), false));
+        assert!(!declared("variant_AD", &bare, Some(header), false));
+        assert!(!declared("call_DP", &bare, Some(header), false));
+        assert!(!declared("variant_D", &bare, Some(header), false));
+        assert!(!declared("variant_foo", &bare, None, false));
+        assert!(declared("variant_foo", &svar2s, None, false));
+        assert!(declared("variant_foo", &bio2zarrs, None, false));
+        assert!(!declared("variant_foo", &wide, None, false));
+        assert!(!declared("variant_foo", &doubles, None, false));
+        // Where svar2 declared the store's fields, a description is not a declaration.
+        assert!(declared("variant_foo", &svar2s, None, true));
+        assert!(!declared("variant_foo", &bio2zarrs, None, true));
         assert!(fixed_array("call_genotype") && fixed_array("region_index"));
         assert!(!fixed_array("variant_foo"));
     }
