@@ -647,7 +647,11 @@ fn appends_keep_what_users_added_or_refuse_to_drop_it() {
         for (node, file, attributes) in [
             ("my_weights", "zarr.json", serde_json::json!({})),
             ("variant_foo", "zarr.json", serde_json::json!({})),
-            ("variant_cluster", "zarr.json", serde_json::json!({"description": "c"})),
+            (
+                "variant_cluster",
+                "zarr.json",
+                serde_json::json!({"description": "c"}),
+            ),
             ("call_genotype/pca", "zarr.json", serde_json::json!({})),
             ("pcs", ".zarray", serde_json::json!({})),
         ] {
