@@ -672,3 +672,72 @@ fn appends_keep_what_users_added_or_refuse_to_drop_it() {
         }
     }
 }
+
+/// Floats keep every digit through the BCF a store is printed as (`view -Ob`, which
+/// append re-reads the store's records from): QUAL, an INFO and a FORMAT Float of
+/// nine significant digits, tiny, huge and negative values. Before, they were
+/// printed with six digits as VCF text is, so an append rounded half of a call set's
+/// VAF values and pushed the store off the same-sites path. The oracle is `bcftools
+/// merge -Ob` (binary floats) of the inputs, converted.
+#[test]
+fn floats_keep_every_digit_through_bcf_and_append() {
+    let test = "floats_keep_every_digit_through_bcf_and_append";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let meta = "##fileformat=VCFv4.2\n##contig=<ID=chr1,length=1000000>\n\
+                ##INFO=<ID=SCORE,Number=1,Type=Float,Description=\"s\">\n\
+                ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+                ##FORMAT=<ID=VAF,Number=A,Type=Float,Description=\"v\">\n";
+    let rows = |k: usize| -> Vec<String> {
+        (0..40)
+            .map(|i| {
+                let x = 0.123_456_789_f64 * (i + 1 + k) as f64;
+                format!(
+                    "chr1 {} . A C {:.7} . SCORE={:.9} GT:VAF 0/1:{:.9} 1/1:{:e}",
+                    100 + i,
+                    12.345_678_9 * (i + 1) as f64,
+                    -x,
+                    x / 7.0,
+                    [1.5e-38, 3.0e38, 1.234_567_8e-7, 9.876_543_21e5][i % 4]
+                )
+            })
+            .collect()
+    };
+    // The new samples: the same sites, their own values.
+    let b_rows: Vec<String> = rows(3);
+    let a_rows: Vec<String> = rows(0);
+    let a_refs: Vec<&str> = a_rows.iter().map(String::as_str).collect();
+    let b_refs: Vec<&str> = b_rows.iter().map(String::as_str).collect();
+    let a = vcf_of_rows(d, "a", meta, &["s1", "s2"], &a_refs);
+    let b = vcf_of_rows(d, "b", meta, &["t1", "t2"], &b_refs);
+    let store = d.join("s.zarr");
+    convert(&a, &store, &[]);
+    let printed = d.join("printed.bcf");
+    sh_ok(&format!(
+        "{} view -Ob -o {} {}",
+        env!("CARGO_BIN_EXE_svar2"),
+        printed.display(),
+        store.display()
+    ));
+    let again = d.join("again.zarr");
+    convert(&printed, &again, &[]);
+    assert_eq!(digest(&again), digest(&store), "view -Ob then convert");
+    append_ok(&store, &[&b]);
+    let (ab, a_bcf, b_bcf) = (d.join("ab.bcf"), d.join("a.bcf"), d.join("b.bcf"));
+    sh_ok(&format!(
+        "bcftools view --no-version -Ob -o {a_bcf} {a} && bcftools index -f {a_bcf} && \
+         bcftools view --no-version -Ob -o {b_bcf} {b} && bcftools index -f {b_bcf} && \
+         bcftools merge --no-version -Ob -o {ab} {a_bcf} {b_bcf} && bcftools index -f {ab}",
+        a = a.display(),
+        b = b.display(),
+        a_bcf = a_bcf.display(),
+        b_bcf = b_bcf.display(),
+        ab = ab.display()
+    ));
+    let oracle = d.join("ab.zarr");
+    convert(&ab, &oracle, &[]);
+    assert_eq!(digest(&store), digest(&oracle), "appended");
+}

@@ -153,24 +153,50 @@ fn field_line(kind: &str, f: &FieldDef) -> String {
     )
 }
 
-/// Floats as htslib prints them (its `kputd`, on the value widened to a double).
-pub struct FloatText(KString);
+/// Floats as htslib prints them (its `kputd`, on the value widened to a double: six
+/// significant digits, as bcftools prints VCF text), or for BCF output, which htslib
+/// parses back into binary floats, with the nine digits that give back the very
+/// float (`svar2 append` re-reads a store's records as BCF: six digits changed
+/// half of a call set's VAF values).
+pub struct FloatText {
+    text: KString,
+    exact: bool,
+}
 
 impl Default for FloatText {
     fn default() -> Self {
-        FloatText(KString::new())
+        FloatText {
+            text: KString::new(),
+            exact: false,
+        }
     }
 }
 
 impl FloatText {
+    /// Floats printed so that they parse back to the same `f32` (BCF output).
+    pub fn exact() -> FloatText {
+        FloatText {
+            exact: true,
+            ..FloatText::default()
+        }
+    }
+
     pub fn put(&mut self, bits: u32, out: &mut Vec<u8>) {
-        let v = f32::from_bits(bits) as f64;
-        self.0.set(b"");
+        let x = f32::from_bits(bits);
+        if self.exact && x.is_finite() {
+            use std::io::Write as _;
+            // (Nine significant digits tell any two floats apart, far from where a
+            // double's rounding could move the parse to a neighbour.)
+            let _ = write!(out, "{x:.8e}");
+            return;
+        }
+        let v = x as f64;
+        self.text.set(b"");
         // SAFETY: the kstring is owned and htslib grows it as needed.
         unsafe {
-            htslib::kputd(v, self.0.raw());
+            htslib::kputd(v, self.text.raw());
         }
-        out.extend_from_slice(self.0.bytes());
+        out.extend_from_slice(self.text.bytes());
     }
 }
 
@@ -407,6 +433,12 @@ impl<'s> Printer<'s> {
             floats: FloatText::default(),
             present: Vec::new(),
         }
+    }
+
+    /// The printer for BCF output: floats as [`FloatText::exact`] prints them.
+    pub fn for_bcf(mut self) -> Printer<'s> {
+        self.floats = FloatText::exact();
+        self
     }
 
     pub fn floats(&mut self) -> &mut FloatText {

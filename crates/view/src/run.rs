@@ -509,7 +509,10 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
                 v,
                 threads,
                 buffers,
-                || Printer::new(&schema, genotypes),
+                || match text {
+                    true => Printer::new(&schema, genotypes),
+                    false => Printer::new(&schema, genotypes).for_bcf(),
+                },
                 |p, b, r, out| match kept_fields.get(r) {
                     Some(k) => p.put_record_with(b, r, k, out),
                     None => p.put_record(b, r, out),
