@@ -690,18 +690,33 @@ fn floats_keep_every_digit_through_bcf_and_append() {
     let meta = "##fileformat=VCFv4.2\n##contig=<ID=chr1,length=1000000>\n\
                 ##INFO=<ID=SCORE,Number=1,Type=Float,Description=\"s\">\n\
                 ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
-                ##FORMAT=<ID=VAF,Number=A,Type=Float,Description=\"v\">\n";
-    let rows = |k: usize| -> Vec<String> {
-        (0..40)
+                ##FORMAT=<ID=VAF,Number=.,Type=Float,Description=\"v\">\n";
+    // Besides those, 2,000 floats of random bits (finite, every magnitude from
+    // 1e-30 to 1e30, both signs): the shortest digits printed must parse back to
+    // each through htslib's own parser.
+    let mut bits = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut random = move || loop {
+        bits ^= bits << 13;
+        bits ^= bits >> 7;
+        bits ^= bits << 17;
+        let x = f32::from_bits((bits >> 32) as u32);
+        if x.is_finite() && (1e-30..1e30).contains(&x.abs()) {
+            return x;
+        }
+    };
+    let mut rows = |k: usize| -> Vec<String> {
+        (0..1000)
             .map(|i| {
                 let x = 0.123_456_789_f64 * (i + 1 + k) as f64;
                 format!(
-                    "chr1 {} . A C {:.7} . SCORE={:.9} GT:VAF 0/1:{:.9} 1/1:{:e}",
+                    "chr1 {} . A C {:.7} . SCORE={:.9} GT:VAF 0/1:{:.9},{:e} 1/1:{:e},{:e}",
                     100 + i,
                     12.345_678_9 * (i + 1) as f64,
                     -x,
                     x / 7.0,
-                    [1.5e-38, 3.0e38, 1.234_567_8e-7, 9.876_543_21e5][i % 4]
+                    random(),
+                    [1.5e-38, 3.0e38, 1.234_567_8e-7, 9.876_543_21e5][i % 4],
+                    random()
                 )
             })
             .collect()

@@ -155,7 +155,7 @@ fn field_line(kind: &str, f: &FieldDef) -> String {
 
 /// Floats as htslib prints them (its `kputd`, on the value widened to a double: six
 /// significant digits, as bcftools prints VCF text), or for BCF output, which htslib
-/// parses back into binary floats, with the nine digits that give back the very
+/// parses back into binary floats, with the shortest digits that give back the very
 /// float (`svar2 append` re-reads a store's records as BCF: six digits changed
 /// half of a call set's VAF values).
 pub struct FloatText {
@@ -185,9 +185,13 @@ impl FloatText {
         let x = f32::from_bits(bits);
         if self.exact && x.is_finite() {
             use std::io::Write as _;
-            // (Nine significant digits tell any two floats apart, far from where a
-            // double's rounding could move the parse to a neighbour.)
-            let _ = write!(out, "{x:.8e}");
+            // The shortest digits that parse back to `x`; plain decimals where
+            // htslib's own parser takes them (an exponent sends it to strtod).
+            let a = x.abs();
+            let _ = match a == 0.0 || (1e-4..1e15).contains(&a) {
+                true => write!(out, "{x}"),
+                false => write!(out, "{x:e}"),
+            };
             return;
         }
         let v = x as f64;
