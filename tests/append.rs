@@ -42,6 +42,11 @@ fn append(store: &Path, inputs: &[&Path]) -> std::process::Output {
         .expect("svar2 runs")
 }
 
+/// `s{i}` for `i` in `r`, comma-separated: samples of a generated call set.
+fn sample_names(r: std::ops::Range<usize>) -> String {
+    r.map(|i| format!("s{i}")).collect::<Vec<_>>().join(",")
+}
+
 fn append_ok(store: &Path, inputs: &[&Path]) {
     let out = append(store, inputs);
     assert!(
@@ -359,8 +364,6 @@ fn same_sites_append_writes_only_the_last_sample_shard() {
     let dir = test_dir();
     let d = dir.path();
     let src = format_call_set(d, "fmt", 30, 1500, "GT:AD:DP:GQ:PL:VAF:PS:FT", 3);
-    let names =
-        |r: std::ops::Range<usize>| r.map(|i| format!("s{i}")).collect::<Vec<_>>().join(",");
     let layout = [
         "--variants-chunk",
         "128",
@@ -371,8 +374,8 @@ fn same_sites_append_writes_only_the_last_sample_shard() {
         "--samples-shard",
         "6",
     ];
-    let a = sample_part(&src, d, "a.vcf.gz", &names(0..20), "", "cat");
-    let b = sample_part(&src, d, "b.vcf.gz", &names(20..30), "", "cat");
+    let a = sample_part(&src, d, "a.vcf.gz", &sample_names(0..20), "", "cat");
+    let b = sample_part(&src, d, "b.vcf.gz", &sample_names(20..30), "", "cat");
     let store = d.join("store.zarr");
     convert(&a, &store, &layout);
     let inode = |p: &Path| {
@@ -412,8 +415,8 @@ fn same_sites_append_writes_only_the_last_sample_shard() {
     // as stored), so the new samples' cells are a missing sample's, as in a merge of
     // every sample.
     let layout = ["--samples-chunk", "5", "--samples-shard", "10"];
-    let a = sample_part(&src, d, "a2.vcf.gz", &names(0..25), "", "cat");
-    let b = sample_part(&src, d, "b2.vcf.gz", &names(25..30), "", "cat");
+    let a = sample_part(&src, d, "a2.vcf.gz", &sample_names(0..25), "", "cat");
+    let b = sample_part(&src, d, "b2.vcf.gz", &sample_names(25..30), "", "cat");
     let store = d.join("store2.zarr");
     convert(&a, &store, &layout);
     let out = svar2().arg("append").arg(&store).arg(&b).output().unwrap();
@@ -561,11 +564,9 @@ fn appends_keep_what_users_added_or_refuse_to_drop_it() {
     let dir = test_dir();
     let d = dir.path();
     let src = format_call_set(d, "fmt", 16, 300, "GT:AD:DP", 5);
-    let names =
-        |r: std::ops::Range<usize>| r.map(|i| format!("s{i}")).collect::<Vec<_>>().join(",");
-    let a = sample_part(&src, d, "a.vcf.gz", &names(0..8), "", "cat");
-    let b = sample_part(&src, d, "b.vcf.gz", &names(8..12), "", "cat");
-    let c = sample_part(&src, d, "c.vcf.gz", &names(12..16), "", "cat");
+    let a = sample_part(&src, d, "a.vcf.gz", &sample_names(0..8), "", "cat");
+    let b = sample_part(&src, d, "b.vcf.gz", &sample_names(8..12), "", "cat");
+    let c = sample_part(&src, d, "c.vcf.gz", &sample_names(12..16), "", "cat");
     let edit = |path: &Path, f: &dyn Fn(&mut serde_json::Value)| {
         let mut v: serde_json::Value =
             serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();

@@ -436,8 +436,8 @@ fn open_array(
     zarr_format: u8,
 ) -> std::result::Result<Array<dyn ReadableStorageTraits>, String> {
     let path = format!("/{name}");
-    match Array::open(storage.clone(), &path) {
-        Ok(a) => Ok(a),
+    let meta = match Array::open(storage.clone(), &path) {
+        Ok(a) => return Ok(a),
         Err(e) if zarr_format == 2 => {
             let mut meta = read_json(objects, &format!("{name}/.zarray"))
                 .map_err(|e| e.to_string())?
@@ -450,14 +450,9 @@ fn open_array(
                 return Err(e.to_string());
             }
             meta["fill_value"] = Value::String(String::new());
-            let v2: zarrs::metadata::v2::ArrayMetadataV2 =
-                serde_json::from_value(meta).map_err(|_| e.to_string())?;
-            Array::new_with_metadata(
-                storage.clone(),
-                &path,
-                zarrs::metadata::ArrayMetadata::V2(v2),
+            zarrs::metadata::ArrayMetadata::V2(
+                serde_json::from_value(meta).map_err(|_| e.to_string())?,
             )
-            .map_err(|e| e.to_string())
         }
         Err(e) => {
             // zarr-python's bare NaN/Infinity attributes (read as null): zarrs'
@@ -470,16 +465,12 @@ fn open_array(
                 return Err(e.to_string());
             }
             let meta = svar2_store::json::parse(&bytes).map_err(|_| e.to_string())?;
-            let v3: zarrs::metadata::v3::ArrayMetadataV3 =
-                serde_json::from_value(meta).map_err(|_| e.to_string())?;
-            Array::new_with_metadata(
-                storage.clone(),
-                &path,
-                zarrs::metadata::ArrayMetadata::V3(v3),
+            zarrs::metadata::ArrayMetadata::V3(
+                serde_json::from_value(meta).map_err(|_| e.to_string())?,
             )
-            .map_err(|e| e.to_string())
         }
-    }
+    };
+    Array::new_with_metadata(storage.clone(), &path, meta).map_err(|e| e.to_string())
 }
 
 /// Every array that names a dimension gives it one length (a reader indexes all of
