@@ -43,6 +43,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use svar2_reader::Reader;
 use svar2_storage::stored::Stored;
+use svar2_store::written::ChunkSum;
 use svar2_zarr::{AnyArray, AnyGroup};
 
 /// One damaged chunk (or shard index) and what it holds.
@@ -178,6 +179,8 @@ fn verify_array(
     let chunk = a.chunk_shape();
     let shape = a.shape().to_vec();
     let stored = AtomicU64::new(0);
+    // The stored chunks' fingerprint, summed as they are met (in any order).
+    let sum = AtomicU64::new(0);
     let found = Mutex::new(Vec::new());
     let damage = |idx: &[u64], e: String| {
         let (variants, samples) = coverage(a, idx);
@@ -202,6 +205,10 @@ fn verify_array(
             Err(e) => return damage(idx, e.to_string()),
         };
         stored.fetch_add(1, Ordering::Relaxed);
+        let mut term = ChunkSum::default();
+        let (shard, inner) = a.chunk_place(idx);
+        term.add(&shard, inner, &bytes);
+        sum.fetch_add(term.0, Ordering::Relaxed);
         let checked = if a.dtype.size().is_some() {
             a.decode_into(idx, Some(&bytes), dec, buf, None)
         } else {
@@ -283,6 +290,32 @@ fn verify_array(
             error: "its shard files are not the ones svar2 wrote there (their sizes \
                     differ from the store's shard record: shards swapped or moved, or \
                     copied over from another shard or conversion): restore the array \
+                    from a copy or convert again (values another writer rewrote in \
+                    place on purpose: remove the array's entry from \
+                    attributes.svar2.shards in the root zarr.json)"
+                .into(),
+        });
+    }
+    // Every chunk passed its checksum and every shard is there, yet the chunks are not
+    // the ones svar2 stored where they lie: shards of one size swapped or copied over,
+    // or an index entry made "not stored" (its chunk read as fill) with its checksum
+    // made again. The record's fingerprint of the chunks says so.
+    let mismatch = found.is_empty() && a.chunks_match(ChunkSum(sum.into_inner()))? == Some(false);
+    if mismatch {
+        found.push(Damage {
+            array: a.name.clone(),
+            key: format!("{}/c", a.name),
+            file: a.storage().name(&a.name).display().to_string(),
+            variants: a
+                .layout
+                .dimension_names
+                .iter()
+                .position(|d| d == "variants")
+                .map(|v| [0, shape[v]]),
+            samples: None,
+            error: "its chunks are not the ones svar2 stored there (each passes its \
+                    checksum, but the store's record of the chunks differs: shards \
+                    swapped or copied over, or a shard index edited): restore the array \
                     from a copy or convert again (values another writer rewrote in \
                     place on purpose: remove the array's entry from \
                     attributes.svar2.shards in the root zarr.json)"

@@ -341,8 +341,17 @@ fn swapped_or_missing_dimensions_of_vcf_arrays_are_refused() {
     assert_eq!(v.status.code(), Some(0), "{}{}", stdout(&v), stderr(&v));
 }
 
-/// Rewrites `region_index` with `rows` (its shard of one inner chunk).
+/// Rewrites `region_index` with `rows` (its shard of one inner chunk), as another
+/// writer would, on purpose: its entry in the store's record of what svar2 wrote goes
+/// (as verify's message for values rewritten in place says), or verify would call
+/// the rewrite damage.
 fn write_region_index(store: &Path, rows: &[[i64; 6]]) {
+    edit_json(store, "", |v| {
+        v["attributes"]["svar2"]["shards"]
+            .as_object_mut()
+            .unwrap()
+            .remove("region_index");
+    });
     let g = svar2_zarr::AnyGroup::open(store).unwrap();
     let ri = g.array("region_index").unwrap();
     let (dtype, raw) = svar2_store::region::encode(rows, ri.dtype);
@@ -463,6 +472,92 @@ fn shards_swapped_or_copied_over_fail_verify() {
         "{}",
         stdout(&o)
     );
+}
+
+/// Copies directory `from` to `to` (a store, file by file).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// Rewrites the index of shard `key` of `store` (inner chunks `n`) by `f` over its
+/// (offset, length) entries, its checksum made again: the shard keeps its size and
+/// every chunk its crc32c.
+fn edit_index(store: &Path, key: &str, n: usize, f: impl FnOnce(&mut Vec<Option<(u64, u64)>>)) {
+    let p = store.join(key);
+    let mut bytes = std::fs::read(&p).unwrap();
+    let at = bytes.len() - svar2_store::shard::index_len(n);
+    let mut spans: Vec<_> = (0..n)
+        .map(|i| svar2_store::shard::entry(&bytes[at..], i))
+        .collect();
+    f(&mut spans);
+    bytes.truncate(at);
+    bytes.extend_from_slice(&svar2_store::shard::index(&spans));
+    std::fs::write(&p, bytes).unwrap();
+}
+
+/// Chunks that each pass their checksum in a shard of the size svar2 wrote, yet are
+/// not the ones stored there: two of one size swapped within their shard, or one made
+/// "not stored" (it then reads as fill: 0|0 where the call was 1|1). Both kept every
+/// checksum and every shard's size, so main's verify called them clean and rechunk
+/// carried them on; the record's fingerprint of the chunks catches them.
+#[test]
+fn chunks_swapped_or_dropped_inside_a_shard_fail_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = tiny_store(dir.path());
+    assert!(run(&["verify"], &s).status.success());
+    let original = dir.path().join("original.zarr");
+    copy_dir(&s, &original);
+    // call_genotype: shards of 4 x 4 x 4, inner chunks 2 x 2 x 4: four a shard.
+    let key = "call_genotype/c/0/0/0";
+    let before = std::fs::metadata(s.join(key)).unwrap().len();
+    let chunk = |spans: &Vec<Option<(u64, u64)>>, i: usize, bytes: &[u8]| {
+        let (o, l) = spans[i].unwrap();
+        bytes[o as usize..(o + l) as usize].to_vec()
+    };
+    let bytes = std::fs::read(s.join(key)).unwrap();
+    edit_index(&s, key, 4, |spans| {
+        let (a, b) = (chunk(spans, 0, &bytes), chunk(spans, 3, &bytes));
+        assert!(
+            a.len() == b.len() && a != b,
+            "two chunks of one size, unlike"
+        );
+        spans.swap(0, 3);
+    });
+    assert_eq!(std::fs::metadata(s.join(key)).unwrap().len(), before);
+    let damaged = |o: &Output| {
+        o.status.code() == Some(1)
+            && stdout(o).contains("DAMAGED call_genotype/c: records 0..9")
+            && stdout(o).contains("not the ones svar2 stored there")
+    };
+    let o = run(&["verify"], &s);
+    assert!(damaged(&o), "{}", stdout(&o));
+    let r = dir.path().join("r.zarr");
+    let o = svar2().arg("rechunk").arg(&s).arg(&r).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("call_genotype: its shard files are not the ones"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!r.join("zarr.json").exists());
+    // One chunk made "not stored": it reads as fill.
+    std::fs::remove_dir_all(&s).unwrap();
+    copy_dir(&original, &s);
+    edit_index(&s, key, 4, |spans| spans[1] = None);
+    let o = run(&["verify"], &s);
+    assert!(damaged(&o), "{}", stdout(&o));
+    // Put back: clean.
+    std::fs::remove_dir_all(&s).unwrap();
+    copy_dir(&original, &s);
+    assert!(run(&["verify"], &s).status.success());
 }
 
 /// A list's shard left out as all fill (a shard of POS=0 records) is in the record, not

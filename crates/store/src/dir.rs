@@ -38,7 +38,7 @@ pub struct StoreDir {
     finished: std::sync::atomic::AtomicBool,
     /// Shard keys already in the output but not under `root` (a bucket's partitions
     /// uploaded them): counted as written by [`finish`](Self::finish)'s record.
-    elsewhere: std::sync::Mutex<Vec<(String, u64)>>,
+    elsewhere: std::sync::Mutex<Vec<crate::written::Elsewhere>>,
 }
 
 impl Drop for StoreDir {
@@ -346,7 +346,7 @@ impl StoreDir {
 
     /// Notes shard keys (with their sizes) the finished store holds that are not under
     /// `root` (a partitioned conversion into a bucket: the partitions uploaded them).
-    pub fn stored_elsewhere(&self, keys: Vec<(String, u64)>) {
+    pub fn stored_elsewhere(&self, keys: Vec<crate::written::Elsewhere>) {
         self.elsewhere.lock().expect("elsewhere").extend(keys);
     }
 
@@ -476,7 +476,7 @@ impl StoreDir {
 /// its attributes (`svar2.shards`).
 fn with_record(
     local: &svar2_storage::LocalDir,
-    elsewhere: &[(String, u64)],
+    elsewhere: &[crate::written::Elsewhere],
     root_meta: &serde_json::Value,
 ) -> Result<serde_json::Value> {
     let record = crate::written::record(local, elsewhere)?;

@@ -18,6 +18,12 @@
 //!   or copied over from another conversion, passes its checksums; its size, in its
 //!   place, mostly does not. It also tells an edit of the metadata alone (the shards
 //!   svar2's still) from another writer's rewrite of the array.
+//! - `chunks` ([`ChunkSum`]): every stored inner chunk, by number and the crc32c it
+//!   ends with. Two shards of one size swapped (`variant_contig`'s all-0 and all-1
+//!   chunks compress alike), or an index entry rewritten to "not stored" with its
+//!   checksum made again (the chunk then reads as fill), keep `sizes` and every
+//!   checksum; they change this. Made where the shards are local files (a partitioned
+//!   conversion's shards already in a bucket are judged by `sizes` alone).
 //!
 //! Another writer that copies the root attributes (zarr-python, xarray) but writes
 //! arrays of its own keeps Zarr's fill semantics for them, as stores without the record
@@ -99,6 +105,127 @@ pub fn sizes(shards: &BTreeMap<u64, u64>) -> String {
     h.finalize().to_hex()[..16].to_string()
 }
 
+/// The fingerprint of an array's stored inner chunks: each chunk's place (its shard's
+/// key under the array, `c/3/0/0`, and its position in the shard's index) and its
+/// last four bytes (its crc32c, in svar2's chains), mixed and summed, so chunks may
+/// be met in any order (`verify` reads them on many threads) and shards counted
+/// where they were written (a partition sums its own). A chunk's checksum does not
+/// say where the chunk lies; this binds each to its place.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkSum(pub u64);
+
+impl ChunkSum {
+    /// Adds the chunk at position `inner` of shard `shard` (an unsharded array's
+    /// chunk: its key, position 0), stored as `bytes` (fewer than four bytes are taken
+    /// as they are, zero-padded).
+    pub fn add(&mut self, shard: &str, inner: u64, bytes: &[u8]) {
+        let mut tail = [0u8; 4];
+        let last = &bytes[bytes.len().saturating_sub(4)..];
+        tail[..last.len()].copy_from_slice(last);
+        let place = mix(fnv1a(shard.as_bytes()) ^ mix(inner));
+        self.0 = self
+            .0
+            .wrapping_add(mix(place ^ u64::from(u32::from_le_bytes(tail))));
+    }
+
+    /// Adds another sum (chunks counted apart, as a partition counts its shards).
+    pub fn merge(&mut self, other: ChunkSum) {
+        self.0 = self.0.wrapping_add(other.0);
+    }
+
+    /// As the record writes it.
+    pub fn text(self) -> String {
+        format!("{:016x}", self.0)
+    }
+}
+
+/// FNV-1a over bytes: a shard key to 64 bits.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// splitmix64's finaliser: every input bit moves every output bit.
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Inner chunks per shard of an array (`None`: unsharded, a file is one chunk).
+pub fn inner_per_shard(layout: &ArrayLayout) -> Option<u64> {
+    let shard = layout.shard.as_ref()?;
+    Some(
+        shard
+            .iter()
+            .zip(&layout.chunk)
+            .map(|(s, c)| if *c == 0 { 0 } else { s / c })
+            .product(),
+    )
+}
+
+/// The [`ChunkSum`] of one shard file `path` of `size` bytes, `rest` its key under
+/// its array (`c/3/0/0`), holding `inner` chunks (`None`: an unsharded array's chunk):
+/// its index read from the tail, then each stored chunk's last four bytes. `None`
+/// where the file cannot say (gone, shorter than its index, an entry outside it).
+pub fn shard_sum(
+    path: &std::path::Path,
+    size: u64,
+    rest: &str,
+    inner: Option<u64>,
+) -> Option<ChunkSum> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path).ok()?;
+    let mut sum = ChunkSum::default();
+    let mut four = [0u8; 4];
+    let Some(n) = inner else {
+        let take = size.min(4);
+        file.read_exact_at(&mut four[..take as usize], size - take)
+            .ok()?;
+        sum.add(rest, 0, &four[..take as usize]);
+        return Some(sum);
+    };
+    let n = usize::try_from(n).ok()?;
+    let want = crate::shard::index_len(n) as u64;
+    if size < want {
+        return None;
+    }
+    let mut tail = vec![0u8; want as usize];
+    file.read_exact_at(&mut tail, size - want).ok()?;
+    for i in 0..n {
+        let Some((off, len)) = crate::shard::entry(&tail, i) else {
+            continue;
+        };
+        let end = off.checked_add(len).filter(|&e| e <= size - want)?;
+        let take = len.min(4);
+        file.read_exact_at(&mut four[..take as usize], end - take)
+            .ok()?;
+        sum.add(rest, i as u64, &four[..take as usize]);
+    }
+    Some(sum)
+}
+
+/// The [`ChunkSum`] of array `name`'s shard files `shards` (keys under the array,
+/// `c/0/1`, with their sizes; other keys are passed over) in the local directory
+/// `root`. `None` where a file cannot say ([`shard_sum`]).
+pub fn chunk_sum(
+    root: &std::path::Path,
+    name: &str,
+    layout: &ArrayLayout,
+    shards: &[(&str, u64)],
+) -> Option<ChunkSum> {
+    let inner = inner_per_shard(layout);
+    let mut sum = ChunkSum::default();
+    for &(rest, size) in shards {
+        if rest.strip_prefix('c').and_then(position).is_none() {
+            continue;
+        }
+        sum.merge(shard_sum(&root.join(name).join(rest), size, rest, inner)?);
+    }
+    Some(sum)
+}
+
 /// The shards among `keys` (relative to the array, with their sizes) on `grid`, by
 /// number; keys that are no shard of it are passed over.
 fn shards_on<'a>(grid: &[u64], keys: impl Iterator<Item = (&'a str, u64)>) -> BTreeMap<u64, u64> {
@@ -136,14 +263,33 @@ fn position(rest: &str) -> Option<Vec<u64>> {
         .collect()
 }
 
+/// A shard file the finished store holds that is not under the local root (a
+/// partitioned conversion into a bucket: a partition uploaded it), with what the
+/// partition found in it while it was local.
+#[derive(Debug, Clone)]
+pub struct Elsewhere {
+    pub key: String,
+    pub size: u64,
+    /// Its [`ChunkSum`] (`None`: a partition of a build before it did not say).
+    pub chunks: Option<ChunkSum>,
+}
+
 /// The record of a store being finished: every array whose `zarr.json` is among
 /// `local`'s objects, its shard files those under `local` plus `elsewhere` (keys
 /// already in the bucket a partitioned conversion finishes). A pure function of the
 /// files present: the same store gives the same bytes whatever wrote it how.
-pub fn record(local: &dyn Storage, elsewhere: &[(String, u64)]) -> Result<Value> {
+pub fn record(local: &dyn Storage, elsewhere: &[Elsewhere]) -> Result<Value> {
     // (A key both here and elsewhere: the local file is the one the store keeps.)
-    let mut keys: BTreeMap<String, u64> = elsewhere.iter().cloned().collect();
-    keys.extend(local.list("")?);
+    let mut keys: BTreeMap<String, u64> =
+        elsewhere.iter().map(|e| (e.key.clone(), e.size)).collect();
+    let sums: std::collections::HashMap<&str, Option<ChunkSum>> = elsewhere
+        .iter()
+        .map(|e| (e.key.as_str(), e.chunks))
+        .collect();
+    let local_listing = local.list("")?;
+    let local_keys: std::collections::HashSet<String> =
+        local_listing.iter().map(|(k, _)| k.clone()).collect();
+    keys.extend(local_listing);
     let mut by_array: BTreeMap<&str, Vec<(&str, u64)>> = BTreeMap::new();
     for (k, size) in &keys {
         if let Some((name, rest)) = k.split_once('/') {
@@ -164,8 +310,31 @@ pub fn record(local: &dyn Storage, elsewhere: &[(String, u64)]) -> Result<Value>
         if meta.get("node_type").and_then(Value::as_str) != Some("array") {
             continue;
         }
-        let g = grid(&crate::layout::array_v3(name, &[], &meta));
+        let layout = crate::layout::array_v3(name, &[], &meta);
+        let g = grid(&layout);
         let shards = shards_on(&g, rest.iter().copied());
+        // Chunks are fingerprinted from the local files, and from what the partitions
+        // found in theirs.
+        let on_grid: Vec<(&str, u64)> = rest
+            .iter()
+            .copied()
+            .filter(|(r, _)| {
+                r.strip_prefix('c')
+                    .and_then(position)
+                    .and_then(|at| number(&g, &at))
+                    .is_some()
+            })
+            .collect();
+        let (here, there): (Vec<(&str, u64)>, Vec<(&str, u64)>) = on_grid
+            .iter()
+            .partition(|(r, _)| local_keys.contains(&format!("{name}/{r}")));
+        let chunks = local.local_root().and_then(|root| {
+            let mut sum = chunk_sum(root, name, &layout, &here)?;
+            for (r, _) in there {
+                sum.merge((*sums.get(format!("{name}/{r}").as_str())?)?);
+            }
+            Some(sum)
+        });
         let present = shards.keys().copied();
         let total = g.iter().try_fold(1u64, |n, x| n.checked_mul(*x));
         let Some(total) = total else { continue };
@@ -177,11 +346,12 @@ pub fn record(local: &dyn Storage, elsewhere: &[(String, u64)]) -> Result<Value>
             }
             next = p + 1;
         }
-        out.insert(
-            name.to_string(),
-            json!({"grid": g, "absent": absent, "structure": structure(&bytes),
-                "meta": fingerprint(&bytes), "sizes": sizes(&shards)}),
-        );
+        let mut entry = json!({"grid": g, "absent": absent, "structure": structure(&bytes),
+            "meta": fingerprint(&bytes), "sizes": sizes(&shards)});
+        if let Some(c) = chunks {
+            entry["chunks"] = json!(c.text());
+        }
+        out.insert(name.to_string(), entry);
     }
     Ok(Value::Object(out))
 }
@@ -212,6 +382,9 @@ pub struct Written {
     absent: Vec<(u64, u64)>,
     /// [`sizes`] of the shards written (`None`: a record written before it).
     sizes: Option<String>,
+    /// [`ChunkSum::text`] of the chunks stored (`None`: a record written before it,
+    /// or of shards not local when the store was finished).
+    chunks: Option<String>,
 }
 
 impl Written {
@@ -263,10 +436,13 @@ impl Written {
                 absent.push((v[0], stop));
                 end = stop;
             }
-            let sizes = match r.get("sizes") {
-                None => None,
-                Some(v) => Some(v.as_str().ok_or_else(|| bad(name))?.to_string()),
+            let optional = |key: &str| -> Result<Option<String>> {
+                match r.get(key) {
+                    None => Ok(None),
+                    Some(v) => Ok(Some(v.as_str().ok_or_else(|| bad(name))?.to_string())),
+                }
             };
+            let (sizes, chunks) = (optional("sizes")?, optional("chunks")?);
             out.insert(
                 name.clone(),
                 Written {
@@ -275,6 +451,7 @@ impl Written {
                     bytes,
                     absent,
                     sizes,
+                    chunks,
                 },
             );
         }
@@ -312,16 +489,36 @@ impl Written {
     /// own, which readers name (missing shard), and it changes the sizes anyway.
     pub fn sizes_match(&self, name: &str, listing: &[(String, u64)]) -> Option<bool> {
         let want = self.sizes.as_ref()?;
+        let shards = self.shards_listed(name, listing);
+        self.all_there(&shards).then(|| sizes(&shards) == *want)
+    }
+
+    /// The shards of array `name` among `listing` (keys from the store's root, with
+    /// their sizes), by number.
+    fn shards_listed(&self, name: &str, listing: &[(String, u64)]) -> BTreeMap<u64, u64> {
         let prefix = format!("{name}/");
         let keys = listing
             .iter()
             .filter_map(|(k, size)| Some((k.strip_prefix(&prefix)?, *size)));
-        let shards = shards_on(&self.grid, keys);
+        shards_on(&self.grid, keys)
+    }
+
+    /// Whether every shard the writer wrote is among `shards`.
+    fn all_there(&self, shards: &BTreeMap<u64, u64>) -> bool {
         let written_there = shards.keys().filter(|&&n| self.wrote_number(n)).count();
-        if (written_there as u64) < self.written_count() {
-            return None;
-        }
-        Some(sizes(&shards) == *want)
+        written_there as u64 >= self.written_count()
+    }
+
+    /// Whether every shard the writer wrote of array `name` is in `listing` (a
+    /// missing one is damage of its own, which readers name).
+    pub fn all_written_there(&self, name: &str, listing: &[(String, u64)]) -> bool {
+        self.all_there(&self.shards_listed(name, listing))
+    }
+
+    /// Whether the chunks a reader found stored (their [`ChunkSum`]) are the ones the
+    /// writer stored, each where it lies (`None`: the record does not say).
+    pub fn chunks_match(&self, found: ChunkSum) -> Option<bool> {
+        Some(*self.chunks.as_ref()? == found.text())
     }
 
     /// Whether the record carries the shards' [`sizes`] (records before it do not).

@@ -883,13 +883,13 @@ impl AnyGroup {
     /// call the result clean.
     pub fn check_shards_in_place(&self) -> Result<()> {
         for a in &self.arrays {
-            if a.shards_moved()? {
+            if a.shards_moved()? || a.chunks_moved()? {
                 return Err(Error::NotStore {
                     path: a.storage.name(&a.name),
-                    msg: "its shard files are not the ones svar2 wrote there (their sizes \
-                          differ from the store's shard record: shards swapped or moved, or \
-                          copied over; `svar2 verify` says more): restore the array from a \
-                          copy or convert again"
+                    msg: "its shard files are not the ones svar2 wrote there (they differ \
+                          from the store's shard record: shards swapped or moved, copied \
+                          over, or a shard index edited; `svar2 verify` says more): restore \
+                          the array from a copy or convert again"
                         .into(),
                 });
             }
@@ -1199,10 +1199,75 @@ impl AnyArray {
         Ok(w.sizes_match(&self.name, &self.storage.list(&self.name)?) == Some(false))
     }
 
+    /// Whether this array's stored chunks, read from its shard files' indices, are not
+    /// the ones svar2 stored where they lie ([`AnyArray::chunks_match`]) — for a
+    /// command about to write a store from this one, before it reads a value. Local
+    /// stores only (a bucket's would take a request per chunk): false elsewhere, and
+    /// where the record does not say.
+    pub fn chunks_moved(&self) -> Result<bool> {
+        let Some(root) = self.storage.local_root() else {
+            return Ok(false);
+        };
+        let prefix = format!("{}/", self.name);
+        let listing = self.storage.list(&self.name)?;
+        // (A shard it wrote that is gone: damage readers name as such.)
+        if !self
+            .written
+            .as_ref()
+            .is_some_and(|w| w.all_written_there(&self.name, &listing))
+        {
+            return Ok(false);
+        }
+        let shards: Vec<(&str, u64)> = listing
+            .iter()
+            .filter_map(|(k, size)| Some((k.strip_prefix(&prefix)?, *size)))
+            .collect();
+        let Some(found) = svar2_store::written::chunk_sum(root, &self.name, &self.layout, &shards)
+        else {
+            return Ok(false);
+        };
+        Ok(self.chunks_match(found)? == Some(false))
+    }
+
+    /// Whether `found` (the [`ChunkSum`](svar2_store::written::ChunkSum) of every chunk
+    /// a reader found stored) is what the store's record says svar2 stored, each chunk
+    /// where it lies, while the array's metadata is still the bytes svar2 wrote (as
+    /// [`AnyArray::shards_moved`]). `None`: the record does not say.
+    pub fn chunks_match(&self, found: svar2_store::written::ChunkSum) -> Result<Option<bool>> {
+        let Some(w) = &self.written else {
+            return Ok(None);
+        };
+        let meta = self.storage.get(&self.meta_key)?.unwrap_or_default();
+        if !w.bytes_unchanged(&meta) {
+            return Ok(None);
+        }
+        Ok(w.chunks_match(found))
+    }
+
     /// Whether every stored chunk carries a crc32c (svar2's stores; older ones and
     /// bio2zarr's do not, and read without a check).
     pub fn has_checksums(&self) -> bool {
         self.checksum
+    }
+
+    /// Where chunk `idx` lies: its shard's key under the array (`c/3/0/0`; an
+    /// unsharded array's chunk key) and its position in the shard's index (C order;
+    /// 0 unsharded), as the store's record of the chunks counts them
+    /// ([`ChunkSum`](svar2_store::written::ChunkSum)).
+    pub fn chunk_place(&self, idx: &[u64]) -> (String, u64) {
+        let (sidx, inner) = match &self.inner {
+            Some(r) => (
+                idx.iter().zip(&r.per_shard).map(|(i, p)| i / p).collect(),
+                idx.iter()
+                    .zip(&r.per_shard)
+                    .fold(0u64, |pos, (i, p)| pos.wrapping_mul(*p).wrapping_add(i % p)),
+            ),
+            None => (idx.to_vec(), 0),
+        };
+        let key = self.array.chunk_key(&sidx).to_string();
+        let prefix = format!("{}/", self.name);
+        let rest = key.strip_prefix(&prefix).unwrap_or(&key).to_string();
+        (rest, inner)
     }
 
     /// The file (or object URL) a chunk's bytes live in (its shard's, for a sharded

@@ -14,6 +14,7 @@ use crate::writer::Fragment;
 use crate::writer::Writer;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use svar2_store::written::{ChunkSum, Elsewhere};
 
 /// Where a partition stands, for `finalize`.
 pub(super) enum State {
@@ -244,12 +245,19 @@ pub fn finalize(plan_path: &Path, request: &PlanRequest) -> Result<FinalizeSumma
         // The partitions' shards stay in the bucket: the root's record of the shards
         // written counts them (less those finishing re-lays here, found locally).
         let relaid: std::collections::HashSet<&String> = outgrown_keys.iter().collect();
+        let said = |r: &PartitionRecord, i: usize| {
+            (r.chunk_sums.len() == r.files.len()).then(|| ChunkSum(r.chunk_sums[i]))
+        };
         w.store().stored_elsewhere(
             records
                 .iter()
-                .flat_map(|r| r.files.iter())
-                .filter(|(k, _)| !relaid.contains(k))
-                .cloned()
+                .flat_map(|r| r.files.iter().enumerate().map(move |(i, f)| (r, i, f)))
+                .filter(|(_, _, (k, _))| !relaid.contains(k))
+                .map(|(r, i, (key, size))| Elsewhere {
+                    key: key.clone(),
+                    size: *size,
+                    chunks: said(r, i),
+                })
                 .collect(),
         );
     }

@@ -113,6 +113,10 @@ pub struct PartitionRecord {
     /// Shard files it wrote into the store (relative path, bytes) and a blake3 over
     /// them (paths and bytes, in this order).
     pub files: Vec<(String, u64)>,
+    /// Each file's chunks ([`ChunkSum`](svar2_store::written::ChunkSum)), in `files`'
+    /// order (empty: a build before it), for the store's record of the chunks.
+    #[serde(default)]
+    pub chunk_sums: Vec<u64>,
     pub digest: String,
     pub seconds: f64,
     pub host: String,

@@ -414,6 +414,11 @@ fn run_claimed(
     let output = output?;
     let files = writer.written_files(&output)?;
     let digest = digest_files(&root, &files)?;
+    let chunk_sums = files
+        .iter()
+        .map(|(rel, size)| writer.shard_chunk_sum(rel, *size))
+        .collect::<Option<Vec<u64>>>()
+        .unwrap_or_default();
     let record = PartitionRecord {
         plan: plan.id.clone(),
         partition: k,
@@ -422,6 +427,7 @@ fn run_claimed(
         output,
         spills,
         files,
+        chunk_sums,
         digest,
         seconds: t0.elapsed().as_secs_f64(),
         host: host_name(),

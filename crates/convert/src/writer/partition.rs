@@ -225,6 +225,22 @@ impl Writer {
         Ok(files)
     }
 
+    /// What a partition found in a shard file it finished (`rel` under the store,
+    /// `size` bytes): its chunks' [`ChunkSum`](svar2_store::written::ChunkSum), for the
+    /// store's record when finalize finds the file only in the bucket.
+    pub(crate) fn shard_chunk_sum(&self, rel: &str, size: u64) -> Option<u64> {
+        let (name, rest) = rel.split_once('/')?;
+        let spec = self.set.arrays.iter().find(|a| a.name == name)?;
+        let per_sample = if spec.per_sample {
+            self.chunks_per_sample_shard() as u64
+        } else {
+            1
+        };
+        let inner = self.inner_per_shard() as u64 * per_sample;
+        let path = self.store.root.join(rel);
+        svar2_store::written::shard_sum(&path, size, rest, Some(inner)).map(|s| s.0)
+    }
+
     /// The store being written (finalize notes the shards a bucket already holds).
     pub(crate) fn store(&self) -> &StoreDir {
         &self.store
