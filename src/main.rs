@@ -88,8 +88,8 @@ enum Command {
     /// Check every shard index and every chunk of a store (its crc32c, or for stores
     /// without checksums what can be checked: index checksums, frame headers, decoded
     /// sizes); name each damaged chunk with the records and samples it holds, and the
-    /// shards svar2's record says were written that are gone, swapped or moved; exit 1
-    /// if any.
+    /// shards svar2's record says were written that are gone, swapped or moved, and
+    /// arrays whose chunks are not the ones it stored where they lie; exit 1 if any.
     Verify(verify::Args),
 }
 
