@@ -325,8 +325,9 @@ pub fn record(local: &dyn Storage, elsewhere: &[Elsewhere]) -> Result<Value> {
                     .is_some()
             })
             .collect();
-        let (here, there): (Vec<(&str, u64)>, Vec<(&str, u64)>) = on_grid
+        let (here, there): (Vec<_>, Vec<_>) = on_grid
             .iter()
+            .copied()
             .partition(|(r, _)| local_keys.contains(&format!("{name}/{r}")));
         let chunks = local.local_root().and_then(|root| {
             let mut sum = chunk_sum(root, name, &layout, &here)?;
@@ -578,7 +579,20 @@ mod tests {
         for k in ["a/c/0/0", "a/c/0/1"] {
             std::fs::write(dir.join(k), b"x").unwrap();
         }
-        let rec = record(&LocalDir { root: dir.clone() }, &[("a/c/4/0".into(), 7)]).unwrap();
+        let local = LocalDir { root: dir.clone() };
+        let elsewhere = |chunks| Elsewhere {
+            key: "a/c/4/0".into(),
+            size: 7,
+            chunks,
+        };
+        // A shard elsewhere whose chunks no partition summed: the record leaves the
+        // chunks out; one summed: its sum joins the local files'.
+        let rec = record(&local, &[elsewhere(None)]).unwrap();
+        let summed = record(&local, &[elsewhere(Some(ChunkSum(5)))]).unwrap();
+        let mut want = ChunkSum(5);
+        want.add("c/0/0", 0, b"x");
+        want.add("c/0/1", 0, b"x");
+        assert_eq!(summed["a"]["chunks"], json!(want.text()));
         let fp = structure(meta.as_bytes());
         let sized = sizes(&[(0, 1), (1, 1), (8, 7)].into_iter().collect());
         assert_eq!(
