@@ -554,6 +554,17 @@ fn chunks_swapped_or_dropped_inside_a_shard_fail_verify() {
     edit_index(&s, key, 4, |spans| spans[1] = None);
     let o = run(&["verify"], &s);
     assert!(damaged(&o), "{}", stdout(&o));
+    // The array's attributes edited (its zarr.json rewritten, the shards svar2's by
+    // their sizes): still checked (a hostile pass found the check skipped there).
+    std::fs::remove_dir_all(&s).unwrap();
+    copy_dir(&original, &s);
+    edit_json(&s, "call_genotype", |v| {
+        v["attributes"]["note"] = "mine".into()
+    });
+    assert!(run(&["verify"], &s).status.success());
+    edit_index(&s, key, 4, |spans| spans.swap(0, 3));
+    let o = run(&["verify"], &s);
+    assert!(damaged(&o), "{}", stdout(&o));
     // Put back: clean.
     std::fs::remove_dir_all(&s).unwrap();
     copy_dir(&original, &s);

@@ -1231,17 +1231,19 @@ impl AnyArray {
 
     /// Whether `found` (the [`ChunkSum`](svar2_store::written::ChunkSum) of every chunk
     /// a reader found stored) is what the store's record says svar2 stored, each chunk
-    /// where it lies, while the array's metadata is still the bytes svar2 wrote (as
-    /// [`AnyArray::shards_moved`]). `None`: the record does not say.
+    /// where it lies. It applies while the shards are svar2's: the array's metadata
+    /// still the bytes svar2 wrote (as [`AnyArray::shards_moved`]), or, its attributes
+    /// edited (zarr-python's `attrs[...]`), every shard still of the size svar2 wrote
+    /// (another writer that rewrote the shards changes their sizes). `None`: the record
+    /// does not say.
     pub fn chunks_match(&self, found: svar2_store::written::ChunkSum) -> Result<Option<bool>> {
         let Some(w) = &self.written else {
             return Ok(None);
         };
         let meta = self.storage.get(&self.meta_key)?.unwrap_or_default();
-        if !w.bytes_unchanged(&meta) {
-            return Ok(None);
-        }
-        Ok(w.chunks_match(found))
+        let ours = w.bytes_unchanged(&meta)
+            || w.sizes_match(&self.name, &self.storage.list(&self.name)?) == Some(true);
+        Ok(if ours { w.chunks_match(found) } else { None })
     }
 
     /// Whether every stored chunk carries a crc32c (svar2's stores; older ones and
