@@ -2216,7 +2216,10 @@ impl MergedStream {
 
 /// Refuses an input that declares an INFO or FORMAT field with another Type or Number
 /// than the merged header (the first input's): its values would be read as the other
-/// type (bcftools merge writes garbage there).
+/// type (bcftools merge writes garbage there). A fixed Number where the merged header
+/// has `Number=.` and the same Type joins: N values are one of the counts `.` holds,
+/// and need no remapping by allele. (bio2zarr 0.2 stores record no Number, so `svar2
+/// append` reads their `CIPOS` as `Number=.` while the new samples declare `Number=2`.)
 fn check_definitions(
     path: &Path,
     ih: *const htslib::bcf_hdr_t,
@@ -2248,7 +2251,12 @@ fn check_definitions(
                 // Type, Number kind and number (the column type bits left out).
                 let mine = (*(*pair).val).info[hl as usize] >> 4;
                 let merged = (*(*opair).val).info[hl as usize] >> 4;
-                if mine != merged {
+                // (Shifted, htslib's bits are 0-3 Type, 4-7 Number kind, 8- the number.)
+                let number_kind = |info: u64| (info >> 4 & 0xf) as u32;
+                let fixed_into_dot = mine & 0xf == merged & 0xf
+                    && number_kind(mine) == htslib::BCF_VL_FIXED
+                    && number_kind(merged) == htslib::BCF_VL_VAR;
+                if mine != merged && !fixed_into_dot {
                     let name = CStr::from_ptr((*pair).key).to_string_lossy();
                     return Err(Error::Inputs(format!(
                         "{}: {kind}/{name} is declared with another Type or Number than in an \
