@@ -889,7 +889,9 @@ impl AnyGroup {
                     msg: "its shard files are not the ones svar2 wrote there (they differ \
                           from the store's shard record: shards swapped or moved, copied \
                           over, or a shard index edited; `svar2 verify` says more): restore \
-                          the array from a copy or convert again"
+                          the array from a copy or convert again (values another writer \
+                          rewrote in place on purpose: remove the array's entry from \
+                          attributes.svar2.shards in the root zarr.json)"
                         .into(),
                 });
             }
