@@ -649,5 +649,12 @@ fn stores_with_pythons_nan_attributes_read() {
         .output()
         .unwrap();
     assert!(r.status.success(), "{}", stderr(&r));
+    // The copy holds null where Python wrote NaN or Infinity: said, node by node.
+    let said = stderr(&r);
+    assert!(
+        said.contains("the root's attributes hold NaN or Infinity")
+            && said.contains("variant_position's attributes hold NaN or Infinity"),
+        "{said}"
+    );
     assert_eq!(stdout(&run(&["view"], &copy)), want);
 }

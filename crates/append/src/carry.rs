@@ -252,8 +252,7 @@ pub(crate) fn carry_attributes(store: &Path, new: &Path) -> Result<usize> {
         return Ok(0);
     }
     let python_floats = |dir: &Path| {
-        std::fs::read(dir.join("zarr.json"))
-            .is_ok_and(|b| serde_json::from_slice::<Value>(&b).is_err())
+        std::fs::read(dir.join("zarr.json")).is_ok_and(|b| svar2_store::json::has_python_floats(&b))
     };
     for name in std::iter::once("").chain(arrays.keys().map(String::as_str)) {
         if python_floats(&store.join(name)) {

@@ -106,6 +106,31 @@ fn element_bytes(a: &AnyArray) -> u64 {
     }
 }
 
+/// Warns of each node of `source` whose attributes hold Python's NaN or Infinity:
+/// JSON cannot, so the copy holds null there (as `append` warns).
+fn warn_python_floats(source: &AnyGroup) {
+    let Some(storage) = source.arrays.first().map(|a| a.storage()) else {
+        return;
+    };
+    let nodes = std::iter::once(String::new()).chain(source.arrays.iter().map(|a| a.name.clone()));
+    for node in nodes {
+        let key = if node.is_empty() {
+            "zarr.json".to_string()
+        } else {
+            format!("{node}/zarr.json")
+        };
+        if let Ok(Some(bytes)) = storage.get(&key) {
+            if svar2_store::json::has_python_floats(&bytes) {
+                tracing::warn!(
+                    "rechunk: {}'s attributes hold NaN or Infinity, which JSON cannot: \
+                     the copy holds null there",
+                    if node.is_empty() { "the root" } else { &node }
+                );
+            }
+        }
+    }
+}
+
 fn plan(input: &Path, opts: &Options) -> Result<Planned> {
     let source = AnyGroup::open(input)?;
     source.check_shards_in_place()?;
@@ -270,6 +295,7 @@ pub fn rechunk(input: &Path, output: &Path, opts: &Options) -> Result<Summary> {
     }
     pb.finish_and_clear();
     write_region_index(&store, &planned, opts.layout.zstd_level)?;
+    warn_python_floats(&planned.source);
     let mut attributes: Map<String, Value> = planned.source.attributes.clone();
     attributes.insert(
         "svar2".into(),

@@ -18,6 +18,15 @@ pub fn parse(bytes: &[u8]) -> serde_json::Result<Value> {
     }
 }
 
+/// Whether metadata `bytes` hold Python's bare `NaN`/`Infinity`/`-Infinity` (and are
+/// otherwise JSON): [`parse`] reads them as null, so a command that writes them out
+/// again writes null, and says so.
+pub fn has_python_floats(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_err()
+        && without_python_floats(bytes)
+            .is_some_and(|b| serde_json::from_slice::<serde::de::IgnoredAny>(&b).is_ok())
+}
+
 /// `bytes` with each bare `NaN`, `Infinity` and `-Infinity` outside strings written
 /// `null`; `None` where there is none.
 fn without_python_floats(bytes: &[u8]) -> Option<Vec<u8>> {
