@@ -806,6 +806,29 @@ fn a_bio2zarr_store_with_fixed_number_fields_takes_new_samples() {
     append_ok(&store, &[&b]);
     let ab = d.join("ab.vcf.gz");
     bcftools_merge(&[&a, &b], &ab);
+    // The other way round (a fixed Number first, then Number=.) stays refused, naming
+    // both declarations.
+    let dot = vcf_of_rows(
+        d,
+        "dot",
+        &meta.replace("ID=CIPOS,Number=2", "ID=CIPOS,Number=."),
+        &["c0"],
+        &["1 10 . A G 50 PASS CIPOS=1,2,3 GT:HQ 0/1:1,1"],
+    );
+    let out = svar2()
+        .args(["convert", "-q", "--merge"])
+        .args([&a, &dot])
+        .arg(d.join("dot.zarr"))
+        .output()
+        .unwrap();
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && msg.contains(
+                "INFO/CIPOS is declared Number=.,Type=Integer here and Number=2,Type=Integer"
+            ),
+        "{msg}"
+    );
     let ours = svar2().args(["view", "-H"]).arg(&store).output().unwrap();
     assert!(
         ours.status.success(),

@@ -595,7 +595,7 @@ fn a_record_rewritten_for_an_axis_of_10_15_is_refused() {
             });
         }
         let local = svar2_storage::LocalDir { root: f.clone() };
-        let mut record = svar2_store::written::record(&local, &[]).unwrap();
+        let mut record = svar2_store::written::record(&local, &[], &Default::default()).unwrap();
         if claim_all {
             for a in record.as_object_mut().unwrap().values_mut() {
                 a["absent"] = serde_json::json!([]);

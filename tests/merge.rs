@@ -421,7 +421,10 @@ fn merge_refuses_what_it_cannot_join() {
     assert!(!out.status.success());
     let msg = String::from_utf8_lossy(&out.stderr);
     assert!(
-        msg.contains("INFO/NS") && msg.contains("another Type"),
+        msg.contains(
+            "INFO/NS is declared Number=1,Type=Float here and Number=1,Type=Integer in an \
+             earlier input"
+        ),
         "{msg}"
     );
 

@@ -39,6 +39,8 @@ pub struct StoreDir {
     /// Shard keys already in the output but not under `root` (a bucket's partitions
     /// uploaded them): counted as written by [`finish`](Self::finish)'s record.
     elsewhere: std::sync::Mutex<Vec<crate::written::Elsewhere>>,
+    /// What the writer found in the shards it wrote ([`note_chunks`](Self::note_chunks)).
+    known: std::sync::Mutex<crate::written::Known>,
 }
 
 impl Drop for StoreDir {
@@ -268,6 +270,7 @@ impl StoreDir {
             _lock: Some(lock),
             finished: std::sync::atomic::AtomicBool::new(false),
             elsewhere: Default::default(),
+            known: Default::default(),
         };
         store.write(
             &root.join(IN_PROGRESS),
@@ -341,6 +344,7 @@ impl StoreDir {
             // Never removed on drop: the other partitions' work is in it.
             finished: std::sync::atomic::AtomicBool::new(true),
             elsewhere: Default::default(),
+            known: Default::default(),
         })
     }
 
@@ -348,6 +352,24 @@ impl StoreDir {
     /// `root` (a partitioned conversion into a bucket: the partitions uploaded them).
     pub fn stored_elsewhere(&self, keys: Vec<crate::written::Elsewhere>) {
         self.elsewhere.lock().expect("elsewhere").extend(keys);
+    }
+
+    /// Notes what the writer found in shard file `key` (from the store's root) as it
+    /// wrote it: `size` bytes, chunks summing to `sum`. [`finish`](Self::finish)'s
+    /// record takes it for the file while the file has that size, and reads the file
+    /// otherwise.
+    pub fn note_chunks(&self, key: String, size: u64, sum: crate::written::ChunkSum) {
+        self.known.lock().expect("known").insert(key, (size, sum));
+    }
+
+    /// What [`note_chunks`](Self::note_chunks) noted of shard file `key`, if it still
+    /// has the size noted.
+    pub fn noted_chunks(&self, key: &str, size: u64) -> Option<crate::written::ChunkSum> {
+        let known = self.known.lock().expect("known");
+        known
+            .get(key)
+            .filter(|(at, _)| *at == size)
+            .map(|(_, s)| *s)
     }
 
     /// Marks the store complete: the root `zarr.json` appears whole (written aside,
@@ -359,7 +381,8 @@ impl StoreDir {
             root: self.root.clone(),
         };
         let elsewhere = self.elsewhere.lock().expect("elsewhere");
-        let root_meta = &with_record(&local, &elsewhere, root_meta)?;
+        let known = self.known.lock().expect("known");
+        let root_meta = &with_record(&local, &elsewhere, &known, root_meta)?;
         match &self.dest {
             Some(Destination::Bucket(bucket)) => {
                 self.publish(bucket, root_meta)?;
@@ -477,9 +500,10 @@ impl StoreDir {
 fn with_record(
     local: &svar2_storage::LocalDir,
     elsewhere: &[crate::written::Elsewhere],
+    known: &crate::written::Known,
     root_meta: &serde_json::Value,
 ) -> Result<serde_json::Value> {
-    let record = crate::written::record(local, elsewhere)?;
+    let record = crate::written::record(local, elsewhere, known)?;
     let mut root_meta = root_meta.clone();
     if let Some(attrs) = root_meta
         .get_mut("attributes")
@@ -549,7 +573,7 @@ pub fn add_attributes(
         let local = svar2_storage::LocalDir {
             root: store.to_path_buf(),
         };
-        let meta = with_record(&local, &[], &meta)?;
+        let meta = with_record(&local, &[], &Default::default(), &meta)?;
         let tmp = store.join(".zarr.json.tmp");
         fs::write(&tmp, json_bytes(&meta)).map_err(|e| Error::io(&tmp, e))?;
         fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;

@@ -2259,17 +2259,41 @@ fn check_definitions(
                 if mine != merged && !fixed_into_dot {
                     let name = CStr::from_ptr((*pair).key).to_string_lossy();
                     return Err(Error::Inputs(format!(
-                        "{}: {kind}/{name} is declared with another Type or Number than in an \
-                         earlier input: --merge cannot join its values (make the ##{kind} \
-                         lines agree, e.g. with `bcftools reheader -h`, or drop the field \
-                         with `bcftools annotate -x {kind}/{name}`)",
-                        path.display()
+                        "{}: {kind}/{name} is declared {} here and {} in an earlier input (for \
+                         append, the store): --merge cannot join its values (make the \
+                         ##{kind} lines agree, e.g. with `bcftools reheader -h`, or drop the \
+                         field with `bcftools annotate -x {kind}/{name}`; a fixed Number \
+                         joins an earlier Number=. of the same Type)",
+                        path.display(),
+                        declared(mine),
+                        declared(merged),
                     )));
                 }
             }
         }
     }
     Ok(())
+}
+
+/// `Number=…,Type=…` of an INFO/FORMAT declaration from htslib's header bits, shifted
+/// past the column type (0-3 Type, 4-7 Number kind, 8- the number).
+fn declared(info: u64) -> String {
+    let number = match (info >> 4 & 0xf) as u32 {
+        htslib::BCF_VL_FIXED => (info >> 8).to_string(),
+        htslib::BCF_VL_VAR => ".".into(),
+        htslib::BCF_VL_A => "A".into(),
+        htslib::BCF_VL_G => "G".into(),
+        htslib::BCF_VL_R => "R".into(),
+        _ => "?".into(),
+    };
+    let kind = match (info & 0xf) as u32 {
+        htslib::BCF_HT_FLAG => "Flag",
+        htslib::BCF_HT_INT => "Integer",
+        htslib::BCF_HT_REAL => "Float",
+        htslib::BCF_HT_STR => "String",
+        _ => "?",
+    };
+    format!("Number={number},Type={kind}")
 }
 
 /// Opens one input: through its index when it has one (`<path>.csi`, or `.tbi` for

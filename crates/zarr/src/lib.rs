@@ -1224,7 +1224,9 @@ impl AnyArray {
             .iter()
             .filter_map(|(k, size)| Some((k.strip_prefix(&prefix)?, *size)))
             .collect();
-        let Some(found) = svar2_store::written::chunk_sum(root, &self.name, &self.layout, &shards)
+        let none = svar2_store::written::Known::new();
+        let Some(found) =
+            svar2_store::written::chunk_sum(root, &self.name, &self.layout, &shards, &none)
         else {
             return Ok(false);
         };

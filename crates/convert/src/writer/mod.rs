@@ -34,6 +34,9 @@ use svar2_vcf::schema::Schema;
 struct Slot {
     span: Option<(u64, u64)>,
     layout: Layout,
+    /// A stored chunk's last four bytes (its crc32c), for the store's record of the
+    /// chunks (`None`: not known here, a partition's fragment).
+    tail: Option<[u8; 4]>,
 }
 
 /// One inner chunk of a shard being laid out again: where its stored bytes are in
@@ -382,9 +385,11 @@ impl Writer {
         let cps = self.chunks_per_sample_shard();
         for (&(a, k), r) in tasks.iter().zip(encoded) {
             let n_sc = self.sample_chunks(&self.set.arrays[a]);
+            let mut tail = None;
             let span = match r? {
                 None => None,
                 Some(bytes) => {
+                    tail = Some(svar2_store::written::last4(&bytes));
                     let j = k / cps;
                     let path = self.part_path(row_index, a, j);
                     let off = open.part_len.entry((a, j)).or_insert(0);
@@ -401,6 +406,7 @@ impl Writer {
             row[inner_row * n_sc + k] = Some(Slot {
                 span,
                 layout: layouts[a],
+                tail,
             });
         }
         for (a, spec) in self.set.arrays.iter().enumerate() {

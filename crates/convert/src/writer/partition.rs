@@ -236,6 +236,9 @@ impl Writer {
         } else {
             1
         };
+        if let Some(sum) = self.store.noted_chunks(rel, size) {
+            return Some(sum.0);
+        }
         let inner = self.inner_per_shard() as u64 * per_sample;
         let path = self.store.root.join(rel);
         svar2_store::written::shard_sum(&path, size, rest, Some(inner)).map(|s| s.0)
@@ -338,6 +341,7 @@ impl Writer {
                         *slot = Some(Slot {
                             span,
                             layout: s.layout.layout()?,
+                            tail: None,
                         })
                     }
                     _ => return Err(bad(format!("puts a chunk in slot {} twice", s.slot))),

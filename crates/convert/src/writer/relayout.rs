@@ -105,6 +105,8 @@ impl Writer {
         ));
         let mut writer: Option<std::io::BufWriter<std::fs::File>> = None;
         let mut spans = Vec::with_capacity(parts.len());
+        // Each stored chunk's last four bytes, for the store's record of the chunks.
+        let mut tails = Vec::with_capacity(parts.len());
         let mut at = 0u64;
         let mut old = Vec::new();
         for (i, part) in parts.iter().enumerate() {
@@ -141,6 +143,7 @@ impl Writer {
                     }
                 }
             };
+            tails.push(chunk.as_deref().map(svar2_store::written::last4));
             spans.push(match chunk {
                 None => None,
                 Some(c) => {
@@ -169,6 +172,7 @@ impl Writer {
         drop(w);
         clear()?;
         self.store.rename(&tmp, out)?;
+        self.note_chunks(out, spans.iter().zip(&tails).map(|(s, t)| Some((*s, *t))));
         Ok(true)
     }
 

@@ -90,7 +90,9 @@ impl Writer {
                     let spans: Vec<Option<(u64, u64)>> =
                         slots.iter().map(|s| s.and_then(|s| s.span)).collect();
                     append(&part, &shard::index(&spans))?;
-                    return Ok(this.store.rename(&part, &path)?);
+                    this.store.rename(&part, &path)?;
+                    this.note_chunks(&path, slots.iter().map(|s| s.map(|s| (s.span, s.tail))));
+                    return Ok(());
                 }
                 let src = if stored {
                     Some(std::fs::File::open(&part).map_err(|e| Error::io(&part, e))?)
@@ -136,6 +138,41 @@ impl Writer {
             );
         }
         Ok(())
+    }
+
+    /// Notes, for the store's record of the chunks, what shard file `path` holds:
+    /// each inner position's (span, last four bytes) in index order. Nothing is noted
+    /// where a stored chunk's bytes were not seen here (a partition's fragment): the
+    /// record then reads the file.
+    pub(super) fn note_chunks(
+        &self,
+        path: &Path,
+        slots: impl Iterator<Item = Option<(Option<(u64, u64)>, Option<[u8; 4]>)>>,
+    ) {
+        let Ok(rel) = path.strip_prefix(&self.store.root) else {
+            return;
+        };
+        let key: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let Some((name, rest)) = key.split_first() else {
+            return;
+        };
+        let rest = rest.join("/");
+        let mut sum = svar2_store::written::ChunkSum::default();
+        for (i, slot) in slots.enumerate() {
+            match slot {
+                Some((Some(_), Some(tail))) => sum.add(&rest, i as u64, &tail),
+                Some((Some(_), None)) => return,
+                _ => {}
+            }
+        }
+        let Ok(meta) = std::fs::metadata(path) else {
+            return;
+        };
+        self.store
+            .note_chunks(format!("{name}/{rest}"), meta.len(), sum);
     }
 
     pub(super) fn shard_indices(
