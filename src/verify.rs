@@ -276,25 +276,12 @@ fn verify_array(
     // missing shard changes them too, and is named already.)
     let missing = found.iter().any(|d| d.error.contains("missing shard"));
     if !missing && a.shards_moved()? {
-        found.push(Damage {
-            array: a.name.clone(),
-            key: format!("{}/c", a.name),
-            file: a.storage().name(&a.name).display().to_string(),
-            variants: a
-                .layout
-                .dimension_names
-                .iter()
-                .position(|d| d == "variants")
-                .map(|v| [0, shape[v]]),
-            samples: None,
-            error: "its shard files are not the ones svar2 wrote there (their sizes \
-                    differ from the store's shard record: shards swapped or moved, or \
-                    copied over from another shard or conversion): restore the array \
-                    from a copy or convert again (values another writer rewrote in \
-                    place on purpose: remove the array's entry from \
-                    attributes.svar2.shards in the root zarr.json)"
-                .into(),
-        });
+        found.push(whole_array(
+            a,
+            "its shard files are not the ones svar2 wrote there (their sizes differ from \
+             the store's shard record: shards swapped or moved, or copied over from another \
+             shard or conversion)",
+        ));
     }
     // Every chunk passed its checksum and every shard is there, yet the chunks are not
     // the ones svar2 stored where they lie: shards of one size swapped or copied over,
@@ -302,25 +289,12 @@ fn verify_array(
     // made again. The record's fingerprint of the chunks says so.
     let mismatch = found.is_empty() && a.chunks_match(ChunkSum(sum.into_inner()))? == Some(false);
     if mismatch {
-        found.push(Damage {
-            array: a.name.clone(),
-            key: format!("{}/c", a.name),
-            file: a.storage().name(&a.name).display().to_string(),
-            variants: a
-                .layout
-                .dimension_names
-                .iter()
-                .position(|d| d == "variants")
-                .map(|v| [0, shape[v]]),
-            samples: None,
-            error: "its chunks are not the ones svar2 stored there (each passes its \
-                    checksum, but the store's record of the chunks differs: shards \
-                    swapped or copied over, or a shard index edited): restore the array \
-                    from a copy or convert again (values another writer rewrote in \
-                    place on purpose: remove the array's entry from \
-                    attributes.svar2.shards in the root zarr.json)"
-                .into(),
-        });
+        found.push(whole_array(
+            a,
+            "its chunks are not the ones svar2 stored there (each passes its checksum, but \
+             the store's record of the chunks differs: shards swapped or copied over, or a \
+             shard index edited)",
+        ));
     }
     // A damaged shard index fails every chunk of its shard alike: one line for it.
     found.sort_by(|x, y| (&x.file, x.variants, x.samples).cmp(&(&y.file, y.variants, y.samples)));
@@ -351,6 +325,29 @@ fn verify_array(
         damaged: merged.len() as u64,
     };
     Ok((check, merged))
+}
+
+/// Damage of array `a` as a whole (which of its shards, the record cannot say): `why`,
+/// then how to restore it, or to keep values another writer rewrote on purpose.
+fn whole_array(a: &AnyArray, why: &str) -> Damage {
+    let shape = a.shape();
+    Damage {
+        array: a.name.clone(),
+        key: format!("{}/c", a.name),
+        file: a.storage().name(&a.name).display().to_string(),
+        variants: a
+            .layout
+            .dimension_names
+            .iter()
+            .position(|d| d == "variants")
+            .map(|v| [0, shape[v]]),
+        samples: None,
+        error: format!(
+            "{why}: restore the array from a copy or convert again (values another writer \
+             rewrote in place on purpose: remove the array's entry from \
+             attributes.svar2.shards in the root zarr.json)"
+        ),
+    }
 }
 
 /// Whether `region_index` still finds every record: each record of variants chunk `k`
