@@ -26,7 +26,7 @@ use svar2_store::codec::{InnerCodec, Raw};
 use svar2_store::dir::StoreDir;
 use svar2_store::grid::Geometry;
 use svar2_store::metadata::ArrayMeta;
-use svar2_store::{region, shard, Dtype};
+use svar2_store::{region, Dtype};
 use svar2_zarr::{AnyArray, AnyGroup};
 
 /// Genotype bytes per call the geometry rules size chunks by (diploid int8), as
@@ -619,10 +619,7 @@ fn write_array(
                 .collect();
             pool.install(|| {
                 done.into_par_iter()
-                    .try_for_each(|(sidx, s)| match shard::assemble(&s.chunks) {
-                        Some(bytes) => store.write(&store.shard_path(name, &sidx), &bytes),
-                        None => Ok(()),
-                    })
+                    .try_for_each(|(sidx, s)| store.write_shard(name, &sidx, &s.chunks))
             })?;
         }
     }
@@ -689,8 +686,7 @@ fn write_region_index(store: &StoreDir, p: &Planned, level: i32) -> Result<()> {
         return Ok(());
     }
     let enc = InnerCodec::new(dtype, false, level)?.encode(&raw, &inner)?;
-    let bytes = shard::assemble(&[Some(enc)]).expect("one chunk");
-    Ok(store.write(&store.shard_path("region_index", &[0, 0]), &bytes)?)
+    Ok(store.write_shard("region_index", &[0, 0], &[Some(enc)])?)
 }
 
 impl RechunkReport {

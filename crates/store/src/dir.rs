@@ -468,6 +468,31 @@ impl StoreDir {
         crate::key::chunk_path(&self.root, array, indices)
     }
 
+    /// Writes shard `indices` of `array` from its inner chunks (C order; `None`: not
+    /// stored), noting what the store's record of the chunks needs
+    /// ([`note_chunks`](Self::note_chunks)); nothing is written when none is stored.
+    pub fn write_shard(
+        &self,
+        array: &str,
+        indices: &[u64],
+        chunks: &[Option<Vec<u8>>],
+    ) -> Result<()> {
+        let Some(bytes) = crate::shard::assemble(chunks) else {
+            return Ok(());
+        };
+        self.write(&self.shard_path(array, indices), &bytes)?;
+        let rest = crate::key::chunk_key(array, indices);
+        let rest = rest.strip_prefix(&format!("{array}/")).unwrap_or(&rest);
+        let mut sum = crate::written::ChunkSum::default();
+        for (i, c) in chunks.iter().enumerate() {
+            if let Some(c) = c {
+                sum.add(rest, i as u64, c);
+            }
+        }
+        self.note_chunks(format!("{array}/{rest}"), bytes.len() as u64, sum);
+        Ok(())
+    }
+
     /// Writes a file, creating parent directories.
     pub fn write(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         if let Some(parent) = path.parent() {

@@ -31,9 +31,9 @@ impl Writer {
         }
         let codec = self.codec(dtype, false)?;
         let enc = codec.encode(&raw, &chunk)?;
-        let bytes = shard::assemble(&[Some(enc)]).expect("one chunk");
-        let path = self.store.shard_path(name, &vec![0; shape.len()]);
-        Ok(self.store.write(&path, &bytes)?)
+        Ok(self
+            .store
+            .write_shard(name, &vec![0; shape.len()], &[Some(enc)])?)
     }
 
     /// Writes `sample_id` on the same samples grid as the call arrays (readers such as
@@ -80,10 +80,7 @@ impl Writer {
                 });
             }
             chunks.resize(ss / samples_chunk, None);
-            if let Some(bytes) = shard::assemble(&chunks) {
-                self.store
-                    .write(&self.store.shard_path("sample_id", &[j as u64]), &bytes)?;
-            }
+            self.store.write_shard("sample_id", &[j as u64], &chunks)?;
         }
         Ok(())
     }
