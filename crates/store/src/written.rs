@@ -18,12 +18,15 @@
 //!   or copied over from another conversion, passes its checksums; its size, in its
 //!   place, mostly does not. It also tells an edit of the metadata alone (the shards
 //!   svar2's still) from another writer's rewrite of the array.
-//! - `chunks` ([`ChunkSum`]): every stored inner chunk, by number and the crc32c it
-//!   ends with. Two shards of one size swapped (`variant_contig`'s all-0 and all-1
-//!   chunks compress alike), or an index entry rewritten to "not stored" with its
-//!   checksum made again (the chunk then reads as fill), keep `sizes` and every
-//!   checksum; they change this. Made where the shards are local files (a partitioned
-//!   conversion's shards already in a bucket are judged by `sizes` alone).
+//! - `chunks` ([`ChunkSum`]): every stored inner chunk, by its place (shard key and
+//!   index position) and the crc32c it ends with. Two shards of one size swapped
+//!   (`variant_contig`'s all-0 and all-1 chunks compress alike), two chunks of one
+//!   size swapped in their shard, or an index entry rewritten to "not stored" with its
+//!   checksum made again (the chunk then reads as fill) keep `sizes` and every
+//!   checksum; they change this. Summed from what the writer noted as it wrote each
+//!   shard ([`Known`]), from what partitions found in the shards they uploaded
+//!   ([`Elsewhere`]), and otherwise read from the files; left out where neither says
+//!   (a partition of a build before it).
 //!
 //! Another writer that copies the root attributes (zarr-python, xarray) but writes
 //! arrays of its own keeps Zarr's fill semantics for them, as stores without the record
