@@ -543,6 +543,11 @@ impl Written {
         Some(*self.chunks.as_ref()? == found.text())
     }
 
+    /// Whether the record carries the chunks' [`ChunkSum`] (records before it do not).
+    pub fn has_chunks(&self) -> bool {
+        self.chunks.is_some()
+    }
+
     /// Whether the record carries the shards' [`sizes`] (records before it do not).
     pub fn has_sizes(&self) -> bool {
         self.sizes.is_some()

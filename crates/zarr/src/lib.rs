@@ -1212,11 +1212,12 @@ impl AnyArray {
         };
         let prefix = format!("{}/", self.name);
         let listing = self.storage.list(&self.name)?;
-        // (A shard it wrote that is gone: damage readers name as such.)
+        // (A record without the chunks' sum: nothing to compare, so no shard is read.
+        // A shard it wrote that is gone: damage readers name as such.)
         if !self
             .written
             .as_ref()
-            .is_some_and(|w| w.all_written_there(&self.name, &listing))
+            .is_some_and(|w| w.has_chunks() && w.all_written_there(&self.name, &listing))
         {
             return Ok(false);
         }
