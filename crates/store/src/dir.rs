@@ -546,9 +546,9 @@ fn with_record(
 
 /// Adds attributes to a finished directory store: to the root's those of `root`
 /// and to each array's those `arrays` name, each key only where the store has none
-/// of that name (what svar2 wrote stays). The record of the shards is made again
-/// (it fingerprints each array's metadata), and the root `zarr.json` replaced whole.
-/// Returns how many keys were added.
+/// of that name (what svar2 wrote stays). The record of the shards is brought up to
+/// date (it fingerprints each array's metadata), and the root `zarr.json` replaced
+/// whole. Returns how many keys were added.
 pub fn add_attributes(
     store: &Path,
     root: &serde_json::Map<String, serde_json::Value>,
@@ -579,6 +579,7 @@ pub fn add_attributes(
         added
     };
     let mut added = 0;
+    let mut edited = std::collections::BTreeMap::new();
     for (name, from) in arrays {
         let path = store.join(name).join("zarr.json");
         if !path.is_file() {
@@ -587,7 +588,9 @@ pub fn add_attributes(
         let mut meta = read(&path)?;
         let n = add(&mut meta, from);
         if n > 0 {
-            fs::write(&path, json_bytes(&meta)).map_err(|e| Error::io(&path, e))?;
+            let bytes = json_bytes(&meta);
+            fs::write(&path, &bytes).map_err(|e| Error::io(&path, e))?;
+            edited.insert(name.as_str(), bytes);
             added += n;
         }
     }
@@ -598,12 +601,39 @@ pub fn add_attributes(
         let local = svar2_storage::LocalDir {
             root: store.to_path_buf(),
         };
-        let meta = with_record(&local, &[], &Default::default(), &meta)?;
+        let meta = match with_metadata_refreshed(&meta, &edited) {
+            Some(meta) => meta,
+            None => with_record(&local, &[], &Default::default(), &meta)?,
+        };
         let tmp = store.join(".zarr.json.tmp");
         fs::write(&tmp, json_bytes(&meta)).map_err(|e| Error::io(&tmp, e))?;
         fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
     }
     Ok(added)
+}
+
+/// `root_meta` with its record's metadata fingerprints of the arrays `edited` (new
+/// metadata bytes, by name) made again. Only metadata changed, so the rest of the
+/// record (shards present, their sizes and chunk sums) holds as the writer made it,
+/// and is not read back from every shard's index (at biobank scale, millions of
+/// reads). `None` where the root carries no record or the record lacks an edited
+/// array: the caller makes it whole.
+fn with_metadata_refreshed(
+    root_meta: &serde_json::Value,
+    edited: &std::collections::BTreeMap<&str, Vec<u8>>,
+) -> Option<serde_json::Value> {
+    let mut root_meta = root_meta.clone();
+    let record = root_meta
+        .get_mut("attributes")?
+        .get_mut("svar2")?
+        .get_mut("shards")?
+        .as_object_mut()?;
+    for (name, bytes) in edited {
+        let entry = record.get_mut(*name)?.as_object_mut()?;
+        entry.insert("structure".into(), crate::written::structure(bytes).into());
+        entry.insert("meta".into(), crate::written::fingerprint(bytes).into());
+    }
+    Some(root_meta)
 }
 
 fn json_bytes(value: &serde_json::Value) -> Vec<u8> {
@@ -729,4 +759,51 @@ fn digest_bucket(url: &Path) -> Result<String> {
         });
     }
     digest_objects(&bucket)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Attributes added to a finished store leave the record as making it whole
+    /// from the files would: the fingerprints of the edited array's metadata change,
+    /// and nothing else.
+    #[test]
+    fn added_attributes_keep_the_record_a_function_of_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path();
+        for (name, chunks) in [("a", ["c/0/0", "c/1/0"]), ("b", ["c/0/0", "c/0/1"])] {
+            let meta = json!({"zarr_format": 3, "node_type": "array", "shape": [4, 4],
+                "data_type": "int8",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 2]}},
+                "codecs": [{"name": "bytes"}], "dimension_names": ["variants", "samples"],
+                "attributes": {"description": name}});
+            for c in chunks {
+                let path = store.join(name).join(c);
+                fs::create_dir_all(path.parent().unwrap()).unwrap();
+                fs::write(&path, format!("{name}{c}")).unwrap();
+            }
+            fs::write(store.join(name).join("zarr.json"), json_bytes(&meta)).unwrap();
+        }
+        let local = svar2_storage::LocalDir {
+            root: store.to_path_buf(),
+        };
+        let whole =
+            |root: &serde_json::Value| with_record(&local, &[], &Default::default(), root).unwrap();
+        let root = json!({"zarr_format": 3, "node_type": "group", "attributes": {}});
+        let before = whole(&root);
+        fs::write(store.join("zarr.json"), json_bytes(&before)).unwrap();
+
+        let theirs = serde_json::Map::from_iter([("units".to_string(), json!("bp"))]);
+        let arrays = std::collections::BTreeMap::from([("b".to_string(), theirs.clone())]);
+        assert_eq!(add_attributes(store, &theirs, &arrays).unwrap(), 2);
+        let after: serde_json::Value =
+            serde_json::from_slice(&fs::read(store.join("zarr.json")).unwrap()).unwrap();
+        assert_eq!(after, whole(&after));
+        let meta = |a: &str| after["attributes"]["svar2"]["shards"][a]["meta"].clone();
+        let was = |a: &str| before["attributes"]["svar2"]["shards"][a]["meta"].clone();
+        assert_eq!(meta("a"), was("a"));
+        assert_ne!(meta("b"), was("b"));
+    }
 }
