@@ -352,14 +352,18 @@ fn write_new_version(
     o: &AppendOptions,
 ) -> Result<Version> {
     let opened = svar2_reader::Store::open_with(store, svar2_reader::store::Access::Stream)?;
-    opened.group().check_shards_in_place()?;
+    let old = same_sites::Checked {
+        path: store,
+        opened: &opened,
+        chunk_sums: opened.group().check_shards_in_place()?,
+    };
     let before = opened.sample_names().len() as u64;
     let threads = o
         .budget
         .threads
         .unwrap_or_else(|| svar2_planner::host::Host::system().cores().usable);
     let new = staging.join(NEW);
-    if let Some(w) = same_sites::try_write(store, &opened, staging, &new, inputs, o, threads)? {
+    if let Some(w) = same_sites::try_write(old, staging, &new, inputs, o, threads)? {
         return Ok(Version {
             records: w.records,
             samples_before: before,

@@ -31,17 +31,30 @@ pub(crate) struct Written {
     pub first_sample: u64,
 }
 
+/// The store appended to, checked ([`svar2_zarr::AnyGroup::check_shards_in_place`]).
+pub(crate) struct Checked<'a> {
+    pub path: &'a Path,
+    pub opened: &'a svar2_reader::Store,
+    /// What the check read of the store's shard files: the new version links those of
+    /// the earlier columns, and its record takes their sums from here.
+    pub chunk_sums: svar2_store::written::Known,
+}
+
 /// Writes the new version into `new` by the same-sites path; `None` when it does not
 /// apply (said at `-v`), `new` then absent.
 pub(crate) fn try_write(
-    store: &Path,
-    opened: &svar2_reader::Store,
+    old: Checked,
     staging: &Path,
     new: &Path,
     inputs: &[PathBuf],
     o: &AppendOptions,
     threads: usize,
 ) -> Result<Option<Written>> {
+    let Checked {
+        path: store,
+        opened,
+        chunk_sums,
+    } = old;
     let skip = |why: &str| {
         tracing::info!("append: {why}: the whole store is written again");
         Ok(None)
@@ -92,6 +105,7 @@ pub(crate) fn try_write(
         geometry,
         floor: per_sample_layouts(opened),
         counts,
+        chunk_sums,
     });
     let mut all = vec![tail.clone()];
     all.extend(inputs.iter().cloned());

@@ -30,6 +30,10 @@ pub struct LaterColumns {
     /// Allele counts of the samples before, per record, added to the AN and AC the
     /// merge counted from the samples it saw.
     pub counts: AlleleCounts,
+    /// What checking the store read of its shard files (by key from its root), so
+    /// the new version's record takes the linked files' chunk sums from here, not
+    /// from a second read of every shard index.
+    pub chunk_sums: svar2_store::written::Known,
 }
 
 impl LaterColumns {

@@ -225,13 +225,16 @@ pub type Known = std::collections::HashMap<String, (u64, ChunkSum)>;
 /// The [`ChunkSum`] of array `name`'s shard files `shards` (keys under the array,
 /// `c/0/1`, with their sizes; other keys are passed over) in the local directory
 /// `root`: from `known` where it holds the file at its size, else read from the file.
-/// `None` where a file cannot say ([`shard_sum`]).
+/// Each file read is noted in `read` (when given) by its key from the root, so a store
+/// written from this one (append's linked shards) is not read twice. `None` where a
+/// file cannot say ([`shard_sum`]).
 pub fn chunk_sum(
     root: &std::path::Path,
     name: &str,
     layout: &ArrayLayout,
     shards: &[(&str, u64)],
     known: &Known,
+    mut read: Option<&mut Known>,
 ) -> Option<ChunkSum> {
     let inner = inner_per_shard(layout);
     let mut sum = ChunkSum::default();
@@ -239,9 +242,16 @@ pub fn chunk_sum(
         if rest.strip_prefix('c').and_then(position).is_none() {
             continue;
         }
-        match known.get(&format!("{name}/{rest}")) {
+        let key = format!("{name}/{rest}");
+        match known.get(&key) {
             Some(&(at, found)) if at == size => sum.merge(found),
-            _ => sum.merge(shard_sum(&root.join(name).join(rest), size, rest, inner)?),
+            _ => {
+                let found = shard_sum(&root.join(name).join(rest), size, rest, inner)?;
+                if let Some(read) = read.as_deref_mut() {
+                    read.insert(key, (size, found));
+                }
+                sum.merge(found);
+            }
         }
     }
     Some(sum)
@@ -351,7 +361,7 @@ pub fn record(local: &dyn Storage, elsewhere: &[Elsewhere], known: &Known) -> Re
             .copied()
             .partition(|(r, _)| local_keys.contains(&format!("{name}/{r}")));
         let chunks = local.local_root().and_then(|root| {
-            let mut sum = chunk_sum(root, name, &layout, &here, known)?;
+            let mut sum = chunk_sum(root, name, &layout, &here, known, None)?;
             for (r, _) in there {
                 sum.merge((*sums.get(format!("{name}/{r}").as_str())?)?);
             }

@@ -880,10 +880,13 @@ impl AnyGroup {
     /// Refuses a store whose shards are not where svar2 wrote them
     /// ([`AnyArray::shards_moved`]): a command that writes a store from this one (rechunk,
     /// append) would carry the wrong values on under a fresh record, and verify would
-    /// call the result clean.
-    pub fn check_shards_in_place(&self) -> Result<()> {
+    /// call the result clean. Returns what it read of each shard file
+    /// ([`Known`](svar2_store::written::Known), by key from the store's root), so a
+    /// store that links these files does not read them again for its record.
+    pub fn check_shards_in_place(&self) -> Result<svar2_store::written::Known> {
+        let mut read = svar2_store::written::Known::new();
         for a in &self.arrays {
-            if a.shards_moved()? || a.chunks_moved()? {
+            if a.shards_moved()? || a.chunks_moved(&mut read)? {
                 return Err(Error::NotStore {
                     path: a.storage.name(&a.name),
                     msg: "its shard files are not the ones svar2 wrote there (they differ \
@@ -896,7 +899,7 @@ impl AnyGroup {
                 });
             }
         }
-        Ok(())
+        Ok(read)
     }
 
     /// The array called `name`.
@@ -1205,8 +1208,9 @@ impl AnyArray {
     /// the ones svar2 stored where they lie ([`AnyArray::chunks_match`]) — for a
     /// command about to write a store from this one, before it reads a value. Local
     /// stores only (a bucket's would take a request per chunk): false elsewhere, and
-    /// where the record does not say.
-    pub fn chunks_moved(&self) -> Result<bool> {
+    /// where the record does not say. What it reads of each shard file goes into
+    /// `read`.
+    pub fn chunks_moved(&self, read: &mut svar2_store::written::Known) -> Result<bool> {
         let Some(root) = self.storage.local_root() else {
             return Ok(false);
         };
@@ -1226,9 +1230,14 @@ impl AnyArray {
             .filter_map(|(k, size)| Some((k.strip_prefix(&prefix)?, *size)))
             .collect();
         let none = svar2_store::written::Known::new();
-        let Some(found) =
-            svar2_store::written::chunk_sum(root, &self.name, &self.layout, &shards, &none)
-        else {
+        let Some(found) = svar2_store::written::chunk_sum(
+            root,
+            &self.name,
+            &self.layout,
+            &shards,
+            &none,
+            Some(read),
+        ) else {
             return Ok(false);
         };
         Ok(self.chunks_match(found)? == Some(false))

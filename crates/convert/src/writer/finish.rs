@@ -237,7 +237,8 @@ impl Writer {
     }
 
     /// Links the existing store's shard files of the sample columns before those
-    /// written (no byte copied), so the store's record of its shards counts them.
+    /// written (no byte copied), so the store's record of its shards counts them,
+    /// with the chunk sums checking the store found in them.
     fn link_earlier_columns(&mut self, later: &crate::later::LaterColumns) -> Result<()> {
         let first = later.first_shard();
         for spec in self.set.arrays.iter().filter(|a| a.per_sample) {
@@ -253,7 +254,20 @@ impl Writer {
                 for j in 0..first {
                     let from = row.path().join(j.to_string());
                     let to = self.store.shard_path(&spec.name, &[r, j]);
-                    link_tree(&from, &to)?;
+                    link_tree(&from, &to, &mut |linked, size| {
+                        let Some(key) = linked
+                            .strip_prefix(&later.store)
+                            .ok()
+                            .and_then(|k| k.to_str())
+                        else {
+                            return;
+                        };
+                        if let Some(&(at, sum)) = later.chunk_sums.get(key) {
+                            if at == size {
+                                self.store.note_chunks(key.to_string(), size, sum);
+                            }
+                        }
+                    })?;
                 }
             }
         }
@@ -261,9 +275,10 @@ impl Writer {
     }
 }
 
-/// Hard-links the file `from` (or every file under the directory `from`) to `to`;
-/// nothing there is nothing linked.
-fn link_tree(from: &Path, to: &Path) -> Result<()> {
+/// Hard-links the file `from` (or every file under the directory `from`) to `to`,
+/// telling `linked` of each file linked (its path under `from`, its size); nothing
+/// there is nothing linked.
+fn link_tree(from: &Path, to: &Path, linked: &mut dyn FnMut(&Path, u64)) -> Result<()> {
     let meta = match std::fs::symlink_metadata(from) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::io(from, e)),
@@ -272,7 +287,7 @@ fn link_tree(from: &Path, to: &Path) -> Result<()> {
     if meta.is_dir() {
         for entry in std::fs::read_dir(from).map_err(|e| Error::io(from, e))? {
             let entry = entry.map_err(|e| Error::io(from, e))?;
-            link_tree(&entry.path(), &to.join(entry.file_name()))?;
+            link_tree(&entry.path(), &to.join(entry.file_name()), linked)?;
         }
         return Ok(());
     }
@@ -282,5 +297,7 @@ fn link_tree(from: &Path, to: &Path) -> Result<()> {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     }
-    std::fs::hard_link(from, to).map_err(|e| Error::io(to, e))
+    std::fs::hard_link(from, to).map_err(|e| Error::io(to, e))?;
+    linked(from, meta.len());
+    Ok(())
 }
