@@ -252,3 +252,37 @@ fn readme_view_expressions_equal_bcftools() {
         assert_eq!(got, want, "{line}");
     }
 }
+
+/// A tag the header declares is what an expression names, before bcftools' own ILEN
+/// (and AC, AN, AF, MAC, MAF): an INFO/ILEN that disagrees with the alleles' length
+/// selects by its values, in view and query.
+#[test]
+fn declared_tags_come_before_bcftools_own() {
+    if !tools("declared_tags_come_before_bcftools_own", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let vcf = d.join("ilen.vcf");
+    std::fs::write(
+        &vcf,
+        "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n\
+         ##INFO=<ID=ILEN,Number=1,Type=Integer,Description=\"x\">\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\n\
+         1\t100\t.\tC\tCTT\t.\t.\tILEN=1\tGT\t0/1\n\
+         1\t101\t.\tC\tCT\t.\t.\tILEN=2\tGT\t1/1\n\
+         1\t102\t.\tCA\tC\t.\t.\t.\tGT\t0/0\n",
+    )
+    .unwrap();
+    let gz = d.join("ilen.vcf.gz");
+    sh_ok(&format!(
+        "bgzip -c {} > {gz} && bcftools index {gz}",
+        vcf.display(),
+        gz = gz.display()
+    ));
+    let store = d.join("ilen.zarr");
+    convert(&gz, &store, &[]);
+    let n = same_as_bcftools(&gz, &store, &["ILEN=1", "ILEN>1", "ilen=2"]);
+    assert!(n >= 3, "{n} print records");
+}

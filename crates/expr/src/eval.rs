@@ -224,9 +224,14 @@ impl Compiler<'_> {
                 format!("`{name}`: the prefix is INFO/, FORMAT/ or FMT/"),
             ));
         }
+        // bcftools takes a tag the header declares (INFO or FORMAT, by the name as
+        // written) before its own AC, AN, AF, MAC, MAF, ALT and ILEN.
+        let declared = self.field(Category::Info, name).is_some()
+            || self.field(Category::Format, name).is_some();
         if prefix.is_none() {
             let upper = name.to_ascii_uppercase();
             let fixed = match upper.as_str() {
+                "ALT" | "ILEN" if declared => None,
                 "CHROM" => Some(Term::Chrom),
                 "POS" => Some(Term::Pos),
                 "ID" => Some(Term::Id),
@@ -264,7 +269,7 @@ impl Compiler<'_> {
             };
             // INFO/AC, AN, AF when the header has them; counted from GT otherwise.
             if let Some(c) = counted {
-                if self.field(Category::Info, name).is_none() {
+                if !declared {
                     self.needs.genotypes = true;
                     self.needs.samples = true;
                     // INFO/AC and AN, when both are there, are what bcftools counts from.
