@@ -397,6 +397,60 @@ fn empty_elements_of_string_lists_are_missing_and_said() {
     }
 }
 
+/// A String INFO key given bare, as a Flag is (`SK`): it holds no value, so it is
+/// stored as missing, and convert says so once, naming the first record, whichever
+/// path reads it (the direct text parse hands such lines to htslib; BCF; -s).
+#[test]
+fn string_info_keys_without_a_value_are_missing_and_said() {
+    if !tools(
+        "string_info_keys_without_a_value_are_missing_and_said",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let input = vcf(
+        d,
+        "bare.vcf",
+        "##fileformat=VCFv4.3\n##contig=<ID=1,length=1000>\n\
+         ##INFO=<ID=SK,Number=.,Type=String,Description=\"x\">\n\
+         ##INFO=<ID=DP,Number=1,Type=Integer,Description=\"x\">\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\n",
+        &[
+            "1 1 . A G . . SK=a,b GT 0/1",
+            "1 2 . A G . . DP=3;SK GT 0/1",
+            "1 3 . A G . . SK;DP=4 GT 1/1",
+        ],
+    );
+    let bcf = d.join("bare.bcf");
+    sh_ok(&format!(
+        "bcftools view --no-version -Ob -o {} {}",
+        bcf.display(),
+        input.display()
+    ));
+    for (name, from, args) in [
+        ("text", &input, &[][..]),
+        ("htslib", &input, &["-s", "A"][..]),
+        ("bcf", &bcf, &[][..]),
+    ] {
+        let out = d.join(format!("{name}.zarr"));
+        let err = convert_loud(from, &out, args);
+        assert_eq!(err.matches("without a value").count(), 1, "{name}: {err}");
+        assert!(
+            err.contains("record 2 (1:2): INFO/SK is given without a value"),
+            "{name}: {err}"
+        );
+        let printed = sh_ok(&format!(
+            "{} query -f '%POS %SK %DP\\n' {}",
+            env!("CARGO_BIN_EXE_svar2"),
+            out.display()
+        ));
+        assert_eq!(printed, "1 a,b .\n2 . 3\n3 . 4\n", "{name}");
+    }
+}
+
 #[test]
 fn positions_and_integers_past_32_bits_are_stored_whole() {
     if !tools("positions_and_integers_past_32_bits", &[Tool::ZarrPython]) {

@@ -108,6 +108,9 @@ pub struct Extractor {
     /// A string value with an empty element was reported already (shared as
     /// `warned_allele` is).
     warned_empty: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Whether a String INFO key without a value was reported (shared as
+    /// `warned_allele` is).
+    warned_bare: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// This extractor parses lines off the reading thread: a line it would warn about
     /// goes back to the reading thread, which warns in record order.
     pub(crate) defers_warnings: bool,
@@ -186,6 +189,7 @@ impl Extractor {
             learns_contigs: true,
             warned_allele: Default::default(),
             warned_empty: Default::default(),
+            warned_bare: Default::default(),
             defers_warnings: false,
             bufs: [HtsBuf::new(), HtsBuf::new(), HtsBuf::new()],
             gt_vals: Vec::new(),
@@ -216,6 +220,7 @@ impl Extractor {
         let mut ex = Extractor::for_header(header, schema, columns);
         ex.warned_allele = self.warned_allele.clone();
         ex.warned_empty = self.warned_empty.clone();
+        ex.warned_bare = self.warned_bare.clone();
         ex.defers_warnings = true;
         ex
     }
@@ -769,12 +774,26 @@ impl Extractor {
                 continue;
             }
             let n = n as usize;
+            let strings = matches!(slot.ty, VcfType::String | VcfType::Character);
+            if n == 0
+                && strings
+                && slot.category == Category::Info
+                && !self
+                    .warned_bare
+                    .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                tracing::warn!(
+                    "record {} ({}:{pos}): INFO/{} is given without a value, as a Flag is,                      but its header Type is String: it holds no value and is stored as                      missing, so svar2 view leaves it out where bcftools prints the bare                      key (declare it Type=Flag to keep it; later such values are not                      reported)",
+                    record_no + 1,
+                    contig_name,
+                    slot.name
+                );
+            }
             if per == 0 || !n.is_multiple_of(per) {
                 return Err(err(format!("{}: {n} values for {per} samples", slot.name)));
             }
             // Values per cell: numbers as htslib counts them, strings by their
             // comma-separated parts (htslib's count is bytes).
-            let strings = matches!(slot.ty, VcfType::String | VcfType::Character);
             let (bytes, stride) = (if strings { buf.bytes(n) } else { &[][..] }, n / per);
             let cell = |i: usize| {
                 let b = &bytes[i * stride..(i + 1) * stride];
