@@ -166,7 +166,8 @@ pub struct SubsetArgs {
     /// comma-separated; 1-based, inclusive), in the header's contig order.
     #[arg(help_heading = SUBSETTING, short = 'r', long)]
     regions: Option<String>,
-    /// A regions file (CHR BEG END, tab-separated, 1-based inclusive; .bed: 0-based).
+    /// A regions file (CHR BEG END, tab-separated, 1-based inclusive; .bed: 0-based;
+    /// plain, gzip or bgzip).
     #[arg(help_heading = SUBSETTING, short = 'R', long = "regions-file", conflicts_with = "regions")]
     regions_file: Option<PathBuf>,
     /// Keep records whose POS lies in these targets; a leading ^ drops them instead.
@@ -319,10 +320,12 @@ pub fn split_paths(
 #[derive(Args)]
 pub struct SelectionArgs {
     /// Regions: records overlapping them (CHR, CHR:POS, CHR:BEG-END, CHR:BEG-;
-    /// comma-separated; 1-based, inclusive), found through the region index.
+    /// comma-separated; 1-based, inclusive; 1.5k, 2e6 as htslib reads them), found
+    /// through the region index.
     #[arg(short = 'r', long)]
     regions: Option<String>,
-    /// A regions file (CHR BEG END, tab-separated, 1-based inclusive; .bed: 0-based).
+    /// A regions file (CHR BEG END, tab-separated, 1-based inclusive; .bed: 0-based;
+    /// plain, gzip or bgzip).
     #[arg(short = 'R', long = "regions-file", conflicts_with = "regions")]
     #[arg(value_parser = crate::flags::local_path)]
     regions_file: Option<PathBuf>,
@@ -333,7 +336,8 @@ pub struct SelectionArgs {
     #[arg(short = 'T', long = "targets-file", conflicts_with = "targets")]
     #[arg(value_parser = crate::flags::local_path)]
     targets_file: Option<PathBuf>,
-    /// Samples, comma-separated, in that order; a leading ^ excludes them.
+    /// Samples, comma-separated, in that order; a leading ^ excludes them. view
+    /// recounts INFO/AC and AN over them (-G too), as bcftools view does, unless -I.
     #[arg(short = 's', long)]
     samples: Option<String>,
     /// A file of sample names, one per line; ^FILE excludes them.

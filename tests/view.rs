@@ -71,6 +71,15 @@ fn regions_targets_and_samples_equal_bcftools_view() {
     std::fs::write(&samples, "样本3\nNA00001\n").unwrap();
     let bed = d.join("regions.bed");
     std::fs::write(&bed, "chr1\t149\t300\nchr3\t0\t5\n").unwrap();
+    // Compressed lists, as bcftools reads them through htslib.
+    sh_ok(&format!(
+        "cd {} && bgzip -c regions.bed > regions.bed.gz && gzip -c samples.txt > samples.txt.gz \
+         && printf 'chr1\\t150\\t450\\nchr1\\t500\\t400\\n' | gzip -c > targets.txt.gz",
+        d.display()
+    ));
+    let bed_gz = d.join("regions.bed.gz");
+    let samples_gz = d.join("samples.txt.gz");
+    let targets_gz = d.join("targets.txt.gz");
     for geometry in [TINY_GEOMETRY, &[]] {
         let store = d.join("af.zarr");
         convert(&gz, &store, geometry);
@@ -92,6 +101,17 @@ fn regions_targets_and_samples_equal_bcftools_view() {
             vec!["-t", "^chr1:150-450,chr3"],
             vec!["-G", "-r", "chr2"],
             vec!["-I", "-s", "NA00001"],
+            vec![
+                "-R",
+                bed_gz.to_str().unwrap(),
+                "-S",
+                samples_gz.to_str().unwrap(),
+            ],
+            vec!["-T", targets_gz.to_str().unwrap()],
+            // htslib's numbers (1.5k, 2e3); a reversed range selects nothing.
+            vec!["-r", "chr1:0.15k-4.5e2"],
+            vec!["-r", "chr1:450-150,chr3"],
+            vec!["-G", "-s", "Zoë,NA00001"],
             // Blocks decoded many at once (or one at a time) still print in order.
             vec!["--threads", "8"],
             vec!["--threads", "1", "-s", "Zoë"],
@@ -121,6 +141,55 @@ fn regions_targets_and_samples_equal_bcftools_view() {
         &["-r", "chr1:100000-900000,chr3", "-s", ten],
     );
     same_selection(&small, &store, d, &["-r", "chr2:2000000-", "-s", "^tsk_0"]);
+}
+
+/// AC and AN under `-s` as `bcftools view` has them: recounted from the chosen
+/// samples with `-G` too; from the record (else every sample) when `-s` leaves none;
+/// and an expression's bare `AC`/`AN` is the INFO tag -s declares (absent from these
+/// records: missing), while MAC and AF are still counted.
+#[test]
+fn sample_subsets_count_ac_an_as_bcftools_view() {
+    if !tools(
+        "sample_subsets_count_ac_an_as_bcftools_view",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let vcf = d.join("acan.vcf");
+    std::fs::write(
+        &vcf,
+        "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n\
+         ##INFO=<ID=DP,Number=1,Type=Integer,Description=\"d\">\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+         ##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"d\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\tC\n\
+         1\t10\t.\tA\tG\t.\t.\tDP=3\tGT:DP\t0/1:3\t1/1:4\t./.:.\n\
+         1\t20\t.\tA\tG,T\t.\t.\t.\tGT\t0/0\t0/2\t1|2\n\
+         1\t30\t.\tC\tT\t.\t.\t.\tGT\t0/0\t0/0\t0\n",
+    )
+    .unwrap();
+    let gz = d.join("acan.vcf.gz");
+    sh_ok(&format!(
+        "bgzip -c {} > {gz} && bcftools index {gz}",
+        vcf.display(),
+        gz = gz.display()
+    ));
+    let store = d.join("acan.zarr");
+    convert(&gz, &store, &[]);
+    for args in [
+        &["-s", "^A,B,C"][..],
+        &["-G", "-s", "B"],
+        &["-G", "-s", "C,A"],
+        &["-s", "B", "-i", "AC>=1"],
+        &["-s", "B", "-G", "-e", "AN>1"],
+        &["-s", "B", "-i", "MAC>=1"],
+        &["-s", "^A", "-i", "AF>0.2"],
+        &["-I", "-G", "-s", "B"],
+    ] {
+        same_selection(&gz, &store, d, args);
+    }
 }
 
 /// `view -h` prints the header as `bcftools view -h` does, line for line: the input's

@@ -13,14 +13,49 @@ pub struct Region {
     pub end: i64,
 }
 
-/// `CHR`, `CHR:POS`, `CHR:BEG-END`, `CHR:BEG-` (commas in numbers allowed).
+impl Region {
+    /// Whether a record on `contig` from `pos` to `end` overlaps it. A region whose
+    /// end is before its start (`chr1:300-200`) overlaps nothing, as in bcftools.
+    pub fn overlaps(&self, contig: &str, pos: i64, end: i64) -> bool {
+        self.start <= self.end && self.contig == contig && self.start <= end && pos <= self.end
+    }
+}
+
+/// A position as htslib reads one (`hts_parse_decimal`): digits with commas, and an
+/// optional fraction, exponent or k/M/G suffix (`1.5k` = 1500, `2e6`), truncated.
+fn decimal(text: &str) -> Option<i64> {
+    let t = text.replace(',', "");
+    let (digits, scale) = match t.as_bytes().last()? {
+        b'k' | b'K' => (&t[..t.len() - 1], 1e3),
+        b'm' | b'M' => (&t[..t.len() - 1], 1e6),
+        b'g' | b'G' => (&t[..t.len() - 1], 1e9),
+        _ => (t.as_str(), 1.0),
+    };
+    if !digits.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    if scale == 1.0 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return digits.parse().ok();
+    }
+    if !digits
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
+        return None;
+    }
+    let v = digits.parse::<f64>().ok()? * scale;
+    (v.is_finite() && v < 9.0e18).then(|| v.trunc() as i64)
+}
+
+/// `CHR`, `CHR:POS`, `CHR:BEG-END`, `CHR:BEG-` (numbers as htslib reads them:
+/// commas, `1.5k`, `2e6`). A range whose end is before its start selects nothing.
 pub fn parse_region(text: &str) -> Result<Region> {
     let bad = || {
         Error::Request(format!(
             "region {text:?}: expected CHR, CHR:POS, CHR:BEG-END or CHR:BEG-"
         ))
     };
-    let num = |t: &str| t.replace(',', "").parse::<i64>().map_err(|_| bad());
+    let num = |t: &str| decimal(t).ok_or_else(bad);
     let (contig, range) = match text.rsplit_once(':') {
         Some((c, r)) if !r.is_empty() && r.chars().next().is_some_and(|c| c.is_ascii_digit()) => {
             (c, Some(r))
@@ -38,7 +73,7 @@ pub fn parse_region(text: &str) -> Result<Region> {
             }
         },
     };
-    if contig.is_empty() || start > end {
+    if contig.is_empty() {
         return Err(bad());
     }
     Ok(Region {
@@ -56,11 +91,42 @@ pub fn parse_regions(list: &str) -> Result<Vec<Region>> {
         .collect()
 }
 
+/// A regions, targets or samples file, as bcftools reads one (through htslib): plain
+/// text, gzip or bgzip.
+pub fn read_text_file(path: &Path) -> Result<String> {
+    let unreadable = |why: String| Error::Request(format!("{}: {why}", path.display()));
+    // htslib's own message for a missing file is a line on stderr; this says it once.
+    std::fs::metadata(path).map_err(|e| unreadable(e.to_string()))?;
+    let mut fp = crate::hts::HtsFile::open(path)
+        .ok_or_else(|| unreadable("htslib cannot open it".into()))?;
+    let mut ks = crate::hts::KString::new();
+    let mut bytes = Vec::new();
+    loop {
+        match fp.getline(&mut ks) {
+            n if n >= 0 => {
+                bytes.extend_from_slice(ks.bytes());
+                bytes.push(b'\n');
+            }
+            -1 => break,
+            _ => {
+                return Err(unreadable(
+                    "cannot be read to its end (a damaged gzip?)".into(),
+                ))
+            }
+        }
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        unreadable(format!(
+            "not UTF-8 text (byte {} of the decompressed text)",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
 /// A regions file: `CHR\tBEG\tEND` (1-based, inclusive) or `CHR\tPOS` lines; a `.bed`
-/// file is BED (0-based, half-open). `#` lines are skipped.
+/// file is BED (0-based, half-open). `#` lines are skipped. Plain, gzip or bgzip.
 pub fn read_regions_file(path: &std::path::Path) -> Result<Vec<Region>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Request(format!("{}: {e}", path.display())))?;
+    let text = read_text_file(path)?;
     let bed =
         path.extension().is_some_and(|e| e == "bed") || path.to_string_lossy().ends_with(".bed.gz");
     let mut out = Vec::new();
@@ -76,7 +142,7 @@ pub fn read_regions_file(path: &std::path::Path) -> Result<Vec<Region>> {
                 i + 1
             ))
         };
-        let num = |s: &str| s.trim().parse::<i64>().map_err(|_| bad());
+        let num = |s: &str| decimal(s.trim()).ok_or_else(bad);
         let (start, end) = match (f.get(1), f.get(2)) {
             (Some(a), Some(b)) if bed => (num(a)? + 1, num(b)?),
             (Some(a), Some(b)) => (num(a)?, num(b)?),
@@ -165,7 +231,14 @@ mod tests {
         assert_eq!(parse_region("chr1:5").unwrap().end, 5);
         assert_eq!(parse_region("chr1:5-").unwrap().end, i64::MAX);
         assert_eq!(parse_region("HLA-A:5").unwrap().contig, "HLA-A");
-        assert!(parse_region("chr1:9-2").is_err());
+        // htslib's numbers; a reversed range is a region of nothing.
+        assert_eq!(parse_region("chr1:1.5k-2e3").unwrap().start, 1500);
+        assert_eq!(parse_region("chr1:1.5k-2e3").unwrap().end, 2000);
+        assert_eq!(parse_region("chr1:2M").unwrap().end, 2_000_000);
+        assert!(parse_region("chr1:1x").is_err() && parse_region("chr1:1-k").is_err());
+        let reversed = parse_region("chr1:9-2").unwrap();
+        assert!(!reversed.overlaps("chr1", 1, 20) && !reversed.overlaps("chr1", 5, 5));
+        assert!(parse_region("chr1:2-9").unwrap().overlaps("chr1", 1, 2));
         let t = Targets::parse("^chr1:10-20").unwrap();
         assert!(t.keeps("chr1", 9) && !t.keeps("chr1", 10) && t.keeps("chr2", 15));
     }

@@ -122,8 +122,8 @@ fn sample_names(req: &SubsetRequest) -> Result<Option<(Vec<String>, bool)>> {
         Some(p) => (true, PathBuf::from(p)),
         None => (false, file.clone()),
     };
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Error::Request(format!("-S {}: {e}", path.display())))?;
+    let text =
+        crate::region::read_text_file(&path).map_err(|e| Error::Request(format!("-S {e}")))?;
     let names = text
         .lines()
         .map(str::trim)
@@ -376,10 +376,7 @@ impl Subset {
         }
         if let Some(rs) = &self.regions {
             let end = pos + src.rlen().max(1) - 1;
-            if !rs
-                .iter()
-                .any(|r| r.contig == name && r.start <= end && pos <= r.end)
-            {
+            if !rs.iter().any(|r| r.overlaps(name, pos, end)) {
                 return Ok(None);
             }
         }

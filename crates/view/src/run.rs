@@ -188,7 +188,8 @@ fn output_schema(store: &Store, o: &ViewOptions) -> Result<(Schema, Vec<u64>, bo
         }
         crate::fill::declare(&mut schema, &o.fill_tags)?;
     }
-    let recompute = o.update_info && o.samples.is_some() && o.genotypes && schema.has_gt;
+    // bcftools view -s recounts them from the chosen samples' genotypes, -G or not.
+    let recompute = o.update_info && o.samples.is_some() && schema.has_gt;
     if recompute {
         crate::fill::declare(&mut schema, &[crate::fill::Tag::Ac, crate::fill::Tag::An])?;
     }
@@ -196,8 +197,10 @@ fn output_schema(store: &Store, o: &ViewOptions) -> Result<(Schema, Vec<u64>, bo
 }
 
 /// INFO/AC and INFO/AN of the block's records from the genotypes of its samples, as
-/// `bcftools view -s` recomputes them.
-fn recompute_ac_an(schema: &Schema, b: &mut Block) {
+/// `bcftools view -s` recomputes them. With `stored_first` (`-s` left no sample, and
+/// the block holds every sample's genotypes), a record's own INFO/AC and INFO/AN are
+/// kept where it has both, as bcftools then does (`bcf_calc_ac` reads them first).
+fn recompute_ac_an(schema: &Schema, b: &mut Block, stored_first: bool) {
     let Some(g) = &b.gt else { return };
     let field = |name: &str| {
         schema
@@ -210,7 +213,22 @@ fn recompute_ac_an(schema: &Schema, b: &mut Block) {
     let width = b.allele_width.saturating_sub(1).max(1);
     let mut ac = vec![-2i32; b.n * width];
     let mut an = vec![0i32; b.n];
+    let stored = |f: usize| b.info.iter().find(|v| v.field == f);
+    let (stored_ac, stored_an) = match stored_first {
+        true => (stored(ac_field), stored(an_field)),
+        false => (None, None),
+    };
     for r in 0..b.n {
+        if let (Some(sac), Some(san)) = (stored_ac, stored_an) {
+            let value = |v: &FieldValues, i: usize| v.values.int(i).filter(|&x| x >= 0);
+            if let (Some(n), Some(_)) = (value(san, r), value(sac, r * sac.width)) {
+                an[r] = n as i32;
+                for k in 0..width.min(sac.width) {
+                    ac[r * width + k] = sac.values.int(r * sac.width + k).unwrap_or(-2) as i32;
+                }
+                continue;
+            }
+        }
         let alts = (1..b.allele_width)
             .take_while(|&k| !b.alleles.get(r * b.allele_width + k).is_empty())
             .count();
@@ -453,14 +471,32 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
         true => Runs::new(),
         false => rows_to_print(store, &o.regions, o.targets.as_ref())?,
     };
-    let sources = Sources::new(store, &schema, columns.clone(), o.genotypes)?;
+    // `-s` that leaves no sample prints sites only, and bcftools then takes AC/AN from
+    // the record, else counts them over every sample.
+    let no_samples = columns.is_empty() && o.samples.is_some();
+    let genotypes = o.genotypes && !no_samples;
+    let read_columns = match no_samples && recompute {
+        true => (0..store.sample_names().len() as u64).collect(),
+        false => columns.clone(),
+    };
+    let read_samples = read_columns.len();
+    let mut sources = Sources::new(store, &schema, read_columns, genotypes || recompute)?;
+    if !genotypes {
+        // The genotypes alone, to count AC/AN from.
+        let fields = &schema.fields;
+        sources = sources.only(|k| fields[k].category != Category::Format, recompute);
+    }
     // bcftools view tests the expression on every sample, before it subsets them.
     // On the printed block when it has every sample (no -s, genotypes printed), else on
-    // a block of its own.
+    // a block of its own. When it recounts AC/AN it declares them first, so `AC` and
+    // `AN` there are the record's own INFO tags (absent: missing), not counts.
     let filter = match &o.filter {
         Some((text, logic)) => {
             let own = o.samples.is_some() || !o.genotypes;
-            let all = chosen_schema(store, None)?;
+            let mut all = chosen_schema(store, None)?;
+            if recompute {
+                crate::fill::declare(&mut all.0, &[crate::fill::Tag::Ac, crate::fill::Tag::An])?;
+            }
             Some(RecordFilter::new(store, text, *logic, all, false, own)?)
         }
         None => None,
@@ -470,10 +506,9 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
         sink.finish(false, o.threads)?;
         return Ok(Printed::default());
     }
-    let block = block_rows(store, columns.len());
+    let block = block_rows(store, read_samples);
     let threads = reader.threads();
-    let window = blocks_in_flight(threads, block * block_row_bytes(columns.len()));
-    let genotypes = o.genotypes;
+    let window = blocks_in_flight(threads, block * block_row_bytes(read_samples));
     let kept_format = o.kept_format.as_deref();
     let records = pipeline(
         reader,
@@ -498,7 +533,7 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
         },
         |(b, verdicts, kept_fields), buffers| {
             if recompute {
-                recompute_ac_an(&schema, b);
+                recompute_ac_an(&schema, b, no_samples);
             }
             crate::fill::fill(&schema, &o.fill_tags, b);
             let v = verdicts.as_deref();

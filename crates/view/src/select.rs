@@ -47,6 +47,10 @@ fn rows_of(store: &Store, r: &Region) -> Result<Vec<u64>> {
                 .join(", ")
         )));
     }
+    if r.start > r.end {
+        // A reversed range (`1:300-200`) selects nothing, as in bcftools.
+        return Ok(Vec::new());
+    }
     Ok(store.locate(&r.contig, r.start, r.end)?)
 }
 
@@ -64,8 +68,8 @@ pub fn sample_columns(
                 Some(p) => (true, std::path::PathBuf::from(p)),
                 None => (false, f.to_path_buf()),
             };
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+            let text = svar2_vcf::region::read_text_file(&path)
+                .map_err(|e| Error::Usage(e.to_string()))?;
             let names: Vec<&str> = text
                 .lines()
                 .map(str::trim)
