@@ -146,7 +146,7 @@ fn regions_targets_and_samples_equal_bcftools_view() {
 /// AC and AN under `-s` as `bcftools view` has them: recounted from the chosen
 /// samples with `-G` too; from the record (else every sample) when `-s` leaves none;
 /// and an expression's bare `AC`/`AN` is the INFO tag -s declares (absent from these
-/// records: missing), while MAC and AF are still counted.
+/// records: missing), while MAC and AF are still counted. And `query`'s `%LINE`.
 #[test]
 fn sample_subsets_count_ac_an_as_bcftools_view() {
     if !tools(
@@ -190,6 +190,15 @@ fn sample_subsets_count_ac_an_as_bcftools_view() {
     ] {
         same_selection(&gz, &store, d, args);
     }
+    // query's %LINE prints -s samples in file order, its [ ] in the order given.
+    let fmt = "'[%SAMPLE=%GT ]|%LINE'";
+    let want = sh_ok(&format!("bcftools query -s C,A -f {fmt} {}", gz.display()));
+    let got = sh_ok(&format!(
+        "{} query -s C,A -f {fmt} {}",
+        env!("CARGO_BIN_EXE_svar2"),
+        store.display()
+    ));
+    assert_eq!(got, want, "query -s C,A %LINE");
 }
 
 /// `view -h` prints the header as `bcftools view -h` does, line for line: the input's

@@ -425,6 +425,8 @@ pub struct Printer<'s> {
     floats: FloatText,
     /// FORMAT fields present in the current record.
     present: Vec<usize>,
+    /// The block's samples in the order a line prints them (`None`: the block's).
+    sample_order: Option<Vec<usize>>,
 }
 
 impl<'s> Printer<'s> {
@@ -436,7 +438,16 @@ impl<'s> Printer<'s> {
             genotypes,
             floats: FloatText::default(),
             present: Vec::new(),
+            sample_order: None,
         }
+    }
+
+    /// Lines print the block's samples in `order` (block sample indexes): `query
+    /// %LINE` prints `-s` samples in file order, as bcftools' subset header holds them,
+    /// while `[ ]` keeps the order given.
+    pub fn in_order(mut self, order: Vec<usize>) -> Printer<'s> {
+        self.sample_order = Some(order);
+        self
     }
 
     /// The printer for BCF output: floats as [`FloatText::exact`] prints them.
@@ -633,7 +644,7 @@ impl<'s> Printer<'s> {
         if keys == 0 {
             out.push(b'.');
         }
-        if self.present.is_empty() {
+        if self.present.is_empty() && self.sample_order.is_none() {
             if let Some(g) = &b.gt {
                 if put_diploid_calls(g, r * s, s, out) {
                     out.push(b'\n');
@@ -641,7 +652,8 @@ impl<'s> Printer<'s> {
                 }
             }
         }
-        for j in 0..s {
+        for i in 0..s {
+            let j = self.sample_order.as_ref().map_or(i, |o| o[i]);
             out.push(b'\t');
             let call = r * s + j;
             let mut first = true;

@@ -617,6 +617,12 @@ pub fn query(
     let block = block_rows(store, width);
     let threads = reader.threads();
     let window = blocks_in_flight(threads, block * block_row_bytes(width));
+    // %LINE prints the samples in file order (bcftools' subset header), [ ] in -s's.
+    let file_order = (!columns.is_sorted()).then(|| {
+        let mut order: Vec<usize> = (0..columns.len()).collect();
+        order.sort_by_key(|&j| columns[j]);
+        order
+    });
     let records = pipeline(
         reader,
         &rows,
@@ -631,7 +637,10 @@ pub fn query(
                 v,
                 threads,
                 buffers,
-                || Printer::new(&schema, true),
+                || match &file_order {
+                    Some(o) => Printer::new(&schema, true).in_order(o.clone()),
+                    None => Printer::new(&schema, true),
+                },
                 |p, b, r, out| {
                     let samples = v.and_then(|v| v[r].samples.as_deref());
                     q.put_record(p, &schema, b, r, samples, out)
