@@ -72,6 +72,13 @@ impl Store {
         io_threads: usize,
     ) -> PyResult<Store> {
         let opened = open_here(&path, threads, io_threads)?;
+        // A forked child (a DataLoader worker) reopens the store by this path: made
+        // absolute here, so a `chdir` between open and fork does not reopen another
+        // store of the same relative name.
+        let path = match svar2_storage::bucket::is_bucket_url(&path) {
+            true => path,
+            false => std::path::absolute(&path).unwrap_or(path),
+        };
         Ok(Store {
             path,
             threads,
@@ -169,7 +176,8 @@ fn rows_of(
 
 #[pymethods]
 impl Store {
-    /// The store's path.
+    /// The store's local path made absolute at open (a forked worker reopens it
+    /// there, whatever its working directory), or its `s3://` URL.
     #[getter]
     fn path(&self) -> String {
         self.path.display().to_string()

@@ -51,7 +51,9 @@ class Store:
     """An open VCF Zarr store; safe to share between threads, reopened after a fork."""
 
     @property
-    def path(self) -> str: ...
+    def path(self) -> str:
+        """The store's local path made absolute at open (a forked worker reopens it
+        there, whatever its working directory), or its ``s3://`` URL."""
     @property
     def samples(self) -> Tuple[str, ...]:
         """Sample names in store order."""

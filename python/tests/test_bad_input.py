@@ -144,6 +144,47 @@ def test_store_deleted_under_a_reader(tmp_path, svar2_store):
         store.read("call_genotype", [[2000, 100, 30, 5]])
 
 
+def test_store_replaced_under_a_reader(tmp_path, format_vcf, svar2_store):
+    """`convert --force` (or an append) over a store a handle has open: chunks read
+    before stay as they were; a shard opened after is another version's, which the
+    metadata read at open does not describe (other samples under the old names, or a
+    grid changed), so it is an error saying so, never those values."""
+    store_dir = tmp_path / "replaced.zarr"
+    shutil.copytree(svar2_store, store_dir)
+    store = svar2.open(store_dir)
+    first = store.read("call_genotype", [[0, 100, 0, 5]])
+    names = list(reversed(store.samples))
+    svar2.convert(format_vcf, store_dir, force=True, samples=names, variants_chunk=170,
+                  samples_chunk=5, variants_shard=510, samples_shard=15)
+    assert (store.read("call_genotype", [[0, 100, 0, 5]]) == first).all()
+    with pytest.raises(svar2.Error, match="replaced while it was open"):
+        store.read("call_genotype", [[2000, 100, 30, 5]])
+    # Opened again: the new version.
+    assert svar2.open(store_dir).samples == tuple(names)
+
+
+def test_a_relative_path_is_reopened_where_it_was_opened(tmp_path, svar2_store, monkeypatch):
+    """A forked worker reopens the store by its path: the one opened, not another of
+    the same relative name under the working directory the worker has."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shutil.copytree(svar2_store, tmp_path / "a" / "s.zarr")
+    monkeypatch.chdir(tmp_path / "a")
+    store = svar2.open("s.zarr")
+    assert os.path.isabs(store.path)
+    want = store.read("call_genotype", [[0, 64, 5, 1]])
+    monkeypatch.chdir(tmp_path / "b")
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = 0 if (store.read("call_genotype", [[0, 64, 5, 1]]) == want).all() else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_error_classes(tmp_path):
     """svar2.Error's subclasses tell what a program may handle apart: an input that
     does not convert (InputError: file, record, contig:pos), a damaged store

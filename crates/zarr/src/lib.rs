@@ -69,6 +69,16 @@ pub struct AnyArray {
     /// The shards svar2 wrote (from the root's record): a missing one of these is
     /// damage; `None` (another writer, an older svar2) reads a missing one as fill.
     written: Option<svar2_store::written::Written>,
+    /// The local metadata file as opened (device, inode): a chunk opened later while
+    /// another file is there belongs to another version (`convert --force` or an
+    /// append replaced the store), which the metadata read at open does not describe.
+    meta_identity: Option<(u64, u64)>,
+}
+
+/// A local file's (device, inode), `None` where it is not there.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Whether a codec chain (v3 JSON, inner chunks) is vlen-utf8 then zstd (then
@@ -820,8 +830,12 @@ impl AnyGroup {
                     (inner.is_some() || layout.shard.is_none())
                         && inner_chain(m, zarr_format, inner.is_some()).is_some_and(is_vlen_zstd)
                 });
+            let meta_identity = storage
+                .local_root()
+                .and_then(|root| file_identity(&root.join(&meta_key)));
             arrays.push(Arc::new(AnyArray {
                 storage: storage.clone(),
+                meta_identity,
                 meta_key,
                 name: layout.name.clone(),
                 dtype,
@@ -943,6 +957,7 @@ impl AnyArray {
         if let Some(r) = &self.inner {
             return self.read_inner(r, idx);
         }
+        self.check_same_version(idx)?;
         let got = self
             .array
             .retrieve_encoded_chunk(idx)
@@ -974,6 +989,32 @@ impl AnyArray {
             });
         }
         Ok(())
+    }
+
+    /// A chunk opened now is of the version opened only while the array's metadata
+    /// is still the file read at open: after `convert --force` or an append replaced
+    /// the store, its shards would be read under the old version's metadata (other
+    /// samples under the old names, or "corrupt shard" where the grid changed).
+    /// One `stat` per shard opened (local stores only).
+    fn check_same_version(&self, idx: &[u64]) -> Result<()> {
+        let Some(was) = self.meta_identity else {
+            return Ok(());
+        };
+        let Some(root) = self.storage.local_root() else {
+            return Ok(());
+        };
+        let path = root.join(&self.meta_key);
+        match file_identity(&path) {
+            None => self.check_still_there(idx),
+            Some(now) if now == was => Ok(()),
+            Some(_) => Err(Error::Chunk {
+                key: self.key(idx),
+                msg: format!(
+                    "the store was replaced while it was open ({} is another file now:                      another conversion with --force, or an append, wrote it): open the                      store again",
+                    path.display()
+                ),
+            }),
+        }
     }
 
     /// A missing chunk is all fill only while the array itself is still there.
@@ -1133,6 +1174,7 @@ impl AnyArray {
             key: key.to_string(),
             msg: format!("cannot read ({e})"),
         };
+        self.check_same_version(idx)?;
         Ok(match svar2_storage::open_regular(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 self.check_not_lost(idx, sidx)?;
