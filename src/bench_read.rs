@@ -23,7 +23,7 @@ pub struct Args {
     #[arg(long, default_value_t = 7)]
     seed: u64,
     /// Patches per batch (a batch decodes each chunk once).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     batch: usize,
     /// Threads that only read, for stores whose chunks are not in mapped shard files:
     /// a bucket store (one request each in flight: give it many, e.g. 64) or unsharded

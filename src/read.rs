@@ -8,7 +8,7 @@ pub struct Args {
     /// The store: a directory, a .zip file or s3://bucket/path (any VCF Zarr store).
     #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
-    /// CONTIG, CONTIG:POS or CONTIG:START-END (1-based, inclusive; records
+    /// CONTIG, CONTIG:POS, CONTIG:START-END or CONTIG:START- (1-based, inclusive; records
     /// overlapping it, as `bcftools view -r`).
     #[arg(long)]
     region: String,

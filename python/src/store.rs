@@ -128,6 +128,13 @@ impl Store {
 /// Sample columns from names or indices (a list, tuple or numpy array).
 pub(crate) fn columns_of(o: &Opened, samples: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
     let n = o.store.sample_names().len() as i64;
+    // (A string iterates as its letters: "S1" would ask for samples "S" and "1".)
+    if samples.is_instance_of::<pyo3::types::PyString>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "samples: a list of names or indices, not one string ({})",
+            samples.repr()?
+        )));
+    }
     let mut out = Vec::new();
     for item in samples.try_iter()? {
         let item = item?;
@@ -297,7 +304,14 @@ impl Store {
         }
         let out = match out {
             Some(buf) => buf,
-            None => arrays::zeros(py, &a, &shape)?,
+            None => {
+                if columns.is_none() {
+                    // A patch outside the array is an IndexError before its output is
+                    // allocated (2^40 variants is not a MemoryError).
+                    o.reader.batch_bytes(&a, &list).map_err(errors::reader)?;
+                }
+                arrays::zeros(py, &a, &shape)?
+            }
         };
         let reader = o.reader.clone();
         let cancel = AtomicBool::new(false);

@@ -28,6 +28,8 @@ from __future__ import annotations
 import collections
 import itertools
 import multiprocessing
+import multiprocessing.context
+import operator
 import os
 import warnings
 import weakref
@@ -114,20 +116,33 @@ class PatchDataset(torch.utils.data.IterableDataset):
     ):
         super().__init__()
         self.store = store if isinstance(store, Store) else _open(store)
-        self.array = array
-        self.patch = (int(patch[0]), int(patch[1]))
-        if batch_size < 1 or num_patches < 0 or read_ahead < 1:
-            raise ValueError("batch_size and read_ahead must be >= 1, num_patches >= 0")
-        self.batch_size = int(batch_size)
-        self.seed = int(seed)
-        self.num_patches = int(num_patches)
+        if len(patch) != 2:
+            raise ValueError(f"patch: (variants, samples), got {tuple(patch)!r}")
+        self.patch = (_whole("patch", patch[0]), _whole("patch", patch[1]))
+        self.batch_size = _whole("batch_size", batch_size)
+        self.num_patches = _whole("num_patches", num_patches)
+        self.read_ahead = _whole("read_ahead", read_ahead)
+        if self.batch_size < 1 or self.num_patches < 0 or not 1 <= self.read_ahead <= 64:
+            raise ValueError("batch_size must be >= 1, read_ahead 1 to 64, num_patches >= 0")
+        self.seed = _whole("seed", seed)
+        if isinstance(samples, (str, bytes)):
+            raise TypeError(f"samples: a list of names or indices, not one string ({samples!r})")
         self.samples = None if samples is None else list(samples)
         self.regions = None if regions is None else [_region(r) for r in regions]
         self.drop_last = bool(drop_last)
-        self.read_ahead = int(read_ahead)
         self.with_patches = bool(with_patches)
+        if threads_per_worker is not None and _whole("threads_per_worker", threads_per_worker) < 1:
+            raise ValueError(f"threads_per_worker must be >= 1 (or None: the cores shared out), got {threads_per_worker}")
         self.threads_per_worker = threads_per_worker
+        if rank is not None or world_size is not None:
+            r, w = _whole("rank", rank or 0), _whole("world_size", 1 if world_size is None else world_size)
+            if w < 1 or not 0 <= r < w:
+                raise ValueError(f"rank {r} of world_size {w}: expected 0 <= rank < world_size")
         self._rank, self._world = rank, world_size
+        if array not in self.store.arrays:
+            raise ValueError(f"no array {array!r} in {self.store.path}")
+        _torch_dtype(self.store.arrays[array].dtype)
+        self.array = array
         self.device = None if device is None else str(device)
         if self.device == "cpu:0":
             self.device = "cpu"
@@ -144,7 +159,25 @@ class PatchDataset(torch.utils.data.IterableDataset):
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration serves (call it before each epoch)."""
-        self._epoch.value = int(epoch)
+        e = _whole("epoch", epoch)
+        if not 0 <= e < 2**63:
+            raise ValueError(f"epoch must be 0 to 2**63 - 1, got {e}")
+        self._epoch.value = e
+
+    def __getstate__(self) -> dict:
+        """Pickled to start a spawn/forkserver worker, the epoch counter is shared with
+        it; pickled otherwise (a checkpoint, ``copy.deepcopy``, Ray), the copy holds
+        the epoch's number and gets a counter of its own."""
+        state = self.__dict__.copy()
+        state.pop("_worker_store", None)
+        if multiprocessing.context.get_spawning_popen() is None:
+            state["_epoch"] = int(self._epoch.value)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        if isinstance(state.get("_epoch"), int):
+            state["_epoch"] = multiprocessing.get_context().Value("q", state["_epoch"], lock=False)
+        self.__dict__.update(state)
 
     @property
     def epoch(self) -> int:
@@ -466,6 +499,14 @@ _TORCH_DTYPES = {
     "int64": torch.int64,
     "float32": torch.float32,
 }
+
+
+def _whole(name: str, value) -> int:
+    """``value`` as an int, refusing what is not a whole number (2.5 is not taken as 2)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected a whole number, got {value!r}") from None
 
 
 def _torch_dtype(numpy_dtype: str) -> torch.dtype:

@@ -214,3 +214,14 @@ def test_convert_keywords_out_of_range_are_value_errors(format_vcf, tmp_path):
         with pytest.raises(ValueError):
             svar2.rechunk(tmp_path / "none.zarr", tmp_path / "y.zarr",
                           **kw)
+
+
+def test_arguments_that_cannot_read_are_refused_before_any_allocation(svar2_store):
+    store = svar2.open(svar2_store)
+    # One string is not a list of names (it would be its letters).
+    with pytest.raises(TypeError, match="not one string"):
+        store.read("call_genotype", [[0, 10, 0, 1]], samples="tsk_1")
+    # Counts far past the array: IndexError, not a MemoryError for the output.
+    for n in (2**40, 2**62):
+        with pytest.raises(IndexError):
+            store.read("call_genotype", [[0, n, 0, 1]])

@@ -127,3 +127,36 @@ def test_epoch_zero_is_bench_reads_list(svar2_store):
     want = np.array(json.loads(out.read_text()), dtype=np.int64)
     got = svar2.open(svar2_store).random_patches(300, shape=(64, 2), seed=7)
     assert (got == want).all()
+
+
+def test_a_dataset_pickles_and_copies_and_checks_its_arguments(torch_mod, svar2_store):
+    """A checkpoint, ``copy.deepcopy`` or Ray pickles the dataset outside a worker's
+    start: the copy serves the same epoch, with a counter of its own. Arguments that
+    cannot work are refused when the dataset is made, not in a worker later."""
+    import copy
+    import pickle
+
+    from svar2.torch import PatchDataset
+
+    store = svar2.open(svar2_store)
+    ds = PatchDataset(store, patch=(20, 2), batch_size=8, num_patches=40, seed=3)
+    ds.set_epoch(2)
+    for twin in (pickle.loads(pickle.dumps(ds)), copy.deepcopy(ds)):
+        assert twin.epoch == 2
+        assert (twin.epoch_patches() == ds.epoch_patches()).all()
+        twin.set_epoch(5)
+        assert ds.epoch == 2
+    bad = [
+        (dict(batch_size=2.5), TypeError), (dict(num_patches=2.9), TypeError),
+        (dict(patch=(5, 1, 1)), ValueError), (dict(read_ahead=1000), ValueError),
+        (dict(threads_per_worker=0), ValueError), (dict(rank=3, world_size=2), ValueError),
+        (dict(rank=-1, world_size=2), ValueError), (dict(world_size=0), ValueError),
+        (dict(array="nope"), ValueError), (dict(array="variant_allele"), ValueError),
+        (dict(samples="S1"), TypeError),
+    ]
+    for kw, error in bad:
+        with pytest.raises(error):
+            PatchDataset(store, **{"patch": (20, 2), **kw})
+    for epoch in (-1, 2**63):
+        with pytest.raises(ValueError, match="epoch"):
+            ds.set_epoch(epoch)

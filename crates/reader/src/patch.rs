@@ -67,8 +67,10 @@ fn check_count(n: usize) -> Result<()> {
 }
 
 /// `n` patches of `variants` × `samples` at uniform random starts inside an array of
-/// `n_variants` × `n_samples` (a patch larger than the array is clipped to it).
-/// A list larger than this machine's memory is refused.
+/// `n_variants` × `n_samples` (1 for an array without a samples axis). A patch larger
+/// than the array is refused, as Python's `random_patches` refuses it (a patch cut to
+/// fit would measure a shape nobody asked for), and so is a list larger than this
+/// machine's memory.
 pub fn draw(
     n: usize,
     variants: u64,
@@ -77,17 +79,8 @@ pub fn draw(
     n_samples: u64,
     seed: u64,
 ) -> Result<Vec<Patch>> {
-    check_count(n)?;
-    let mut rng = XorShift64::new(seed);
-    let (v, s) = (variants.min(n_variants), samples.min(n_samples.max(1)));
-    Ok((0..n)
-        .map(|_| Patch {
-            variant_start: rng.below(n_variants - v + 1),
-            n_variants: v,
-            sample_start: rng.below(n_samples.max(1) - s + 1),
-            n_samples: s,
-        })
-        .collect())
+    let whole = std::iter::once(0..n_variants).collect::<Vec<_>>();
+    draw_in(n, variants, samples, &whole, n_samples.max(1), seed)
 }
 
 /// `n` patches of `variants` × `samples` whose variants lie inside one of `windows`
@@ -107,9 +100,15 @@ pub fn draw_in(
     let fits =
         |w: &std::ops::Range<u64>| (w.end.saturating_sub(w.start) + 1).saturating_sub(variants);
     let starts: u64 = windows.iter().map(fits).sum();
-    if variants == 0 || samples == 0 || starts == 0 {
+    if variants == 0 || samples == 0 {
         return Err(Error::OutOfRange(format!(
-            "no patch of {variants} variants fits in the regions given (the longest holds {})",
+            "a patch of {variants}x{samples}: a patch holds at least 1 variant and 1 sample"
+        )));
+    }
+    if starts == 0 {
+        return Err(Error::OutOfRange(format!(
+            "no patch of {variants} variants fits in the array or the regions given (the \
+             longest holds {})",
             windows
                 .iter()
                 .map(|w| w.end.saturating_sub(w.start))
@@ -184,6 +183,12 @@ mod tests {
             assert!(p.variant_start + p.n_variants <= 198_366);
             assert!(p.sample_start + p.n_samples <= 1000);
         }
+        // Refused, not cut to fit: too many variants or samples, or none.
+        assert!(draw(5, 999_999, 1, 198_366, 1000, 7).is_err());
+        assert!(draw(5, 4096, 1001, 198_366, 1000, 7).is_err());
+        let e = draw(5, 4096, 0, 198_366, 1000, 7).unwrap_err().to_string();
+        assert!(e.contains("at least 1 variant and 1 sample"), "{e}");
+        assert_eq!(draw(5, 4096, 1, 198_366, 0, 7).unwrap()[0].n_samples, 1);
         let json = serde_json::to_string(&a[..2]).unwrap();
         assert!(json.starts_with("[["), "{json}");
         let back: Vec<Patch> = serde_json::from_str(&json).unwrap();

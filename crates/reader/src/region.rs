@@ -15,17 +15,19 @@ use svar2_zarr::AnyArray;
 /// Rows read at once (the region streams through in blocks of this many records).
 const BLOCK_ROWS: u64 = 65_536;
 
-/// `CONTIG`, `CONTIG:POS` or `CONTIG:START-END` (commas in numbers allowed).
+/// `CONTIG`, `CONTIG:POS`, `CONTIG:START-END` or `CONTIG:START-` (commas in numbers
+/// allowed).
 pub fn parse_region(text: &str) -> Result<(String, i64, i64)> {
     let bad = || {
         Error::Usage(format!(
-            "--region {text:?}: expected CONTIG, CONTIG:POS or CONTIG:START-END"
+            "--region {text:?}: expected CONTIG, CONTIG:POS, CONTIG:START-END or CONTIG:START-"
         ))
     };
     let num = |t: &str| t.replace(',', "").parse::<i64>().map_err(|_| bad());
     match text.rsplit_once(':') {
         None => Ok((text.to_string(), 1, i64::MAX)),
         Some((c, r)) => match r.split_once('-') {
+            Some((a, "")) => Ok((c.to_string(), num(a)?, i64::MAX)),
             Some((a, b)) => Ok((c.to_string(), num(a)?, num(b)?)),
             None => {
                 let p = num(r)?;
@@ -251,5 +253,9 @@ mod tests {
         );
         assert_eq!(parse_region("HLA-A:5").unwrap(), ("HLA-A".into(), 5, 5));
         assert!(parse_region("chr1:x-2").is_err());
+        assert_eq!(
+            parse_region("chr1:5,000-").unwrap(),
+            ("chr1".into(), 5000, i64::MAX)
+        );
     }
 }
