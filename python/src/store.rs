@@ -352,9 +352,7 @@ impl Store {
         let reader = o.reader.clone();
         let cancel = AtomicBool::new(false);
         arrays::fill(py, &values, &a, &shape, &cancel, |bytes| {
-            let got = svar2_reader::region::read_rows(&reader, &a, &rows, &columns, &cancel)?;
-            bytes.copy_from_slice(&got);
-            Ok(())
+            svar2_reader::region::read_rows_into(&reader, &a, &rows, &columns, bytes, &cancel)
         })?;
         let positions = wait::inline(py, || -> svar2_reader::Result<Vec<i64>> {
             let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
@@ -510,6 +508,13 @@ impl Store {
         samples: Option<Bound<'_, PyAny>>,
         depth: usize,
     ) -> PyResult<crate::batches::Batches> {
+        if !(1..=svar2_reader::ahead::MAX_DEPTH).contains(&depth) || batch_size == 0 {
+            return Err(errors::value(format!(
+                "depth {depth}, batch_size {batch_size}: depth is 1 to {}, batch_size at \
+                 least 1",
+                svar2_reader::ahead::MAX_DEPTH
+            )));
+        }
         let (o, a) = self.array(array)?;
         let list = arrays::patches_of(py, patches)?;
         let columns = samples.map(|s| columns_of(&o, &s)).transpose()?;

@@ -225,3 +225,6 @@ def test_arguments_that_cannot_read_are_refused_before_any_allocation(svar2_stor
     for n in (2**40, 2**62):
         with pytest.raises(IndexError):
             store.read("call_genotype", [[0, n, 0, 1]])
+    for kw in (dict(depth=1000), dict(depth=0), dict(batch_size=0)):
+        with pytest.raises(ValueError, match="depth"):
+            store.read_ahead("call_genotype", [[0, 10, 0, 1]], **kw)

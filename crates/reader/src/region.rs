@@ -86,24 +86,44 @@ pub fn read_rows(
     columns: &[u64],
     cancel: &AtomicBool,
 ) -> Result<Vec<u8>> {
-    let mut patches = Vec::new();
-    for run in rows.chunk_by(|x, y| *y == x + 1) {
-        patches.push(Patch {
+    let Some(patches) = row_runs(a, rows, columns) else {
+        return Ok(Vec::new());
+    };
+    let mut out = vec![0u8; reader.batch_bytes_columns(a, &patches, columns)?];
+    reader.read_batch_columns(a, &patches, columns, &mut out, cancel)?;
+    Ok(out)
+}
+
+/// [`read_rows`] into `out` (a caller's buffer of exactly the bytes it fills, as
+/// Python's numpy array is: no second copy of a region the size of memory).
+pub fn read_rows_into(
+    reader: &Reader,
+    a: &Arc<AnyArray>,
+    rows: &[u64],
+    columns: &[u64],
+    out: &mut [u8],
+    cancel: &AtomicBool,
+) -> Result<()> {
+    match row_runs(a, rows, columns) {
+        Some(patches) => reader.read_batch_columns(a, &patches, columns, out, cancel),
+        None => Ok(()),
+    }
+}
+
+/// One patch per run of consecutive `rows` over `columns`; `None` where nothing is
+/// read (no rows, or no columns of an array with a samples axis).
+fn row_runs(a: &AnyArray, rows: &[u64], columns: &[u64]) -> Option<Vec<Patch>> {
+    let patches: Vec<Patch> = rows
+        .chunk_by(|x, y| *y == x + 1)
+        .map(|run| Patch {
             variant_start: run[0],
             n_variants: run.len() as u64,
             sample_start: 0,
             n_samples: columns.len() as u64,
-        });
-    }
-    if patches.is_empty() {
-        return Ok(Vec::new());
-    }
-    if crate::columns::samples_axis(a).is_some() && columns.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut out = vec![0u8; reader.batch_bytes_columns(a, &patches, columns)?];
-    reader.read_batch_columns(a, &patches, columns, &mut out, cancel)?;
-    Ok(out)
+        })
+        .collect();
+    let empty = crate::columns::samples_axis(a).is_some() && columns.is_empty();
+    (!patches.is_empty() && !empty).then_some(patches)
 }
 
 /// Prints the region.
