@@ -9,7 +9,7 @@ pub struct Args {
     #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
     /// The format, as bcftools query takes it: %CHROM %POS %POS0 %ID %REF %ALT
-    /// %FIRST_ALT %QUAL %FILTER %INFO %INFO/TAG %TAG %END %END0 %LINE, [ … ] per sample with %SAMPLE %GT
+    /// %FIRST_ALT %QUAL %FILTER %TYPE %INFO %INFO/TAG %TAG %END %END0 %LINE, [ … ] per sample with %SAMPLE %GT
     /// %TGT %TAG; %ALT{N} %TAG{N}: a list's N-th value (0-based); \t \n.
     #[arg(short = 'f', long, required_unless_present = "list_samples")]
     format: Option<String>,

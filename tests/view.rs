@@ -337,9 +337,9 @@ fn bad_requests_and_damaged_stores_end_in_one_line() {
             .arg(&store)),
         "NOPE",
     );
-    // bcftools tags svar2 does not print are refused by name (were "no INFO/TYPE").
+    // bcftools tags svar2 does not print are refused by name (were "no INFO/MASK").
     for (format, needle) in [
-        ("%TYPE\\n", "%TYPE is not offered"),
+        ("%MASK\\n", "%MASK is not offered"),
         ("[%IUPACGT]\\n", "%IUPACGT is not offered"),
         ("%POS{1}\\n", "of ALT and of INFO and FORMAT fields only"),
         ("%AC{x}\\n", "give one 0-based index"),

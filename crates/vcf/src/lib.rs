@@ -44,6 +44,7 @@ pub mod schema;
 pub mod source;
 pub mod subset;
 pub mod truncation;
+pub mod variant_type;
 pub mod write;
 
 pub use error::{Error, Result};

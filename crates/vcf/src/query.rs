@@ -27,6 +27,9 @@ enum Tag {
     Pos0,
     End0,
     Line,
+    /// `%TYPE`: the record's variant types (`SNP`, `INDEL,OTHER`, `REF`), as htslib
+    /// classifies the alleles.
+    Type,
     /// An INFO field (index into the schema's fields).
     InfoField(usize),
     Sample,
@@ -178,7 +181,13 @@ impl Query {
                         ("SAMPLE", true) => Tag::Sample,
                         ("GT", true) => Tag::Gt,
                         ("TGT", true) => Tag::Tgt,
-                        (n @ ("TYPE" | "MASK" | "IUPACGT" | "PBINOM" | "FORMAT" | "N_PASS"), _)
+                        ("TYPE", _)
+                            if field("TYPE", Category::Info).is_none()
+                                && field("TYPE", Category::Format).is_none() =>
+                        {
+                            Tag::Type
+                        }
+                        (n @ ("MASK" | "IUPACGT" | "PBINOM" | "FORMAT" | "N_PASS"), _)
                             if field(n, Category::Info).is_none()
                                 && field(n, Category::Format).is_none() =>
                         {
@@ -436,12 +445,48 @@ impl Query {
                 out.extend_from_slice((b.pos[r] + b.rlen[r].max(1) - 2).to_string().as_bytes())
             }
             Tag::Line => p.put_record(b, r, out),
+            Tag::Type => put_type(b, r, out),
             Tag::InfoField(k) => match b.info.iter().find(|f| f.field == *k) {
                 Some(f) => p.put_info_value(f, r, out),
                 None => out.push(b'.'),
             },
             // Sample tags outside brackets are refused by `parse`.
             Tag::Sample | Tag::Gt | Tag::Tgt | Tag::FormatField(_) => out.push(b'.'),
+        }
+    }
+}
+
+/// `%TYPE` of record `r`, as bcftools' `process_type` prints it: `REF` for none,
+/// else each type present, comma-separated, in htslib's bit order.
+fn put_type(b: &Block, r: usize, out: &mut Vec<u8>) {
+    use crate::variant_type::*;
+    let w = b.allele_width;
+    let reference = b.alleles.get(r * w);
+    let alts: Vec<&[u8]> = (1..w)
+        .map(|k| b.alleles.get(r * w + k))
+        .take_while(|a| !a.is_empty())
+        .collect();
+    let types = variant_types(reference, &alts);
+    if types == 0 {
+        out.extend_from_slice(b"REF");
+        return;
+    }
+    let names = [
+        (VCF_SNP, "SNP"),
+        (VCF_MNP, "MNP"),
+        (VCF_INDEL, "INDEL"),
+        (VCF_OTHER, "OTHER"),
+        (VCF_BND, "BND"),
+        (VCF_OVERLAP, "OVERLAP"),
+    ];
+    let mut first = true;
+    for (bit, name) in names {
+        if types & bit != 0 {
+            if !first {
+                out.push(b',');
+            }
+            out.extend_from_slice(name.as_bytes());
+            first = false;
         }
     }
 }

@@ -56,8 +56,15 @@ pub fn parse_region(text: &str) -> Result<Region> {
         ))
     };
     let num = |t: &str| decimal(t).ok_or_else(bad);
-    let (contig, range) = match text.rsplit_once(':') {
-        Some((c, r)) if !r.is_empty() && r.chars().next().is_some_and(|c| c.is_ascii_digit()) => {
+    // `{HLA-A*01:01:01:01}` or `{…}:BEG-END`: a contig name with colons, as htslib
+    // takes it (without braces the last colon splits off the range).
+    let braced = text.strip_prefix('{').and_then(|t| t.split_once('}'));
+    let (contig, range) = match (braced, text.rsplit_once(':')) {
+        (Some((c, "")), _) => (c, None),
+        (Some((c, rest)), _) => (c, Some(rest.strip_prefix(':').ok_or_else(bad)?)),
+        (None, Some((c, r)))
+            if !r.is_empty() && r.chars().next().is_some_and(|c| c.is_ascii_digit()) =>
+        {
             (c, Some(r))
         }
         _ => (text, None),
@@ -231,6 +238,17 @@ mod tests {
         assert_eq!(parse_region("chr1:5").unwrap().end, 5);
         assert_eq!(parse_region("chr1:5-").unwrap().end, i64::MAX);
         assert_eq!(parse_region("HLA-A:5").unwrap().contig, "HLA-A");
+        let hla = parse_region("{HLA-A*01:01:01:01}").unwrap();
+        assert_eq!(
+            (hla.contig.as_str(), hla.end),
+            ("HLA-A*01:01:01:01", i64::MAX)
+        );
+        let hla = parse_region("{HLA-A*01:01}:5-9").unwrap();
+        assert_eq!(
+            (hla.contig.as_str(), hla.start, hla.end),
+            ("HLA-A*01:01", 5, 9)
+        );
+        assert!(parse_region("{HLA}5-9").is_err());
         // htslib's numbers; a reversed range is a region of nothing.
         assert_eq!(parse_region("chr1:1.5k-2e3").unwrap().start, 1500);
         assert_eq!(parse_region("chr1:1.5k-2e3").unwrap().end, 2000);
