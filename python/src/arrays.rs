@@ -60,6 +60,15 @@ pub fn patches_of(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Patch>
             if a.ndim() != 2 {
                 return Err(shape_error(format!("shape {:?}", a.shape())));
             }
+            // (uint64 past 2^63 − 1 would wrap negative as int64.)
+            if kind == b'u' && a.dtype().itemsize() == 8 && a.len() > 0 {
+                let top: u64 = a.call_method0("max")?.extract()?;
+                if top > i64::MAX as u64 {
+                    return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                        "patches: value {top} is past every array's bounds"
+                    )));
+                }
+            }
             a.call_method1("astype", ("int64",))?
                 .cast_into::<PyArray2<i64>>()
                 .map_err(|_| shape_error("an array numpy cannot make int64".into()))?

@@ -71,14 +71,14 @@ impl Store {
         threads: Option<usize>,
         io_threads: usize,
     ) -> PyResult<Store> {
-        let opened = open_here(&path, threads, io_threads)?;
-        // A forked child (a DataLoader worker) reopens the store by this path: made
-        // absolute here, so a `chdir` between open and fork does not reopen another
-        // store of the same relative name.
+        // Made absolute before opening: the shards opened later, and a forked child
+        // (a DataLoader worker) reopening the store, are found where the store was,
+        // whatever `chdir` happens in between.
         let path = match svar2_storage::bucket::is_bucket_url(&path) {
             true => path,
             false => std::path::absolute(&path).unwrap_or(path),
         };
+        let opened = open_here(&path, threads, io_threads)?;
         Ok(Store {
             path,
             threads,

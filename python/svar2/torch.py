@@ -211,6 +211,8 @@ class PatchDataset(torch.utils.data.IterableDataset):
     def epoch_patches(self, epoch: Optional[int] = None) -> np.ndarray:
         """Every patch of an epoch, (num_patches, 4) int64, before it is split."""
         n_samples = None if self.samples is None else len(self.samples)
+        if "samples" not in self.store.arrays[self.array].dims:
+            n_samples = 1  # a per-variant array (a sites-only store's too): one column
         if self._starts is not None:
             e = self.epoch if epoch is None else int(epoch)
             rng = np.random.default_rng((self.seed, e))

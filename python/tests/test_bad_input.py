@@ -157,10 +157,27 @@ def test_store_replaced_under_a_reader(tmp_path, format_vcf, svar2_store):
     svar2.convert(format_vcf, store_dir, force=True, samples=names, variants_chunk=170,
                   samples_chunk=5, variants_shard=510, samples_shard=15)
     assert (store.read("call_genotype", [[0, 100, 0, 5]]) == first).all()
-    with pytest.raises(svar2.Error, match="replaced while it was open"):
+    with pytest.raises(svar2.Error, match="replaced while it was open") as e:
         store.read("call_genotype", [[2000, 100, 30, 5]])
+    assert not isinstance(e.value, svar2.CorruptStoreError)
     # Opened again: the new version.
     assert svar2.open(store_dir).samples == tuple(names)
+
+
+def test_attributes_edited_under_a_reader_are_no_replacement(tmp_path, svar2_store):
+    """zarr-python's ``attrs[...]`` replaces an array's zarr.json (a new file), but
+    the shards and the root are the same version: reading goes on."""
+    from conftest import need_module
+
+    need_module("zarr", "zarr")
+    import zarr
+
+    store_dir = tmp_path / "edited.zarr"
+    shutil.copytree(svar2_store, store_dir)
+    store = svar2.open(store_dir)
+    store.read("call_genotype", [[0, 100, 0, 5]])
+    zarr.open_array(store_dir / "call_genotype", mode="r+").attrs["note"] = 1
+    store.read("call_genotype", [[2000, 100, 30, 5]])
 
 
 def test_a_relative_path_is_reopened_where_it_was_opened(tmp_path, svar2_store, monkeypatch):
@@ -174,6 +191,8 @@ def test_a_relative_path_is_reopened_where_it_was_opened(tmp_path, svar2_store, 
     assert os.path.isabs(store.path)
     want = store.read("call_genotype", [[0, 64, 5, 1]])
     monkeypatch.chdir(tmp_path / "b")
+    # This process too: shards not opened yet are found where the store is.
+    store.read("call_genotype", [[2000, 100, 30, 5]])
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -225,6 +244,8 @@ def test_arguments_that_cannot_read_are_refused_before_any_allocation(svar2_stor
     for n in (2**40, 2**62):
         with pytest.raises(IndexError):
             store.read("call_genotype", [[0, n, 0, 1]])
+    with pytest.raises(IndexError, match="past every array"):
+        store.read("call_genotype", np.array([[2**63, 1, 0, 1]], dtype=np.uint64))
     for kw in (dict(depth=1000), dict(depth=0), dict(batch_size=0)):
         with pytest.raises(ValueError, match="depth"):
             store.read_ahead("call_genotype", [[0, 10, 0, 1]], **kw)

@@ -160,3 +160,6 @@ def test_a_dataset_pickles_and_copies_and_checks_its_arguments(torch_mod, svar2_
     for epoch in (-1, 2**63):
         with pytest.raises(ValueError, match="epoch"):
             ds.set_epoch(epoch)
+    # A per-variant array has one column whatever the samples (a sites-only store too).
+    pos = PatchDataset(store, array="variant_position", patch=(20, 1), batch_size=4, num_patches=8)
+    assert [tuple(x.shape) for x in pos] == [(4, 20), (4, 20)]

@@ -783,7 +783,11 @@ impl Extractor {
                     .swap(true, std::sync::atomic::Ordering::Relaxed)
             {
                 tracing::warn!(
-                    "record {} ({}:{pos}): INFO/{} is given without a value, as a Flag is,                      but its header Type is String: it holds no value and is stored as                      missing, so svar2 view leaves it out where bcftools prints the bare                      key (declare it Type=Flag to keep it; later such values are not                      reported)",
+                    "record {} ({}:{pos}): INFO/{} is given without a value, as a Flag is, \
+                     but its header Type is String: it holds no value and is stored as \
+                     missing, so svar2 view leaves it out where bcftools prints the bare \
+                     key (declare it Type=Flag to keep it; later such values are not \
+                     reported)",
                     record_no + 1,
                     contig_name,
                     slot.name

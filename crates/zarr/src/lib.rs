@@ -73,6 +73,10 @@ pub struct AnyArray {
     /// another file is there belongs to another version (`convert --force` or an
     /// append replaced the store), which the metadata read at open does not describe.
     meta_identity: Option<(u64, u64)>,
+    /// The store's root metadata key and its file as opened: an array's metadata
+    /// rewritten while the root is not (zarr-python's `attrs[...]`, which replaces the
+    /// file) is an edit of the same version, not another version.
+    root: Option<(&'static str, (u64, u64))>,
 }
 
 /// A local file's (device, inode), `None` where it is not there.
@@ -622,6 +626,14 @@ impl AnyGroup {
             )));
         }
         let zarr_format = layouts[0].zarr_format;
+        let root_key = if zarr_format == 2 {
+            ".zgroup"
+        } else {
+            "zarr.json"
+        };
+        let root_identity = storage
+            .local_root()
+            .and_then(|root| file_identity(&root.join(root_key)));
         // zarrs reads through the same storage (never its own file opens): a FIFO in
         // place of a chunk file is an error naming it, not a reader blocked forever.
         let zarrs_storage: Arc<dyn ReadableStorageTraits> = Arc::new(ZarrsStorage(storage.clone()));
@@ -836,6 +848,7 @@ impl AnyGroup {
             arrays.push(Arc::new(AnyArray {
                 storage: storage.clone(),
                 meta_identity,
+                root: root_identity.map(|id| (root_key, id)),
                 meta_key,
                 name: layout.name.clone(),
                 dtype,
@@ -992,10 +1005,11 @@ impl AnyArray {
     }
 
     /// A chunk opened now is of the version opened only while the array's metadata
-    /// is still the file read at open: after `convert --force` or an append replaced
-    /// the store, its shards would be read under the old version's metadata (other
-    /// samples under the old names, or "corrupt shard" where the grid changed).
-    /// One `stat` per shard opened (local stores only).
+    /// is still the file read at open, or the store's root is (an edit of this array's
+    /// attributes alone): after `convert --force` or an append replaced the store, its
+    /// shards would be read under the old version's metadata (other samples under the
+    /// old names, or "corrupt shard" where the grid changed). One `stat` per shard
+    /// opened (local stores only).
     fn check_same_version(&self, idx: &[u64]) -> Result<()> {
         let Some(was) = self.meta_identity else {
             return Ok(());
@@ -1004,15 +1018,21 @@ impl AnyArray {
             return Ok(());
         };
         let path = root.join(&self.meta_key);
+        let root_kept = || {
+            self.root
+                .is_some_and(|(key, id)| file_identity(&root.join(key)) == Some(id))
+        };
         match file_identity(&path) {
             None => self.check_still_there(idx),
             Some(now) if now == was => Ok(()),
-            Some(_) => Err(Error::Chunk {
-                key: self.key(idx),
-                msg: format!(
-                    "the store was replaced while it was open ({} is another file now:                      another conversion with --force, or an append, wrote it): open the                      store again",
-                    path.display()
-                ),
+            Some(_) if root_kept() => Ok(()),
+            // (Not damage: `svar2.Error`, not `CorruptStoreError`, in Python.)
+            Some(_) => Err(Error::NotStore {
+                path,
+                msg: "the store was replaced while it was open (another file is there now: \
+                      another conversion with --force, or an append, wrote it): open the \
+                      store again"
+                    .into(),
             }),
         }
     }
