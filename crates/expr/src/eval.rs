@@ -205,6 +205,40 @@ impl Compiler<'_> {
         }
     }
 
+    /// bcftools' own AC, AN, AF, MAC or MAF (`upper`: the name in capitals), counted
+    /// from the genotypes (from INFO/AC and AN where a record has both); `None` for
+    /// another name.
+    fn counted(
+        &mut self,
+        upper: &str,
+        sub: Option<&str>,
+        at: usize,
+    ) -> Result<Option<Term>, Error> {
+        let c = match upper {
+            "AC" => Counted::Ac,
+            "AN" => Counted::An,
+            "AF" => Counted::Af,
+            "MAC" => Counted::Mac,
+            "MAF" => Counted::Maf,
+            _ => return Ok(None),
+        };
+        self.needs.genotypes = true;
+        self.needs.samples = true;
+        // INFO/AC and AN, when both are there, are what bcftools counts from.
+        for t in ["AC", "AN"] {
+            if let Some(k) = self.field(Category::Info, t) {
+                self.need_field(k);
+            }
+        }
+        // Without a subscript bcftools takes the first ALT's.
+        let which = match sub {
+            None => Sel::One(0),
+            Some(t) => Sel::parse(t)
+                .ok_or_else(|| Error::new(self.text, at, format!("`[{t}]`: not a subscript")))?,
+        };
+        Ok(Some(Term::Counted(c, which)))
+    }
+
     /// A name as a term.
     fn term(&mut self, name: &str, sub: Option<&str>, at: usize) -> Result<Term, Error> {
         let text = self.text;
@@ -228,13 +262,26 @@ impl Compiler<'_> {
             ));
         }
         // bcftools takes a tag the header declares (INFO or FORMAT, by the name as
-        // written) before its own AC, AN, AF, MAC, MAF, ALT and ILEN.
-        let declared = self.field(Category::Info, name).is_some()
-            || self.field(Category::Format, name).is_some();
+        // written) before its own AC, AN, AF, MAC, MAF and ILEN (not before ALT); and
+        // takes `INFO/AC` (or `INFO/ILEN`…) for its own where none is declared.
+        let declared = self.field(Category::Info, tag).is_some()
+            || self.field(Category::Format, tag).is_some();
+        if info_only && !declared {
+            let upper = tag.to_ascii_uppercase();
+            if upper == "ILEN" {
+                if sub.is_some() {
+                    return Err(self.err(at, format!("`{name}` takes no subscript")));
+                }
+                return Ok(Term::ILen);
+            }
+            if let Some(t) = self.counted(&upper, sub, at)? {
+                return Ok(t);
+            }
+        }
         if prefix.is_none() {
             let upper = name.to_ascii_uppercase();
             let fixed = match upper.as_str() {
-                "ALT" | "ILEN" if declared => None,
+                "ILEN" if declared => None,
                 "CHROM" => Some(Term::Chrom),
                 "POS" => Some(Term::Pos),
                 "ID" => Some(Term::Id),
@@ -262,32 +309,10 @@ impl Compiler<'_> {
                 }
                 return Ok(t);
             }
-            let counted = match upper.as_str() {
-                "AC" => Some(Counted::Ac),
-                "AN" => Some(Counted::An),
-                "AF" => Some(Counted::Af),
-                "MAC" => Some(Counted::Mac),
-                "MAF" => Some(Counted::Maf),
-                _ => None,
-            };
             // INFO/AC, AN, AF when the header has them; counted from GT otherwise.
-            if let Some(c) = counted {
-                if !declared {
-                    self.needs.genotypes = true;
-                    self.needs.samples = true;
-                    // INFO/AC and AN, when both are there, are what bcftools counts from.
-                    for t in ["AC", "AN"] {
-                        if let Some(k) = self.field(Category::Info, t) {
-                            self.need_field(k);
-                        }
-                    }
-                    // Without a subscript bcftools takes the first ALT's.
-                    let which = if sub.is_some() {
-                        sel(sub)?
-                    } else {
-                        Sel::One(0)
-                    };
-                    return Ok(Term::Counted(c, which));
+            if !declared {
+                if let Some(t) = self.counted(&upper, sub, at)? {
+                    return Ok(t);
                 }
             }
             if upper == "N_MISSING" || upper == "F_MISSING" {
