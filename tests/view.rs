@@ -190,6 +190,24 @@ fn sample_subsets_count_ac_an_as_bcftools_view() {
     ] {
         same_selection(&gz, &store, d, args);
     }
+    // No sample left: sites only, the header without FORMAT lines, as bcftools'.
+    let want = sh_ok(&format!("bcftools view -h --no-version -s ^A,B,C {}", gz.display()));
+    let got = ok(
+        "view -h -s ^A,B,C",
+        run(svar2().args(["view", "-h", "-s", "^A,B,C"]).arg(&store)),
+    );
+    assert_eq!(got, want, "header with no sample left");
+    // A regions file naming a contig the store lacks besides one it has (a genome-wide
+    // BED file): the others are passed over, as bcftools does; an empty file is refused.
+    let rx = d.join("rx.txt");
+    std::fs::write(&rx, "X\t1\t5\n1\t5\t25\n").unwrap();
+    same_selection(&gz, &store, d, &["-R", rx.to_str().unwrap()]);
+    let empty = d.join("empty.txt");
+    std::fs::write(&empty, "# nothing\n\n").unwrap();
+    fails_naming(
+        run(svar2().arg("view").arg("-R").arg(&empty).arg(&store)),
+        "holds no regions",
+    );
     // query's %LINE prints -s samples in file order, its [ ] in the order given.
     let fmt = "'[%SAMPLE=%GT ]|%LINE'";
     let want = sh_ok(&format!("bcftools query -s C,A -f {fmt} {}", gz.display()));

@@ -162,6 +162,15 @@ pub fn read_regions_file(path: &std::path::Path) -> Result<Vec<Region>> {
             end,
         });
     }
+    // No regions is no selection at all, which would print every record (bcftools
+    // refuses the file: "Failed to read the regions").
+    if out.is_empty() {
+        return Err(Error::Request(format!(
+            "{}: holds no regions (blank or # lines only): give a file with CHR, BEG[, END] \
+             lines, or leave -R/-T out for every record",
+            path.display()
+        )));
+    }
     Ok(out)
 }
 

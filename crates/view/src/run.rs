@@ -14,7 +14,7 @@ use svar2_expr::Verdict;
 use svar2_reader::{Reader, Store};
 use svar2_vcf::block::{Block, Dense, FieldValues};
 use svar2_vcf::query::Query;
-use svar2_vcf::schema::{Category, Schema};
+use svar2_vcf::schema::{Category, Schema, VcfType};
 use svar2_vcf::write::{header_text, OutputType, Printer, Sink};
 
 /// What `view` prints, as bcftools' flags say it.
@@ -179,6 +179,13 @@ fn chosen_schema(store: &Store, samples: Option<&Vec<u64>>) -> Result<(Schema, V
 fn output_schema(store: &Store, o: &ViewOptions) -> Result<(Schema, Vec<u64>, bool)> {
     let (mut schema, columns) = chosen_schema(store, o.samples.as_ref())?;
     if !o.fill_tags.is_empty() {
+        if o.samples.as_ref().is_some_and(|s| s.is_empty()) {
+            return Err(Error::Usage(
+                "--fill-tags computes tags from the genotypes of the samples printed: -s/-S \
+                 leaves none"
+                    .into(),
+            ));
+        }
         if !o.genotypes || !schema.has_gt {
             return Err(Error::Usage(
                 "--fill-tags computes tags from the genotypes: the store has none, or -G \
@@ -191,6 +198,17 @@ fn output_schema(store: &Store, o: &ViewOptions) -> Result<(Schema, Vec<u64>, bo
     // bcftools view -s recounts them from the chosen samples' genotypes, -G or not.
     let recompute = o.update_info && o.samples.is_some() && schema.has_gt;
     if recompute {
+        if let Some(f) = schema.fields.iter().find(|f| {
+            f.category == Category::Info
+                && (f.name == "AC" || f.name == "AN")
+                && f.ty != VcfType::Integer
+        }) {
+            return Err(Error::Usage(format!(
+                "the store declares INFO/{} as Type={:?}, and -s recounts it as integers: \
+                 pass -I to keep AC/AN as stored (svar2 convert -s refuses the same header)",
+                f.name, f.ty
+            )));
+        }
         crate::fill::declare(&mut schema, &[crate::fill::Tag::Ac, crate::fill::Tag::An])?;
     }
     Ok((schema, columns, recompute))
@@ -458,7 +476,11 @@ fn check_output_file(store: &Store, o: &ViewOptions) -> Result<()> {
 pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> {
     check_output_file(store, o)?;
     let (schema, columns, recompute) = output_schema(store, o)?;
-    let header = header_text(&schema, o.genotypes);
+    // `-s` that leaves no sample prints sites only (no FORMAT lines either), and
+    // bcftools then takes AC/AN from the record, else counts them over every sample.
+    let no_samples = columns.is_empty() && o.samples.is_some();
+    let genotypes = o.genotypes && !no_samples;
+    let header = header_text(&schema, genotypes);
     // BCF carries its header whatever -H says (its records are coded against it).
     let text = matches!(o.kind, OutputType::Vcf | OutputType::VcfGz);
     let written = if o.no_header && text {
@@ -471,10 +493,6 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
         true => Runs::new(),
         false => rows_to_print(store, &o.regions, o.targets.as_ref())?,
     };
-    // `-s` that leaves no sample prints sites only, and bcftools then takes AC/AN from
-    // the record, else counts them over every sample.
-    let no_samples = columns.is_empty() && o.samples.is_some();
-    let genotypes = o.genotypes && !no_samples;
     let read_columns = match no_samples && recompute {
         true => (0..store.sample_names().len() as u64).collect(),
         false => columns.clone(),

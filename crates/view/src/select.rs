@@ -12,8 +12,30 @@ pub use svar2_vcf::region::{parse_region, parse_regions, read_regions_file, Regi
 /// the regions first name them (as bcftools view visits `-r 2,1`: contig 2 first),
 /// ascending within each. An unknown contig is an error naming it.
 pub fn rows_in(store: &Store, regions: &[Region]) -> Result<Vec<u64>> {
+    // Regions on contigs the store lacks are passed over with a warning while some
+    // region names one it has (a genome-wide BED file over one chromosome's store, as
+    // bcftools and svar2 convert take it); where none does, the first is the error.
+    let known = |r: &&Region| store.contig_names().iter().any(|c| c == &r.contig);
+    let unknown: Vec<&str> = regions
+        .iter()
+        .filter(|r| !known(r))
+        .map(|r| r.contig.as_str())
+        .collect();
+    let some_known = unknown.len() < regions.len();
+    if some_known && !unknown.is_empty() {
+        let mut names = unknown.clone();
+        names.dedup();
+        tracing::warn!(
+            "regions on contigs the store lacks are passed over: {}",
+            names.join(", ")
+        );
+    }
+    let regions: Vec<Region> = match some_known {
+        true => regions.iter().filter(known).cloned().collect(),
+        false => regions.to_vec(),
+    };
     let mut contigs: Vec<&str> = Vec::new();
-    for r in regions {
+    for r in &regions {
         if !contigs.contains(&r.contig.as_str()) {
             contigs.push(&r.contig);
         }
