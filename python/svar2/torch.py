@@ -119,15 +119,27 @@ class PatchDataset(torch.utils.data.IterableDataset):
         if len(patch) != 2:
             raise ValueError(f"patch: (variants, samples), got {tuple(patch)!r}")
         self.patch = (_whole("patch", patch[0]), _whole("patch", patch[1]))
+        if min(self.patch) < 1:
+            raise ValueError(f"patch {self.patch}: at least 1 variant and 1 sample")
         self.batch_size = _whole("batch_size", batch_size)
         self.num_patches = _whole("num_patches", num_patches)
         self.read_ahead = _whole("read_ahead", read_ahead)
         if self.batch_size < 1 or self.num_patches < 0 or not 1 <= self.read_ahead <= 64:
             raise ValueError("batch_size must be >= 1, read_ahead 1 to 64, num_patches >= 0")
         self.seed = _whole("seed", seed)
+        if not 0 <= self.seed < 2**64:
+            raise ValueError(f"seed must be 0 to 2**64 - 1, got {self.seed}")
         if isinstance(samples, (str, bytes)):
             raise TypeError(f"samples: a list of names or indices, not one string ({samples!r})")
         self.samples = None if samples is None else list(samples)
+        if self.samples is not None:
+            names, n = set(self.store.samples), self.store.num_samples
+            for x in self.samples:
+                if isinstance(x, str):
+                    if x not in names:
+                        raise ValueError(f"samples: no sample {x!r} in {self.store.path}")
+                elif not 0 <= _whole("samples", x) < n:
+                    raise IndexError(f"samples: index {x} is outside the store's {n} samples")
         self.regions = None if regions is None else [_region(r) for r in regions]
         self.drop_last = bool(drop_last)
         self.with_patches = bool(with_patches)
@@ -135,7 +147,8 @@ class PatchDataset(torch.utils.data.IterableDataset):
             raise ValueError(f"threads_per_worker must be >= 1 (or None: the cores shared out), got {threads_per_worker}")
         self.threads_per_worker = threads_per_worker
         if rank is not None or world_size is not None:
-            r, w = _whole("rank", rank or 0), _whole("world_size", 1 if world_size is None else world_size)
+            r = _whole("rank", 0 if rank is None else rank)
+            w = _whole("world_size", 1 if world_size is None else world_size)
             if w < 1 or not 0 <= r < w:
                 raise ValueError(f"rank {r} of world_size {w}: expected 0 <= rank < world_size")
         self._rank, self._world = rank, world_size
@@ -213,8 +226,10 @@ class PatchDataset(torch.utils.data.IterableDataset):
         n_samples = None if self.samples is None else len(self.samples)
         if "samples" not in self.store.arrays[self.array].dims:
             n_samples = 1  # a per-variant array (a sites-only store's too): one column
+        e = self.epoch if epoch is None else _whole("epoch", epoch)
+        if not 0 <= e < 2**63:
+            raise ValueError(f"epoch must be 0 to 2**63 - 1, got {e}")
         if self._starts is not None:
-            e = self.epoch if epoch is None else int(epoch)
             rng = np.random.default_rng((self.seed, e))
             ns = self.patch[1]
             width = self.store.num_samples if n_samples is None else n_samples
@@ -230,7 +245,7 @@ class PatchDataset(torch.utils.data.IterableDataset):
             self.num_patches,
             shape=self.patch,
             seed=self.seed,
-            epoch=self.epoch if epoch is None else int(epoch),
+            epoch=e,
             regions=self.regions,
             num_samples=n_samples,
         )

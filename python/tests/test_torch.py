@@ -152,7 +152,10 @@ def test_a_dataset_pickles_and_copies_and_checks_its_arguments(torch_mod, svar2_
         (dict(threads_per_worker=0), ValueError), (dict(rank=3, world_size=2), ValueError),
         (dict(rank=-1, world_size=2), ValueError), (dict(world_size=0), ValueError),
         (dict(array="nope"), ValueError), (dict(array="variant_allele"), ValueError),
-        (dict(samples="S1"), TypeError),
+        (dict(samples="S1"), TypeError), (dict(samples=["nobody"]), ValueError),
+        (dict(samples=[10**6]), IndexError), (dict(samples=[-1]), IndexError),
+        (dict(patch=(-5, 4)), ValueError), (dict(seed=-1), ValueError),
+        (dict(rank=0.0, world_size=2), TypeError),
     ]
     for kw, error in bad:
         with pytest.raises(error):
@@ -160,6 +163,8 @@ def test_a_dataset_pickles_and_copies_and_checks_its_arguments(torch_mod, svar2_
     for epoch in (-1, 2**63):
         with pytest.raises(ValueError, match="epoch"):
             ds.set_epoch(epoch)
+    with pytest.raises(TypeError, match="epoch"):
+        ds.epoch_patches(1.7)
     # A per-variant array has one column whatever the samples (a sites-only store too).
     pos = PatchDataset(store, array="variant_position", patch=(20, 1), batch_size=4, num_patches=8)
     assert [tuple(x.shape) for x in pos] == [(4, 20), (4, 20)]
