@@ -191,7 +191,10 @@ fn sample_subsets_count_ac_an_as_bcftools_view() {
         same_selection(&gz, &store, d, args);
     }
     // No sample left: sites only, the header without FORMAT lines, as bcftools'.
-    let want = sh_ok(&format!("bcftools view -h --no-version -s ^A,B,C {}", gz.display()));
+    let want = sh_ok(&format!(
+        "bcftools view -h --no-version -s ^A,B,C {}",
+        gz.display()
+    ));
     let got = ok(
         "view -h -s ^A,B,C",
         run(svar2().args(["view", "-h", "-s", "^A,B,C"]).arg(&store)),
