@@ -344,6 +344,9 @@ pub struct SelectionArgs {
     #[arg(short = 'S', long = "samples-file", conflicts_with = "samples")]
     #[arg(value_parser = crate::flags::local_path)]
     samples_file: Option<PathBuf>,
+    /// With -s/-S: pass over names the store lacks (with a warning) instead of failing.
+    #[arg(long = "force-samples")]
+    force_samples: bool,
 }
 
 /// [`SelectionArgs`] resolved against a store.
@@ -364,7 +367,12 @@ impl SelectionArgs {
         )?
         .unwrap_or_default();
         let targets = Targets::from_flags(self.targets.as_deref(), self.targets_file.as_deref())?;
-        let samples = sample_columns(store, self.samples.as_deref(), self.samples_file.as_deref())?;
+        let samples = sample_columns(
+            store,
+            self.samples.as_deref(),
+            self.samples_file.as_deref(),
+            self.force_samples,
+        )?;
         Ok(Selection {
             regions,
             targets,

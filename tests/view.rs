@@ -187,8 +187,15 @@ fn sample_subsets_count_ac_an_as_bcftools_view() {
         &["-s", "B", "-i", "MAC>=1"],
         &["-s", "^A", "-i", "AF>0.2"],
         &["-I", "-G", "-s", "B"],
+        &["--force-samples", "-s", "C,nobody,A"],
     ] {
         same_selection(&gz, &store, d, args);
+    }
+    for list in ["", "^", "A,"] {
+        fails_naming(
+            run(svar2().args(["view", "-s", list]).arg(&store)),
+            "names an empty sample",
+        );
     }
     // No sample left: sites only, the header without FORMAT lines, as bcftools'.
     let want = sh_ok(&format!(

@@ -77,11 +77,13 @@ fn rows_of(store: &Store, r: &Region) -> Result<Vec<u64>> {
 }
 
 /// Sample columns from `-s LIST` / `-S FILE` (a leading `^` excludes), in the order
-/// given (excluded: the store's order of the rest). Unknown names are an error.
+/// given (excluded: the store's order of the rest). Unknown names are an error, or,
+/// with `force` (bcftools' `--force-samples`), passed over with a warning.
 pub fn sample_columns(
     store: &Store,
     list: Option<&str>,
     file: Option<&std::path::Path>,
+    force: bool,
 ) -> Result<Option<Vec<u64>>> {
     let (spec, from_file): (Option<String>, bool) = match (list, file) {
         (Some(l), None) => (Some(l.to_string()), false),
@@ -115,7 +117,38 @@ pub fn sample_columns(
         None => (false, spec),
     };
     let sep = if from_file { '\u{1}' } else { ',' };
-    let names: Vec<&str> = spec.split(sep).filter(|s| !s.is_empty()).collect();
+    let names: Vec<&str> = match from_file {
+        true => spec.split(sep).filter(|s| !s.is_empty()).collect(),
+        false => spec.split(sep).collect(),
+    };
+    // `-s ""`, `-s ^` and `-s A,` name an empty sample (bcftools refuses them too).
+    if names.iter().any(|n| n.is_empty()) {
+        return Err(Error::Usage(format!(
+            "-s {:?}: a sample list names an empty sample (a stray comma, or nothing after \
+             ^); give the names, comma-separated",
+            if exclude {
+                format!("^{spec}")
+            } else {
+                spec.clone()
+            }
+        )));
+    }
+    let names: Vec<&str> = match force {
+        false => names,
+        true => {
+            let known: std::collections::HashSet<&str> =
+                store.sample_names().iter().map(String::as_str).collect();
+            let (kept, unknown): (Vec<&str>, Vec<&str>) =
+                names.into_iter().partition(|n| known.contains(n));
+            if !unknown.is_empty() {
+                tracing::warn!(
+                    "--force-samples: samples the store lacks are passed over: {}",
+                    unknown.join(", ")
+                );
+            }
+            kept
+        }
+    };
     if !exclude {
         // A VCF names each sample once: its readers (htslib) refuse a header that
         // names one twice, and bcftools view refuses the request.
