@@ -10,7 +10,8 @@ pub struct Args {
     /// The store: a directory, a .zip file or s3://bucket/path (any VCF Zarr store).
     #[arg(value_parser = crate::flags::store_path)]
     store: PathBuf,
-    /// Patch shape VARIANTSxSAMPLES (all ploidy values are read).
+    /// Patch shape VARIANTSxSAMPLES (all ploidy values are read); one larger than
+    /// the array is cut to it, with a warning naming the shape read.
     #[arg(long, default_value = "4096x1")]
     patch: PatchShape,
     /// The array to read.
@@ -78,14 +79,29 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     let list = match &a.patches {
         Some(p) => patches::parse_list(p)?,
-        None => patches::draw(
-            a.n,
-            a.patch.variants,
-            a.patch.samples,
-            len("variants"),
-            len("samples"),
-            a.seed,
-        )?,
+        None => {
+            // A patch larger than the array is cut to it (the default 4096x1 over a
+            // small store, 64x8 over a per-variant array), and the run says so: the
+            // figures are for the shape read.
+            let (nv, ns) = (len("variants"), len("samples"));
+            let per_sample = dims.iter().any(|d| d == "samples");
+            let v = a.patch.variants.min(nv);
+            let s = if per_sample {
+                a.patch.samples.min(ns)
+            } else {
+                1
+            };
+            if v < a.patch.variants || (per_sample && s < a.patch.samples) {
+                tracing::warn!(
+                    "--patch {}x{} is larger than {} ({nv} variants x {ns} samples): \
+                     patches of {v}x{s} are read",
+                    a.patch.variants,
+                    a.patch.samples,
+                    a.array
+                );
+            }
+            patches::draw(a.n, v, s, nv, ns, a.seed)?
+        }
     };
     if let Some(path) = &a.emit_patches {
         std::fs::write(path, serde_json::to_vec(&list)?)
