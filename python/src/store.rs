@@ -74,7 +74,9 @@ impl Store {
         // Made absolute before opening: the shards opened later, and a forked child
         // (a DataLoader worker) reopening the store, are found where the store was,
         // whatever `chdir` happens in between.
-        let path = match svar2_storage::bucket::is_bucket_url(&path) {
+        // (A URL, one svar2 reads or one it refuses by name, stays as given.)
+        let url = path.to_string_lossy().contains("://");
+        let path = match url {
             true => path,
             false => std::path::absolute(&path).unwrap_or(path),
         };
