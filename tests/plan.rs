@@ -518,4 +518,11 @@ fn an_indexed_file_is_sampled_past_its_first_records() {
     // PL of three alleles: six 16-bit values a sample.
     let row = plan["row_bytes"].as_u64().unwrap();
     assert!(row >= 500 * 13, "{row} bytes a row");
+    // The spots are read by several threads; what they measure does not depend on
+    // how many.
+    for threads in ["1", "3", "16"] {
+        let other = plan_json(&vcf, &["--threads", threads]);
+        assert_eq!(other["prefix"], plan["prefix"], "--threads {threads}");
+        assert_eq!(other["row_bytes"], plan["row_bytes"], "--threads {threads}");
+    }
 }

@@ -712,12 +712,14 @@ enum Prefix<'a> {
 /// A record read that needs more of the budget than one record may take (its FORMAT
 /// values laid out, its alleles) is the plan's error: its message names the record
 /// and the `--max-mem` that holds it, where the conversion would refuse it later.
+/// The spots are read by up to `threads` threads (the figure does not depend on it).
 fn sample_rows(
     paths: &[PathBuf],
     counts: Option<&[u64]>,
     schema: &Schema,
     set: &ArraySet,
     request: &PlanRequest,
+    threads: usize,
 ) -> svar2_vcf::Result<Option<crate::prefix::RowBytes>> {
     let quiet = tracing::subscriber::NoSubscriber::default();
     tracing::subscriber::with_default(quiet, || {
@@ -738,7 +740,8 @@ fn sample_rows(
         };
         Ok(match (paths, counts) {
             ([one], Some(counts)) => {
-                crate::prefix::measure_spots(one, schema, set, counts, heads)?.or(Some(heads))
+                crate::prefix::measure_spots(one, schema, set, counts, heads, threads)?
+                    .or(Some(heads))
             }
             _ => Some(heads),
         })
@@ -809,7 +812,10 @@ fn plan_schema(
             let counts: Vec<u64> = contigs.iter().map(|c| c.cost).collect();
             let indexed_counts = index.is_some().then_some(counts.as_slice());
             match readable {
-                true => sample_rows(paths, indexed_counts, &schema, &set, request)?,
+                true => {
+                    let spot_threads = threads.min(cores.usable.max(1));
+                    sample_rows(paths, indexed_counts, &schema, &set, request, spot_threads)?
+                }
                 false => None,
             }
         }

@@ -153,21 +153,29 @@ pub const SPOTS: usize = 32;
 /// Records read at each spot (fewer where they would fill over 4 MB).
 pub const SPOT_RECORDS: usize = 16;
 
+/// Threads that read spots at once at most: each holds a quarter of
+/// [`PREFIX_BYTES`]' share at most (see `rows` in [`measure_spots`]), so four hold what
+/// the head's one batch may, and on a 16-core machine 32 spots take eight reads' time.
+pub const SPOT_THREADS: usize = 4;
+
 /// [`RowBytes`] of up to [`SPOT_RECORDS`] records at the start of up to [`SPOTS`]
 /// pieces of `input` (read through its index; `counts` are its records per contig),
 /// each taken on its own, and the most any fills, with `head` (what the file's first
-/// records measured). `None` without a usable index; `Err` as [`measure`] says.
+/// records measured). Read by up to `threads` threads (at most [`SPOT_THREADS`]),
+/// each with its own reader: the figure is the same whatever their number. `None`
+/// without a usable index; `Err` as [`measure`] says.
 pub fn measure_spots(
     input: &std::path::Path,
     schema: &Schema,
     set: &ArraySet,
     counts: &[u64],
     head: RowBytes,
+    threads: usize,
 ) -> svar2_vcf::Result<Option<RowBytes>> {
     // The starts of pieces cut by bytes (the records wherever they lie) and by
     // position (records packed closer than the index tells apart), each spot read
     // up to the next.
-    use svar2_vcf::pieces::{cut_pieces, Cut};
+    use svar2_vcf::pieces::{cut_pieces, Cut, PieceReader};
     let (Some(mut pieces), Some(by_position)) = (
         cut_pieces(input, schema, counts, 4, Cut::Bytes),
         cut_pieces(input, schema, counts, 4, Cut::Position),
@@ -193,23 +201,60 @@ pub fn measure_spots(
         *k += 1;
     }
     order.sort();
+    let spots: Vec<&svar2_vcf::pieces::Piece> = order
+        .iter()
+        .take(SPOTS)
+        .map(|&(_, _, i)| &pieces[i])
+        .collect();
     // (A quarter of the head's bytes at each spot: they add up over many contigs.)
     let bytes = prefix_bytes() as u64 / 4;
     let rows = (bytes / head.row.max(1)).clamp(1, SPOT_RECORDS as u64) as usize;
-    let Ok(mut reader) = svar2_vcf::pieces::PieceReader::open(input, schema, &set.record) else {
-        return Ok(None);
-    };
     let n_samples = schema.samples.len();
-    let mut most = head;
-    for &(_, _, i) in order.iter().take(SPOTS) {
-        match reader.first_rows(&pieces[i], rows, &set.record.specs, n_samples) {
-            Ok(Some(batch)) => {
-                if let Some(m) = estimate(&batch, schema, set) {
-                    most = most.most(m);
-                }
+    let threads = threads.clamp(1, SPOT_THREADS).min(spots.len().max(1));
+    // Each thread takes the next spot not yet taken; each spot's result is kept at
+    // its place, so what is folded below does not depend on which thread read it.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<svar2_vcf::Result<Option<RowBytes>>>>> =
+        spots.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let opened = std::sync::atomic::AtomicBool::new(true);
+    let read_spots = || {
+        // The plan's quiet: what the records say, the conversion says once.
+        let quiet = tracing::subscriber::NoSubscriber::default();
+        tracing::subscriber::with_default(quiet, || {
+            let Ok(mut reader) = PieceReader::open(input, schema, &set.record) else {
+                opened.store(false, std::sync::atomic::Ordering::Relaxed);
+                return;
+            };
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(piece) = spots.get(i) else {
+                    return;
+                };
+                let got = reader
+                    .first_rows(piece, rows, &set.record.specs, n_samples)
+                    .map(|b| b.and_then(|b| estimate(&b, schema, set)));
+                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(got);
             }
-            Ok(None) => {}
-            Err(e) => size_refusal(e)?,
+        })
+    };
+    std::thread::scope(|scope| {
+        for t in 1..threads {
+            // A thread that cannot start leaves its share to the others.
+            let _ = std::thread::Builder::new()
+                .name(format!("probe-{t}"))
+                .spawn_scoped(scope, read_spots);
+        }
+        read_spots();
+    });
+    if !opened.into_inner() {
+        return Ok(None);
+    }
+    let mut most = head;
+    for r in results {
+        match r.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(Ok(Some(m))) => most = most.most(m),
+            Some(Ok(None)) | None => {}
+            Some(Err(e)) => size_refusal(e)?,
         }
     }
     Ok(Some(most))
