@@ -10,7 +10,7 @@ use crate::arrays::ArraySet;
 use crate::error::{Error, Result};
 use crate::row_limit::{RowLimit, RowWatch};
 use crate::schedule::{ContigRun, Stitcher};
-use crate::writer::{Admitted, Encoded, Writer};
+use crate::writer::{Admitted, Encoded, Placed, Writer};
 use crossbeam_channel::{Receiver, Select, Sender};
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -309,19 +309,25 @@ fn drain(
         // Bytes the batches in `fifo` fill, and whether the window narrowed yet.
         let mut filled: u64 = 0;
         let mut narrowed = false;
-        // The oldest batch's chunks, committed (a shard row it finishes is assembled
-        // in parallel on the pool) and its batch handed back for reuse.
-        let commit = |w: &mut Writer,
-                      admitted: Arc<Admitted>,
-                      encoded: std::result::Result<Encoded, crossbeam_channel::RecvError>|
-         -> Result<()> {
+        // The oldest batch once encoded: its records handed back for reuse (before
+        // the readers are let go on: a reader that found none would fill a fresh
+        // batch beside it, one more than the plan charges) and what committing its
+        // chunks needs.
+        let release = |admitted: Arc<Admitted>,
+                       encoded: std::result::Result<Encoded, crossbeam_channel::RecvError>|
+         -> Result<(Placed, Encoded)> {
             let encoded = encoded.map_err(|_| Error::Usage("an encoding thread failed".into()))?;
             let admitted = Arc::into_inner(admitted).expect("the encoder let go of it");
-            let batch = w.commit(admitted, encoded, Some(pool))?;
+            let (placed, batch) = admitted.release(set);
             if batch.filled_bytes() as u64 <= window.reusable {
                 let _ = recycle.try_send(batch);
             }
-            Ok(())
+            Ok((placed, encoded))
+        };
+        // Its chunks committed (a shard row it finishes is assembled in parallel on
+        // the pool).
+        let commit = |w: &mut Writer, (placed, encoded): (Placed, Encoded)| -> Result<()> {
+            w.commit(placed, encoded, Some(pool))
         };
         // A batch from the readers: re-joined by the stitcher, admitted (after the
         // oldest are committed while it would overfill the window's bytes) and
@@ -358,7 +364,7 @@ fn drain(
                     );
                 }
                 *filled -= held;
-                commit(w, admitted, done.recv())?;
+                commit(w, release(admitted, done.recv())?)?;
             }
             *filled += bytes;
             let admitted = Arc::new(w.admit(batch)?);
@@ -408,6 +414,7 @@ fn drain(
                 continue;
             };
             filled -= bytes;
+            let released = release(admitted, encoded)?;
             if reading {
                 match rx.try_recv() {
                     Ok(batch) => take(w, &mut fifo, &mut filled, batch?)?,
@@ -415,7 +422,7 @@ fn drain(
                     Err(crossbeam_channel::TryRecvError::Disconnected) => reading = false,
                 }
             }
-            commit(w, admitted, encoded)?;
+            commit(w, released)?;
         }
         Ok(())
     })?;
