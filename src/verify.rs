@@ -103,6 +103,10 @@ pub fn verify(store: &AnyGroup, reader: &Reader) -> svar2_reader::Result<Report>
     // Chunks that read are checked; whether the region index still finds every record
     // is a check of its own (it is only read whole, by `-r`).
     damaged.extend(check_region_index(store));
+    // Values every reader relies on: records in order on their contigs, on contigs
+    // the store lists, and samples named once.
+    damaged.extend(check_records(store));
+    damaged.extend(check_sample_names(store));
     // Objects with a check of their own (a zip's entries: CRC-32), for chunks that
     // carry none.
     if let Some(first) = store.arrays.first() {
@@ -441,6 +445,106 @@ fn check_region_index(store: &AnyGroup) -> Vec<Damage> {
         }
     }
     out
+}
+
+/// Records on contigs `contig_id` lists, in position order within each contig (a
+/// record out of place is one `-r`/`region` reads never find, or print out of order).
+/// Read a slab of chunks at a time; the first fault of each kind is reported.
+fn check_records(store: &AnyGroup) -> Vec<Damage> {
+    let (Some(vc), Some(vp)) = (
+        store.array("variant_contig"),
+        store.array("variant_position"),
+    ) else {
+        return Vec::new();
+    };
+    let contigs = store
+        .array("contig_id")
+        .map_or(0, |a| a.shape().first().copied().unwrap_or(0));
+    let n = vp.shape()[0].min(vc.shape()[0]);
+    let per = vp.chunk_shape()[0].max(1);
+    let damage = |a: &AnyArray, row: u64, error: String| {
+        let k = row / per;
+        Damage {
+            array: a.name.clone(),
+            key: a.name.clone(),
+            file: a.chunk_file(&[k]).display().to_string(),
+            variants: Some([k * per, ((k + 1) * per).min(n)]),
+            samples: None,
+            error,
+        }
+    };
+    let mut out = Vec::new();
+    let (mut out_of_range, mut out_of_order) = (false, false);
+    let mut last: Option<(i64, i64)> = None;
+    const SLAB: u64 = 64;
+    let mut r0 = 0;
+    while r0 < n && !(out_of_range && out_of_order) {
+        let r1 = (r0 + SLAB * per).min(n);
+        // (A chunk that does not read is reported with its array.)
+        let (Ok(cs), Ok(ps)) = (vc.read_rows_i64(r0, r1), vp.read_rows_i64(r0, r1)) else {
+            return out;
+        };
+        for (i, (&c, &p)) in cs.iter().zip(&ps).enumerate() {
+            let row = r0 + i as u64;
+            if !out_of_range && (c < 0 || c as u64 >= contigs) {
+                out_of_range = true;
+                out.push(damage(
+                    &vc,
+                    row,
+                    format!(
+                        "record {row} names contig {c}, but contig_id lists {contigs}: \
+                         readers print it as damage or leave it out"
+                    ),
+                ));
+            }
+            if let Some((lc, lp)) = last.filter(|&(lc, lp)| lc == c && p < lp) {
+                if !out_of_order {
+                    out_of_order = true;
+                    out.push(damage(
+                        &vp,
+                        row,
+                        format!(
+                            "record {row} is at position {p} after record {} at {lp} on \
+                             contig {lc}: records out of order are missed by region reads",
+                            row - 1
+                        ),
+                    ));
+                }
+            }
+            last = Some((c, p));
+        }
+        r0 = r1;
+    }
+    out
+}
+
+/// A sample name `sample_id` lists twice: which column it names cannot be told, and no
+/// VCF can print both.
+fn check_sample_names(store: &AnyGroup) -> Vec<Damage> {
+    let Some(ids) = store.array("sample_id") else {
+        return Vec::new();
+    };
+    let Ok(names) = ids.read_strings() else {
+        return Vec::new();
+    };
+    let mut seen = std::collections::HashMap::new();
+    for (i, name) in names.iter().enumerate() {
+        if let Some(first) = seen.insert(name.as_str(), i) {
+            let per = ids.chunk_shape()[0].max(1) as usize;
+            return vec![Damage {
+                array: ids.name.clone(),
+                key: ids.name.clone(),
+                file: ids.chunk_file(&[(i / per) as u64]).display().to_string(),
+                variants: None,
+                samples: Some([i as u64, i as u64 + 1]),
+                error: format!(
+                    "sample {name} is listed twice (columns {first} and {i}): asked for by \
+                     name it cannot be told which is meant"
+                ),
+            }];
+        }
+    }
+    Vec::new()
 }
 
 impl Report {

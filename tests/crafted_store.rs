@@ -715,3 +715,112 @@ fn verify_does_not_walk_a_grid_past_the_files() {
     );
     assert!(t0.elapsed().as_secs() < 30, "{:?}", t0.elapsed());
 }
+
+/// A store without svar2's shard record (another tool's, or one whose record was
+/// dropped as svar2's own message advises), edited with zarr-python: arrays rewritten
+/// at another data type, `filter_id` gone, a sample named twice, records out of order,
+/// an array's metadata lost, a tab in an ID. Each was printed as missing values,
+/// unphased calls, another sample's column, a forged record, or a panic, with
+/// `verify` clean (fourth hostile pass). Now each is refused by name, or damage.
+#[test]
+fn foreign_edits_are_refused_never_printed_wrong() {
+    if !tools(
+        "foreign_edits_are_refused_never_printed_wrong",
+        &[Tool::ZarrPython],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let original = store(dir.path());
+    edit_json(&original.join("zarr.json"), |m| {
+        m["attributes"]["svar2"]
+            .as_object_mut()
+            .unwrap()
+            .remove("shards");
+    });
+    // Each case: a fresh copy, a Python edit of `g` (the group) at `d` (its path),
+    // then a command that must fail saying `says`, or a verify that must name it.
+    let cases: &[(&str, &str, &str, &str)] = &[
+        (
+            "phased",
+            "a = g['call_genotype_phased']; x = a[:]; attrs = dict(a.attrs); \
+             dims = a.metadata.dimension_names; del g['call_genotype_phased']; \
+             m = g.create_array('call_genotype_phased', shape=x.shape, dtype='int8', \
+             chunks=a.chunks, dimension_names=dims); m[...] = x.astype('int8'); \
+             m.attrs.update(attrs)",
+            "view -H",
+            "data type int8, where phase flags are stored as bool",
+        ),
+        (
+            "quality",
+            "a = g['variant_quality']; x = a[:]; attrs = dict(a.attrs); \
+             dims = a.metadata.dimension_names; del g['variant_quality']; \
+             m = g.create_array('variant_quality', shape=x.shape, dtype='int32', \
+             chunks=a.chunks, dimension_names=dims); m[...] = x.astype('int32'); \
+             m.attrs.update(attrs)",
+            "view -H",
+            "where QUAL values are stored as float32",
+        ),
+        (
+            "no_filter_id",
+            "import shutil; shutil.rmtree(d + '/filter_id'); \
+             shutil.rmtree(d + '/filter_description', ignore_errors=True)",
+            "view -H",
+            "filter_id lists 0 filters",
+        ),
+        (
+            "named_twice",
+            "a = g['sample_id']; v = a[:]; v[1] = v[0]; a[:] = v",
+            "query -s NA00001 -f [%GT]",
+            "sample NA00001 is listed twice in sample_id (columns 0 and 1)",
+        ),
+        (
+            "named_twice_view",
+            "a = g['sample_id']; v = a[:]; v[1] = v[0]; a[:] = v",
+            "view -H",
+            "a VCF names each sample once",
+        ),
+        (
+            "lost_metadata",
+            "open(d + '/call_genotype/zarr.json', 'w').write('null')",
+            "view -H",
+            "without an array's metadata",
+        ),
+        (
+            "tab",
+            "a = g['variant_id']; v = a[:]; v[2] = 'x\\tforged'; a[:] = v",
+            "view -H",
+            "a value holds a tab",
+        ),
+    ];
+    for (name, edit, cmd, says) in cases {
+        let s = dir.path().join(name);
+        copy(&original, &s);
+        sh_ok(&format!(
+            "python3 -c \"import zarr; d = '{}'; g = zarr.open_group(d, mode='r+'); {edit}\"",
+            s.display()
+        ));
+        fails(&format!("{cmd} {}", s.display()), None, &[says]);
+    }
+    // What verify reads itself: the records' order and the sample names.
+    for (name, edit, says) in [
+        (
+            "order",
+            "a = g['variant_position']; v = a[:]; v[[0, 1]] = v[[1, 0]]; a[:] = v",
+            "records out of order are missed by region reads",
+        ),
+        (
+            "twice",
+            "a = g['sample_id']; v = a[:]; v[1] = v[0]; a[:] = v",
+            "sample NA00001 is listed twice (columns 0 and 1)",
+        ),
+    ] {
+        let s = dir.path().join(name);
+        copy(&original, &s);
+        sh_ok(&format!(
+            "python3 -c \"import zarr; d = '{}'; g = zarr.open_group(d, mode='r+'); {edit}\"",
+            s.display()
+        ));
+        damaged(&s, &[says]);
+    }
+}

@@ -14,7 +14,10 @@ pub struct Store {
     group: AnyGroup,
     samples: Vec<String>,
     contigs: Vec<String>,
+    /// Each name's first column.
     sample_column: HashMap<String, u64>,
+    /// Names listed more than once: their first two columns.
+    repeated: HashMap<String, (u64, u64)>,
 }
 
 impl Store {
@@ -37,16 +40,23 @@ impl Store {
         };
         let samples = names("sample_id")?;
         let contigs = names("contig_id")?;
-        let sample_column = samples
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.clone(), i as u64))
-            .collect();
+        // The first column of each name: a name listed twice is refused when asked
+        // for (`sample_columns`), never resolved to whichever came last.
+        let mut sample_column = HashMap::new();
+        let mut repeated = HashMap::new();
+        for (i, s) in samples.iter().enumerate() {
+            if let Some(&first) = sample_column.get(s) {
+                repeated.entry(s.clone()).or_insert((first, i as u64));
+            } else {
+                sample_column.insert(s.clone(), i as u64);
+            }
+        }
         Ok(Store {
             group,
             samples,
             contigs,
             sample_column,
+            repeated,
         })
     }
 
@@ -79,16 +89,39 @@ impl Store {
         &self.contigs
     }
 
-    /// Sample columns of `names`, in the order given.
+    /// Sample columns of `names`, in the order given. A name `sample_id` lists more
+    /// than once is refused: which column it means cannot be told (a VCF names each
+    /// sample once; the store's `sample_id` was edited or made by another tool).
     pub fn sample_columns(&self, names: &[&str]) -> Result<Vec<u64>> {
         names
             .iter()
             .map(|n| {
-                self.sample_column.get(*n).copied().ok_or_else(|| {
-                    Error::Usage(format!("{}: no sample {n}", self.group.root.display()))
-                })
+                let Some(&c) = self.sample_column.get(*n) else {
+                    return Err(Error::Usage(format!(
+                        "{}: no sample {n}",
+                        self.group.root.display()
+                    )));
+                };
+                if let Some(&(first, again)) = self.repeated.get(*n) {
+                    return Err(Error::Usage(format!(
+                        "{}: sample {n} is listed twice in sample_id (columns {first} and \
+                         {again}): which one is meant cannot be told; ask for it by column, \
+                         or give the store's samples distinct names",
+                        self.group.root.display(),
+                    )));
+                }
+                Ok(c)
             })
             .collect()
+    }
+
+    /// A sample name `sample_id` lists more than once (the first such, by its
+    /// columns), with the first two columns that hold it.
+    pub fn repeated_sample(&self) -> Option<(&str, u64, u64)> {
+        self.repeated
+            .iter()
+            .map(|(n, &(a, b))| (n.as_str(), a, b))
+            .min_by_key(|&(_, a, b)| (b, a))
     }
 
     /// Variant rows on `contig` overlapping positions `[start, end]` (1-based,

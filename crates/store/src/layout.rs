@@ -418,9 +418,32 @@ pub fn read_group_in(storage: &dyn Storage) -> Result<Vec<ArrayLayout>> {
     let mut out = Vec::new();
     for (name, listing) in children {
         let holds = |f: &str| listing.iter().any(|(k, _)| k == &format!("{name}/{f}"));
+        // A child named as VCF Zarr names its arrays, holding files but no array's
+        // metadata: an array whose metadata was lost (deleted, truncated, overwritten).
+        // Left out, its values would read as absent (every genotype `.`).
+        let lost = || Error::NotStore {
+            path: storage.name(name),
+            msg: "named as a VCF Zarr array and holding its files, but without an array's \
+                  metadata (zarr.json or .zarray missing, or not an array's): the array's \
+                  metadata is damaged; restore it from a copy or convert again"
+                .into(),
+        };
+        let vcf_name = [
+            "variant_",
+            "call_",
+            "sample_",
+            "contig_",
+            "filter_",
+            "region_index",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p));
         if holds("zarr.json") {
             let key = format!("{name}/zarr.json");
             let meta = read_json(storage, &key)?;
+            if vcf_name && meta.get("node_type").and_then(Value::as_str) != Some("array") {
+                return Err(lost());
+            }
             if meta.get("node_type").and_then(Value::as_str) == Some("array") {
                 check_dims(
                     &storage.name(&key),
@@ -445,6 +468,8 @@ pub fn read_group_in(storage: &dyn Storage) -> Result<Vec<ArrayLayout>> {
                 &key,
                 array_v2(name, &listing, &meta, attrs),
             )?);
+        } else if vcf_name {
+            return Err(lost());
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));

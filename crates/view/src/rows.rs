@@ -9,7 +9,7 @@ use std::sync::Arc;
 use svar2_reader::{Reader, Store};
 use svar2_store::Dtype;
 use svar2_vcf::block::{Block, Dense, FieldValues, Genotypes, Strs};
-use svar2_vcf::schema::{Category, Schema};
+use svar2_vcf::schema::{Category, Schema, VcfType};
 use svar2_zarr::AnyArray;
 
 /// The arrays a block is read from, resolved once.
@@ -57,15 +57,60 @@ impl Sources {
             (true, Some(gt)) => Some((gt, opt("call_genotype_phased"))),
             _ => None,
         };
+        // Each array at a data type its VCF column can be printed from: one rewritten
+        // at another (zarr-python, another tool) is refused by name, never printed as
+        // missing values or unphased calls.
+        for (k, a) in info.iter().chain(&format) {
+            let f = &schema.fields[*k];
+            let allowed: &[Dtype] = match f.ty {
+                VcfType::Integer => INTS,
+                VcfType::Float => &[Dtype::F32],
+                VcfType::Flag => &[Dtype::Bool],
+                VcfType::String => &[Dtype::Str],
+                VcfType::Character => &[Dtype::Str, Dtype::Char],
+            };
+            expect_dtype(a, allowed, &format!("Type={:?} values", f.ty))?;
+        }
+        if let Some((gt, phased)) = &genotype {
+            expect_dtype(gt, INTS, "allele indices")?;
+            if let Some(p) = phased {
+                expect_dtype(p, &[Dtype::Bool], "phase flags")?;
+            }
+        }
+        let quality = opt("variant_quality");
+        if let Some(q) = &quality {
+            expect_dtype(q, &[Dtype::F32], "QUAL values")?;
+        }
+        let filter = opt("variant_filter");
+        if let Some(f) = &filter {
+            expect_dtype(f, &[Dtype::Bool], "FILTER flags")?;
+            let width = Sources::width(f, 1);
+            if width != schema.filters.len() {
+                return Err(Error::Usage(format!(
+                    "{}: {width} filter flags a record, but filter_id lists {} filters: \
+                     the store is damaged (restore it from a copy or convert again)",
+                    f.name,
+                    schema.filters.len()
+                )));
+            }
+        }
+        let (contig, position, length) = (
+            need("variant_contig")?,
+            need("variant_position")?,
+            need("variant_length")?,
+        );
+        for a in [&contig, &position, &length] {
+            expect_dtype(a, INTS, "whole numbers")?;
+        }
         Ok(Sources {
-            contig: need("variant_contig")?,
+            contig,
             contigs: store.contig_names().len(),
-            position: need("variant_position")?,
-            length: need("variant_length")?,
+            position,
+            length,
             id: opt("variant_id"),
             alleles: need("variant_allele")?,
-            quality: opt("variant_quality"),
-            filter: opt("variant_filter"),
+            quality,
+            filter,
             info,
             format,
             genotype,
@@ -88,6 +133,31 @@ impl Sources {
     fn width(a: &AnyArray, skip: usize) -> usize {
         a.shape().iter().skip(skip).product::<u64>() as usize
     }
+}
+
+/// The integer data types.
+const INTS: &[Dtype] = &[Dtype::I8, Dtype::I16, Dtype::I32, Dtype::I64];
+
+/// `Err` naming `a` unless its data type is one of `allowed` (what it holds: `what`).
+fn expect_dtype(a: &AnyArray, allowed: &[Dtype], what: &str) -> Result<()> {
+    if allowed.contains(&a.dtype) {
+        return Ok(());
+    }
+    let name = |d: Dtype| match d {
+        Dtype::Char => "fixed_length_utf32".to_string(),
+        d => d.json().as_str().unwrap_or("?").to_string(),
+    };
+    Err(Error::Usage(format!(
+        "{}: data type {}, where {what} are stored as {}: the array was rewritten (by \
+         another tool?); convert the VCF again, or write the array back at its type",
+        a.name,
+        name(a.dtype),
+        allowed
+            .iter()
+            .map(|&d| name(d))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    )))
 }
 
 /// Fixed-size bytes of `dtype` as a dense field.
@@ -136,10 +206,34 @@ fn ints(a: &AnyArray, r0: u64, r1: u64) -> Result<Vec<i64>> {
     Ok(a.read_rows_i64(r0, r1)?)
 }
 
+/// `strings` of `a`, refused where one holds a tab or a line break: printed, it would
+/// cut its record's columns or begin a record the store never held (VCF text cannot
+/// carry them; another tool wrote or edited the array).
+fn one_line(a: &AnyArray, strings: Strs) -> Result<Strs> {
+    let Some(at) = memchr::memchr3(b'\t', b'\n', b'\r', &strings.bytes) else {
+        return Ok(strings);
+    };
+    let i = strings.ends.partition_point(|&end| end <= at);
+    Err(Error::Usage(format!(
+        "{}: a value holds a {} ({:?}), which VCF text cannot carry: printed, it would \
+         break its record's line; the array was written or edited by another tool (mend \
+         the value, or convert the VCF again)",
+        a.name,
+        match strings.bytes[at] {
+            b'\t' => "tab",
+            _ => "line break",
+        },
+        String::from_utf8_lossy(strings.get(i))
+            .chars()
+            .take(60)
+            .collect::<String>()
+    )))
+}
+
 /// A variants-axis array's rows (strings or numbers) as a dense field.
 fn site_values(a: &AnyArray, r0: u64, r1: u64) -> Result<Dense> {
     Ok(match a.dtype {
-        Dtype::Str => Dense::Str(strs(a.read_rows_strings(r0, r1)?)),
+        Dtype::Str => Dense::Str(one_line(a, strs(a.read_rows_strings(r0, r1)?))?),
         d => dense(d, a.read_rows(r0, r1)?),
     })
 }
@@ -161,7 +255,7 @@ fn call_values(reader: &Reader, a: &Arc<AnyArray>, rows: &[u64], columns: &[u64]
                 }
             }
         }
-        return Ok(Dense::Str(out));
+        return Ok(Dense::Str(one_line(a, out)?));
     }
     let never = AtomicBool::new(false);
     let bytes = svar2_reader::region::read_rows(reader, a, rows, columns, &never)?;
@@ -221,16 +315,19 @@ impl Sources {
         }
         b.rlen = ints(&self.length, r0, r1)?;
         b.id = match &self.id {
-            Some(a) => strs(
-                a.read_rows_strings(r0, r1)?
-                    .into_iter()
-                    .map(|s| if s.is_empty() { b".".to_vec() } else { s })
-                    .collect(),
-            ),
+            Some(a) => one_line(
+                a,
+                strs(
+                    a.read_rows_strings(r0, r1)?
+                        .into_iter()
+                        .map(|s| if s.is_empty() { b".".to_vec() } else { s })
+                        .collect(),
+                ),
+            )?,
             None => strs(vec![b".".to_vec(); n]),
         };
         b.allele_width = Sources::width(&self.alleles, 1).max(1);
-        b.alleles = strs(self.alleles.read_rows_strings(r0, r1)?);
+        b.alleles = one_line(&self.alleles, strs(self.alleles.read_rows_strings(r0, r1)?))?;
         b.qual = match &self.quality {
             Some(a) => match dense(a.dtype, a.read_rows(r0, r1)?) {
                 Dense::F32(v) => v,

@@ -480,6 +480,17 @@ pub fn view(store: &Store, reader: &Reader, o: &ViewOptions) -> Result<Printed> 
     // bcftools then takes AC/AN from the record, else counts them over every sample.
     let no_samples = columns.is_empty() && o.samples.is_some();
     let genotypes = o.genotypes && !no_samples;
+    if genotypes {
+        // A VCF names each sample once (htslib refuses a header that repeats one).
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = schema.samples.iter().find(|n| !seen.insert(n.as_str())) {
+            return Err(Error::Usage(format!(
+                "{}: sample {twice} is listed twice in sample_id, and a VCF names each \
+                 sample once: choose other samples (-s), or print sites only (-G)",
+                store.group().root.display()
+            )));
+        }
+    }
     let header = header_text(&schema, genotypes);
     // BCF carries its header whatever -H says (its records are coded against it).
     let text = matches!(o.kind, OutputType::Vcf | OutputType::VcfGz);
