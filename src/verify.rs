@@ -489,7 +489,7 @@ fn check_records(store: &AnyGroup) -> Vec<Damage> {
             if !out_of_range && (c < 0 || c as u64 >= contigs) {
                 out_of_range = true;
                 out.push(damage(
-                    &vc,
+                    vc,
                     row,
                     format!(
                         "record {row} names contig {c}, but contig_id lists {contigs}: \
@@ -501,7 +501,7 @@ fn check_records(store: &AnyGroup) -> Vec<Damage> {
                 if !out_of_order {
                     out_of_order = true;
                     out.push(damage(
-                        &vp,
+                        vp,
                         row,
                         format!(
                             "record {row} is at position {p} after record {} at {lp} on \
