@@ -824,3 +824,42 @@ fn foreign_edits_are_refused_never_printed_wrong() {
         damaged(&s, &[says]);
     }
 }
+
+/// A variable-length string chunk of another writer's (bio2zarr's Zarr v2 vlen-utf8)
+/// whose first length runs past the chunk: zarrs panics decoding it. svar2 says one
+/// error line naming the chunk, with no panic report above it.
+#[test]
+fn a_vlen_length_past_the_chunk_is_one_error_line() {
+    if !tools(
+        "a_vlen_length_past_the_chunk_is_one_error_line",
+        &[Tool::Bio2zarr],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("b2.vcz");
+    let vcf = dir.path().join("all_fields.vcf.gz");
+    sh_ok(&format!(
+        "bgzip -c {} > {v} && tabix -p vcf {v} && \
+         vcf2zarr convert -Q --zarr-format 2 -p 1 {v} {} >/dev/null 2>&1",
+        data("all_fields.vcf").display(),
+        s.display(),
+        v = vcf.display(),
+    ));
+    edit_json(&s.join("variant_id/.zarray"), |m| {
+        m["compressor"] = serde_json::Value::Null;
+    });
+    // Nine items of one byte each, the first said to be 2^30 bytes long.
+    let mut chunk = 9u32.to_le_bytes().to_vec();
+    for i in 0..9u8 {
+        let len: u32 = if i == 0 { 1 << 30 } else { 1 };
+        chunk.extend_from_slice(&len.to_le_bytes());
+        chunk.push(b'a' + i);
+    }
+    std::fs::write(s.join("variant_id/0"), chunk).unwrap();
+    fails(
+        &format!("view -H {}", s.display()),
+        None,
+        &["variant_id/0: corrupt chunk: zarrs failed decoding it"],
+    );
+}

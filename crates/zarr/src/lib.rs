@@ -1460,7 +1460,7 @@ impl AnyArray {
         let bytes = match stored {
             // zarrs panics on some damaged chunks (a vlen length past the chunk's end
             // in another writer's chain): a panic there is this chunk's error.
-            Some(b) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Some(b) => caught_quietly(|| {
                 chain.decode(
                     std::borrow::Cow::Borrowed(b),
                     &shape,
@@ -1468,8 +1468,15 @@ impl AnyArray {
                     self.array.fill_value(),
                     &options,
                 )
-            }))
-            .map_err(|_| err("corrupt chunk: zarrs failed decoding it (damaged?)".into()))?
+            })
+            .map_err(|panic| {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                err(format!("corrupt chunk: zarrs failed decoding it ({why})"))
+            })?
             .map_err(|e| err(format!("corrupt chunk: does not decode ({e})")))?
             .into_owned(),
             None => ArrayBytes::new_fill_value(
@@ -1695,4 +1702,29 @@ impl RowsBox {
     fn values(&self) -> usize {
         self.shape().iter().product::<u64>() as usize
     }
+}
+
+thread_local! {
+    /// Whether a panic on this thread is one [`caught_quietly`] turns into an error.
+    static CATCHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, a panic in it returned as `Err` without the panic message and backtrace
+/// note on standard error (a damaged chunk is one error line, not a zarrs panic
+/// report above it; the caller puts the panic's message in that line). Panics
+/// elsewhere print as before: the hook this installs once defers to the one it
+/// replaced.
+fn caught_quietly<R>(f: impl FnOnce() -> R) -> std::thread::Result<R> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| match CATCHING.with(|c| c.get()) {
+            true => {}
+            false => previous(info),
+        }));
+    });
+    CATCHING.with(|c| c.set(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    CATCHING.with(|c| c.set(false));
+    result
 }
