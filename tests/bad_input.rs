@@ -686,3 +686,67 @@ fn integers_the_store_reserves_are_refused() {
         "-3 .,-7 0,3\n7 0,4 2,2\n"
     );
 }
+
+/// A BCF whose header declares a Type its records do not encode (reheadered: Float
+/// values under Type=Integer, floats under String): htslib hands the bits over as the
+/// header says, and svar2 stored 2.5 as 1075838976 with exit 0 (fifth hostile pass).
+/// Now refused naming the field, the record and the two types.
+#[test]
+fn a_bcf_whose_records_disagree_with_its_header_types_is_refused() {
+    if !tools(
+        "a_bcf_whose_records_disagree_with_its_header_types_is_refused",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let header = HEADER.replace(
+        "##FORMAT=<ID=AD,Number=R,Type=Integer,Description=\"a\">",
+        "##FORMAT=<ID=AD,Number=R,Type=Integer,Description=\"a\">\n\
+         ##FORMAT=<ID=VF,Number=1,Type=Float,Description=\"v\">",
+    );
+    let vcf = write_vcf(
+        dir.path(),
+        "t.vcf",
+        &header,
+        &["chr1 10 . A C 30 PASS DP=5;AF=0.25 GT:AD:VF 0/1:1,2:0.5 1/1:0,3:0.75"],
+    );
+    let bcf = dir.path().join("t.bcf");
+    sh_ok(&format!(
+        "bcftools view -Ob -o {} {}",
+        bcf.display(),
+        vcf.display()
+    ));
+    for (from, to, says) in [
+        (
+            "ID=AF,Number=A,Type=Float",
+            "ID=AF,Number=A,Type=Integer",
+            "INFO/AF is encoded as floats in the record but declared Type=Integer",
+        ),
+        (
+            "ID=AF,Number=A,Type=Float",
+            "ID=AF,Number=A,Type=String",
+            "INFO/AF is encoded as floats in the record but declared Type=String",
+        ),
+        (
+            "ID=VF,Number=1,Type=Float",
+            "ID=VF,Number=1,Type=Integer",
+            "FORMAT/VF is encoded as floats in the record but declared Type=Integer",
+        ),
+        (
+            "ID=DP,Number=1,Type=Integer",
+            "ID=DP,Number=1,Type=Float",
+            "INFO/DP is encoded as integers in the record but declared Type=Float",
+        ),
+    ] {
+        let re = dir.path().join("re.bcf");
+        sh_ok(&format!(
+            "bcftools view -h {b} | sed 's/{from}/{to}/' > {d}/h.txt && \
+             bcftools reheader -h {d}/h.txt -o {r} {b}",
+            b = bcf.display(),
+            d = dir.path().display(),
+            r = re.display()
+        ));
+        refused(&re, &[], &["re.bcf", "record 1 (chr1:10)", says]);
+    }
+}

@@ -266,6 +266,32 @@ fn typed_format(f: &htslib::bcf_fmt_t, s: usize, ty: VcfType) -> Typed<'_> {
     Typed::Values { n, data, width }
 }
 
+/// Whether values of BCF type `t` are what a field of Type `ty` holds (no value, and a
+/// Flag's, whatever the type).
+fn encoded_as_declared(t: u32, ty: VcfType) -> bool {
+    match ty {
+        _ if t == htslib::BCF_BT_NULL => true,
+        VcfType::Flag => true,
+        VcfType::Integer => matches!(
+            t,
+            htslib::BCF_BT_INT8 | htslib::BCF_BT_INT16 | htslib::BCF_BT_INT32
+        ),
+        VcfType::Float => t == htslib::BCF_BT_FLOAT,
+        VcfType::String | VcfType::Character => t == htslib::BCF_BT_CHAR,
+    }
+}
+
+/// A BCF value type as people name it.
+fn encoded_name(t: u32) -> String {
+    match t {
+        htslib::BCF_BT_INT8 | htslib::BCF_BT_INT16 | htslib::BCF_BT_INT32 => "integers".into(),
+        htslib::BCF_BT_INT64 => "64-bit integers".into(),
+        htslib::BCF_BT_FLOAT => "floats".into(),
+        htslib::BCF_BT_CHAR => "characters".into(),
+        t => format!("BCF type {t}"),
+    }
+}
+
 /// BCF integers (1, 2 or 4 bytes each, `n` per sample) to canonical values, as
 /// `bcf_get_format_values` then [`Column::push_htslib_ints`] would give them: the
 /// type's missing value is −1, its vector end −2 and so is everything after it. Returns
@@ -732,6 +758,35 @@ impl Extractor {
                     }
                     Some(Typed::Other) => {}
                 }
+            }
+            // A BCF's values carry their own type; htslib hands them over as the header
+            // declares (a Float's bits as an Integer, an integer's bytes as a String):
+            // values that disagree with their header are refused, never stored so.
+            // SAFETY: hdr/rec are live and unpacked; a non-null result points into the
+            // record.
+            let encoded = unsafe {
+                match slot.category {
+                    Category::Info => htslib::bcf_get_info(hdr, inner, slot.tag.as_ptr())
+                        .as_ref()
+                        .map(|i| i.type_ as u32),
+                    Category::Format => htslib::bcf_get_fmt(hdr, inner, slot.tag.as_ptr())
+                        .as_ref()
+                        .map(|f| f.type_ as u32),
+                }
+            };
+            if let Some(t) = encoded.filter(|&t| !encoded_as_declared(t, slot.ty)) {
+                let kind = match slot.category {
+                    Category::Info => "INFO",
+                    Category::Format => "FORMAT",
+                };
+                return Err(err(format!(
+                    "{kind}/{} is encoded as {} in the record but declared Type={:?} in the \
+                     header: the BCF's header and records disagree (re-create the BCF from \
+                     its VCF, or mend the header's Type with bcftools reheader)",
+                    slot.name,
+                    encoded_name(t),
+                    slot.ty
+                )));
             }
             let ht = match slot.ty {
                 VcfType::Integer => htslib::BCF_HT_INT,
