@@ -62,8 +62,8 @@ pub fn merge(inputs: &[Input]) -> Result<Schema> {
                         Category::Format => "FORMAT",
                     };
                     return Err(Error::Inputs(format!(
-                        "{kind}/{} is declared Type={:?},Number={:?} in {} but \
-                         Type={:?},Number={:?} in {}: make the headers agree (`bcftools \
+                        "{kind}/{} is declared Type={:?},Number={} in {} but \
+                         Type={:?},Number={} in {}: make the headers agree (`bcftools \
                          reheader`)",
                         f.name,
                         m.ty,

@@ -32,6 +32,19 @@ pub enum VcfNumber {
     Dot,
 }
 
+/// As a header writes it (`Number=1`, `A`, `.`).
+impl std::fmt::Display for VcfNumber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VcfNumber::Fixed(k) => write!(f, "{k}"),
+            VcfNumber::A => f.write_str("A"),
+            VcfNumber::R => f.write_str("R"),
+            VcfNumber::G => f.write_str("G"),
+            VcfNumber::Dot => f.write_str("."),
+        }
+    }
+}
+
 /// Whether a field lives in INFO (one value set per record) or FORMAT (per sample).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Category {

@@ -10,7 +10,7 @@
 use crate::block::{Block, Dense, FieldValues, Genotypes};
 use crate::error::{Error, Result};
 use crate::hts::KString;
-use crate::schema::{Category, FieldDef, HeaderLineKind, Schema, VcfNumber, VcfType};
+use crate::schema::{Category, FieldDef, HeaderLineKind, Schema, VcfType};
 use rust_htslib::htslib;
 use std::ffi::CString;
 use std::io::Write as _;
@@ -18,16 +18,6 @@ use std::path::{Path, PathBuf};
 
 const F32_MISSING: u32 = 0x7F80_0001;
 const F32_FILL: u32 = 0x7F80_0002;
-
-fn number_text(n: VcfNumber) -> String {
-    match n {
-        VcfNumber::Fixed(k) => k.to_string(),
-        VcfNumber::A => "A".into(),
-        VcfNumber::R => "R".into(),
-        VcfNumber::G => "G".into(),
-        VcfNumber::Dot => ".".into(),
-    }
-}
 
 fn type_text(t: VcfType) -> &'static str {
     match t {
@@ -146,7 +136,7 @@ fn field_line(kind: &str, f: &FieldDef) -> String {
         if f.ty == VcfType::Flag {
             "0".into()
         } else {
-            number_text(f.number)
+            f.number.to_string()
         },
         type_text(f.ty),
         quoted(&f.description)
