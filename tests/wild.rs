@@ -643,3 +643,56 @@ fn a_budget_above_the_machine_is_capped() {
     let plan = plan_json(&data("all_fields.vcf"), &["--max-mem", "512MiB"]);
     assert_eq!(plan["budget"].as_u64(), Some(512 << 20));
 }
+
+/// VCF 3.3's `Number=-1` (samtools wrote it; `.` since 4.0) is read as `Number=.`
+/// with one warning per field, where svar2 refused the header; an unknown Type is
+/// refused naming the field and how to mend it (fifth hostile pass).
+#[test]
+fn number_minus_one_reads_as_dot_and_a_bad_type_names_its_field() {
+    if !tools(
+        "number_minus_one_reads_as_dot_and_a_bad_type_names_its_field",
+        ORACLES,
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let header = "##fileformat=VCFv4.1\n##contig=<ID=1>\n\
+                  ##INFO=<ID=XS,Number=-1,Type=Integer,Description=\"x\">\n\
+                  ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+                  ##FORMAT=<ID=PQ,Number=-1,Type=Integer,Description=\"p\">\n\
+                  #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\n";
+    let input = vcf(
+        dir.path(),
+        "old.vcf",
+        header,
+        &[
+            "1 5 . A C . . XS=1,2,3 GT:PQ 0/1:3,0,4",
+            "1 6 . A C . . XS=1 GT:PQ 0/1:3",
+        ],
+    );
+    let store = dir.path().join("old.zarr");
+    let err = convert_loud(&input, &store, &[]);
+    for field in ["INFO/XS", "FORMAT/PQ"] {
+        let said = format!("{field} has Number=-1");
+        assert_eq!(err.matches(&said).count(), 1, "{said} once: {err}");
+    }
+    round_trips(&input, &store);
+    let bad = vcf(
+        dir.path(),
+        "bad.vcf",
+        &header.replace("ID=XS,Number=-1,Type=Integer", "ID=XS,Number=1,Type=Integr"),
+        &["1 5 . A C . . XS=1 GT:PQ 0/1:3"],
+    );
+    let o = svar2()
+        .args(["convert", "-q"])
+        .arg(&bad)
+        .arg(dir.path().join("bad.zarr"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("INFO/XS: Type=Integr is not Integer, Float, Flag, String or Character"),
+        "{err}"
+    );
+}

@@ -202,9 +202,28 @@ fn parse_number(path: &Path, id: &str, s: &str) -> Result<VcfNumber> {
         "R" => VcfNumber::R,
         "G" => VcfNumber::G,
         "." => VcfNumber::Dot,
+        // VCF 3.3's "varies" (samtools wrote it; `.` since VCF 4.0).
+        "-1" => {
+            // Once per file and field: a header is read again by each reader.
+            static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+            let key = format!("{}\0{id}", path.display());
+            let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
+            if !warned.contains(&key) {
+                warned.push(key);
+                tracing::warn!(
+                    "{}: {id} has Number=-1, VCF 3.3's way to say the number varies: read \
+                     as Number=.",
+                    path.display()
+                );
+            }
+            VcfNumber::Dot
+        }
         n => VcfNumber::Fixed(n.parse().map_err(|_| Error::Header {
             path: path.into(),
-            msg: format!("field {id}: Number={n} is not A, R, G, . or an integer"),
+            msg: format!(
+                "{id}: Number={n} is not A, R, G, . or a whole number: mend the header line \
+                 (bcftools reheader)"
+            ),
         })?),
     })
 }
@@ -219,7 +238,10 @@ fn parse_type(path: &Path, id: &str, s: &str) -> Result<VcfType> {
         t => {
             return Err(Error::Header {
                 path: path.into(),
-                msg: format!("field {id}: unknown Type={t}"),
+                msg: format!(
+                    "{id}: Type={t} is not Integer, Float, Flag, String or Character: mend \
+                     the header line (bcftools reheader)"
+                ),
             })
         }
     })
@@ -273,14 +295,22 @@ impl Schema {
                         has_gt = true;
                         continue;
                     }
-                    let ty = parse_type(path, &id, get("Type").map_or("", |s| s))?;
+                    let named = format!(
+                        "{}/{id}",
+                        if category == Category::Info {
+                            "INFO"
+                        } else {
+                            "FORMAT"
+                        }
+                    );
+                    let ty = parse_type(path, &named, get("Type").map_or("", |s| s))?;
                     if category == Category::Format && ty == VcfType::Flag {
                         return Err(Error::Header {
                             path: path.into(),
                             msg: format!("FORMAT/{id} has Type=Flag, which VCF does not allow"),
                         });
                     }
-                    let number = parse_number(path, &id, get("Number").map_or(".", |s| s))?;
+                    let number = parse_number(path, &named, get("Number").map_or(".", |s| s))?;
                     fields.push(FieldDef {
                         category,
                         name: id,
