@@ -441,7 +441,9 @@ pub fn read_group_in(storage: &dyn Storage) -> Result<Vec<ArrayLayout>> {
         if holds("zarr.json") {
             let key = format!("{name}/zarr.json");
             let meta = read_json(storage, &key)?;
-            if vcf_name && meta.get("node_type").and_then(Value::as_str) != Some("array") {
+            // (A group of that name is a node of its own: someone's subgroup.)
+            let node = meta.get("node_type").and_then(Value::as_str);
+            if vcf_name && !matches!(node, Some("array" | "group")) {
                 return Err(lost());
             }
             if meta.get("node_type").and_then(Value::as_str) == Some("array") {
