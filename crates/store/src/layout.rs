@@ -470,7 +470,7 @@ pub fn read_group_in(storage: &dyn Storage) -> Result<Vec<ArrayLayout>> {
                 &key,
                 array_v2(name, &listing, &meta, attrs),
             )?);
-        } else if vcf_name {
+        } else if vcf_name && !holds(".zgroup") {
             return Err(lost());
         }
     }
