@@ -40,7 +40,17 @@ pub fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         let cols: Vec<u64> = columns.unwrap_or_else(|| (0..names.len() as u64).collect());
         let mut text = String::new();
         for c in cols {
-            text += &names[c as usize];
+            let name = &names[c as usize];
+            // One line a name: one holding a line break would list two.
+            if name.contains(['\n', '\r']) {
+                return Err(format!(
+                    "{}: sample {name:?} holds a line break: the store's sample_id is \
+                     damaged (restore it from a copy or convert again)",
+                    a.store.display()
+                )
+                .into());
+            }
+            text += name;
             text.push('\n');
         }
         crate::output::out(&text);

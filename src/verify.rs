@@ -518,33 +518,55 @@ fn check_records(store: &AnyGroup) -> Vec<Damage> {
     out
 }
 
-/// A sample name `sample_id` lists twice: which column it names cannot be told, and no
-/// VCF can print both.
+/// A name `sample_id`, `contig_id` or `filter_id` lists twice (which column, records or
+/// flags it names cannot be told; no VCF prints both), or one holding a tab or line
+/// break (a header line no VCF reader takes).
 fn check_sample_names(store: &AnyGroup) -> Vec<Damage> {
-    let Some(ids) = store.array("sample_id") else {
-        return Vec::new();
-    };
-    let Ok(names) = ids.read_strings() else {
-        return Vec::new();
-    };
-    let mut seen = std::collections::HashMap::new();
-    for (i, name) in names.iter().enumerate() {
-        if let Some(first) = seen.insert(name.as_str(), i) {
-            let per = ids.chunk_shape()[0].max(1) as usize;
-            return vec![Damage {
-                array: ids.name.clone(),
-                key: ids.name.clone(),
-                file: ids.chunk_file(&[(i / per) as u64]).display().to_string(),
-                variants: None,
-                samples: Some([i as u64, i as u64 + 1]),
-                error: format!(
-                    "sample {name} is listed twice (columns {first} and {i}): asked for by \
-                     name it cannot be told which is meant"
-                ),
-            }];
+    let mut out = Vec::new();
+    for (list, what) in [
+        ("sample_id", "sample"),
+        ("contig_id", "contig"),
+        ("filter_id", "filter"),
+    ] {
+        let Some(ids) = store.array(list) else {
+            continue;
+        };
+        let Ok(names) = ids.read_strings() else {
+            continue;
+        };
+        let per = ids.chunk_shape().first().copied().unwrap_or(1).max(1) as usize;
+        let damage = |i: usize, error: String| Damage {
+            array: ids.name.clone(),
+            key: ids.name.clone(),
+            file: ids.chunk_file(&[(i / per) as u64]).display().to_string(),
+            variants: None,
+            samples: (list == "sample_id").then_some([i as u64, i as u64 + 1]),
+            error,
+        };
+        let mut seen = std::collections::HashMap::new();
+        for (i, name) in names.iter().enumerate() {
+            if name.contains(['\t', '\n', '\r']) {
+                out.push(damage(
+                    i,
+                    format!(
+                        "{what} {name:?} holds a tab or a line break: no VCF header can name it"
+                    ),
+                ));
+                break;
+            }
+            if let Some(first) = seen.insert(name.as_str(), i) {
+                out.push(damage(
+                    i,
+                    format!(
+                        "{what} {name} is listed twice (entries {first} and {i}): asked for by \
+                         name it cannot be told which is meant"
+                    ),
+                ));
+                break;
+            }
         }
     }
-    Vec::new()
+    out
 }
 
 impl Report {

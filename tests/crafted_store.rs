@@ -792,6 +792,48 @@ fn foreign_edits_are_refused_never_printed_wrong() {
             "view -H",
             "a value holds a tab",
         ),
+        (
+            "group_metadata",
+            "open(d + '/call_genotype_phased/zarr.json', 'w').write('{\\\"zarr_format\\\": 3, \\\"node_type\\\": \\\"group\\\"}')",
+            "view -H",
+            "without an array's metadata",
+        ),
+        (
+            "contig_twice",
+            "a = g['contig_id']; v = a[:]; v[1] = v[0]; a[:] = v",
+            "view -H",
+            "contig_id lists",
+        ),
+        (
+            "filter_twice",
+            "a = g['filter_id']; v = a[:]; v[2] = v[1]; a[:] = v",
+            "view -H",
+            "filter_id lists",
+        ),
+        (
+            "comma_allele",
+            "a = g['variant_allele']; v = a[:]; v[0, 1] = 'G,T'; a[:] = v",
+            "view -H",
+            "a value holds `,`",
+        ),
+        (
+            "colon_format",
+            "a = g['call_FT']; v = a[:]; v[0, 1] = 'q10:99'; a[:] = v",
+            "view -H",
+            "a value holds `:`",
+        ),
+        (
+            "semicolon_info",
+            "a = g['variant_AA']; v = a[:]; v[0] = 'A;DB'; a[:] = v",
+            "view -H",
+            "a value holds `;`",
+        ),
+        (
+            "newline_sample",
+            "a = g['sample_id']; v = a[:]; v[1] = 'S\\nEVIL'; a[:] = v",
+            "query -l",
+            "holds a line break",
+        ),
     ];
     for (name, edit, cmd, says) in cases {
         let s = dir.path().join(name);
@@ -812,7 +854,12 @@ fn foreign_edits_are_refused_never_printed_wrong() {
         (
             "twice",
             "a = g['sample_id']; v = a[:]; v[1] = v[0]; a[:] = v",
-            "sample NA00001 is listed twice (columns 0 and 1)",
+            "sample NA00001 is listed twice (entries 0 and 1)",
+        ),
+        (
+            "contig_twice_verify",
+            "a = g['contig_id']; v = a[:]; v[1] = v[0]; a[:] = v",
+            "is listed twice (entries 0 and 1)",
         ),
     ] {
         let s = dir.path().join(name);

@@ -135,6 +135,14 @@ impl Store {
             .ok_or_else(|| {
                 Error::Usage(format!("{}: no contig {contig}", self.group.root.display()))
             })? as i64;
+        if self.contigs[c as usize + 1..].iter().any(|x| x == contig) {
+            return Err(Error::Usage(format!(
+                "{}: contig {contig} is listed twice in contig_id: which records are on it \
+                 cannot be told; the store's metadata is damaged (restore it from a copy or \
+                 convert again)",
+                self.group.root.display()
+            )));
+        }
         let get = |n: &str| self.array(n);
         let (vcontig, vpos, vlen) = (
             get("variant_contig")?,

@@ -390,6 +390,26 @@ pub fn read_group(root: &Path) -> Result<Vec<ArrayLayout>> {
     read_group_in(&*svar2_storage::open(root)?)
 }
 
+/// Whether `listing` (the objects under `name/`) holds a chunk key of an array at
+/// `name`: `c/0/1` (Zarr v3's default keys), or whole numbers joined by `.` or `/`
+/// (`0.1`, `0/1`: v2's, and v3's `v2` encoding).
+fn holds_chunk_keys(name: &str, listing: &[(String, u64)]) -> bool {
+    let numbers = |s: &str, sep: char| {
+        !s.is_empty()
+            && s.split(sep)
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    listing.iter().any(|(k, _)| {
+        let Some(rest) = k.strip_prefix(name).and_then(|r| r.strip_prefix('/')) else {
+            return false;
+        };
+        match rest.strip_prefix("c/") {
+            Some(idx) => numbers(idx, '/'),
+            None => rest == "c" || numbers(rest, '.') || numbers(rest, '/'),
+        }
+    })
+}
+
 /// [`read_group`] of an open storage: one listing of the store, then each array's
 /// metadata.
 pub fn read_group_in(storage: &dyn Storage) -> Result<Vec<ArrayLayout>> {
@@ -441,9 +461,11 @@ pub fn read_group_in(storage: &dyn Storage) -> Result<Vec<ArrayLayout>> {
         if holds("zarr.json") {
             let key = format!("{name}/zarr.json");
             let meta = read_json(storage, &key)?;
-            // (A group of that name is a node of its own: someone's subgroup.)
+            // (A group of that name is a node of its own, someone's subgroup, unless
+            // chunk keys lie in it: an array's metadata replaced by a group's.)
             let node = meta.get("node_type").and_then(Value::as_str);
-            if vcf_name && !matches!(node, Some("array" | "group")) {
+            let group = node == Some("group") && !holds_chunk_keys(name, &listing);
+            if vcf_name && node != Some("array") && !group {
                 return Err(lost());
             }
             if meta.get("node_type").and_then(Value::as_str) == Some("array") {
@@ -470,7 +492,7 @@ pub fn read_group_in(storage: &dyn Storage) -> Result<Vec<ArrayLayout>> {
                 &key,
                 array_v2(name, &listing, &meta, attrs),
             )?);
-        } else if vcf_name && !holds(".zgroup") {
+        } else if vcf_name && (!holds(".zgroup") || holds_chunk_keys(name, &listing)) {
             return Err(lost());
         }
     }

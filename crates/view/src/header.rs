@@ -157,6 +157,23 @@ pub fn schema_of(store: &Store) -> Result<Schema> {
             )));
         }
     }
+    // Contig and filter IDs name one each: a name listed twice would print one's
+    // records or flags under the other's name, and `-r` would find only the first.
+    for (what, list) in [
+        (
+            "contig_id",
+            names.iter().map(String::as_str).collect::<Vec<_>>(),
+        ),
+        ("filter_id", filters.iter().map(|f| f.id.as_str()).collect()),
+    ] {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = list.iter().find(|n| !seen.insert(**n)) {
+            return Err(bad(format!(
+                "{what} lists {twice} twice: which records or flags are its cannot be told; \
+                 the store's metadata is damaged (restore it from a copy or convert again)"
+            )));
+        }
+    }
     // Records need contigs to lie on; a store of none (a header-only VCF without
     // ##contig lines) prints its header, as bcftools view prints the VCF's.
     let records = g.array("variant_position").map_or(0, |a| a.shape()[0]);

@@ -206,22 +206,27 @@ fn ints(a: &AnyArray, r0: u64, r1: u64) -> Result<Vec<i64>> {
     Ok(a.read_rows_i64(r0, r1)?)
 }
 
-/// `strings` of `a`, refused where one holds a tab or a line break: printed, it would
-/// cut its record's columns or begin a record the store never held (VCF text cannot
-/// carry them; another tool wrote or edited the array).
-fn one_line(a: &AnyArray, strings: Strs) -> Result<Strs> {
-    let Some(at) = memchr::memchr3(b'\t', b'\n', b'\r', &strings.bytes) else {
+/// `strings` of `a`, refused where one holds a tab or a line break, or `column`'s own
+/// separator (`,` between alleles, `;` between INFO fields, `:` between FORMAT
+/// fields): printed, it would cut its record's columns, begin a record the store never
+/// held, or add an allele or a field (VCF text cannot carry them; another tool wrote
+/// or edited the array).
+fn one_line(a: &AnyArray, strings: Strs, column: Option<u8>) -> Result<Strs> {
+    let breaks = memchr::memchr3(b'\t', b'\n', b'\r', &strings.bytes);
+    let own = column.and_then(|c| memchr::memchr(c, &strings.bytes));
+    let Some(at) = breaks.into_iter().chain(own).min() else {
         return Ok(strings);
     };
     let i = strings.ends.partition_point(|&end| end <= at);
     Err(Error::Usage(format!(
-        "{}: a value holds a {} ({:?}), which VCF text cannot carry: printed, it would \
+        "{}: a value holds {} ({:?}), which VCF text cannot carry there: printed, it would \
          break its record's line; the array was written or edited by another tool (mend \
          the value, or convert the VCF again)",
         a.name,
         match strings.bytes[at] {
-            b'\t' => "tab",
-            _ => "line break",
+            b'\t' => "a tab".to_string(),
+            b'\n' | b'\r' => "a line break".to_string(),
+            c => format!("`{}`", c as char),
         },
         String::from_utf8_lossy(strings.get(i))
             .chars()
@@ -233,7 +238,7 @@ fn one_line(a: &AnyArray, strings: Strs) -> Result<Strs> {
 /// A variants-axis array's rows (strings or numbers) as a dense field.
 fn site_values(a: &AnyArray, r0: u64, r1: u64) -> Result<Dense> {
     Ok(match a.dtype {
-        Dtype::Str => Dense::Str(one_line(a, strs(a.read_rows_strings(r0, r1)?))?),
+        Dtype::Str => Dense::Str(one_line(a, strs(a.read_rows_strings(r0, r1)?), Some(b';'))?),
         d => dense(d, a.read_rows(r0, r1)?),
     })
 }
@@ -255,7 +260,7 @@ fn call_values(reader: &Reader, a: &Arc<AnyArray>, rows: &[u64], columns: &[u64]
                 }
             }
         }
-        return Ok(Dense::Str(one_line(a, out)?));
+        return Ok(Dense::Str(one_line(a, out, Some(b':'))?));
     }
     let never = AtomicBool::new(false);
     let bytes = svar2_reader::region::read_rows(reader, a, rows, columns, &never)?;
@@ -323,11 +328,16 @@ impl Sources {
                         .map(|s| if s.is_empty() { b".".to_vec() } else { s })
                         .collect(),
                 ),
+                None,
             )?,
             None => strs(vec![b".".to_vec(); n]),
         };
         b.allele_width = Sources::width(&self.alleles, 1).max(1);
-        b.alleles = one_line(&self.alleles, strs(self.alleles.read_rows_strings(r0, r1)?))?;
+        b.alleles = one_line(
+            &self.alleles,
+            strs(self.alleles.read_rows_strings(r0, r1)?),
+            Some(b','),
+        )?;
         b.qual = match &self.quality {
             Some(a) => match dense(a.dtype, a.read_rows(r0, r1)?) {
                 Dense::F32(v) => v,
