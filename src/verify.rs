@@ -106,7 +106,7 @@ pub fn verify(store: &AnyGroup, reader: &Reader) -> svar2_reader::Result<Report>
     // Values every reader relies on: records in order on their contigs, on contigs
     // the store lists, and samples named once.
     damaged.extend(check_records(store));
-    damaged.extend(check_sample_names(store));
+    damaged.extend(check_names(store));
     // Objects with a check of their own (a zip's entries: CRC-32), for chunks that
     // carry none.
     if let Some(first) = store.arrays.first() {
@@ -521,7 +521,7 @@ fn check_records(store: &AnyGroup) -> Vec<Damage> {
 /// A name `sample_id`, `contig_id` or `filter_id` lists twice (which column, records or
 /// flags it names cannot be told; no VCF prints both), or one holding a tab or line
 /// break (a header line no VCF reader takes).
-fn check_sample_names(store: &AnyGroup) -> Vec<Damage> {
+fn check_names(store: &AnyGroup) -> Vec<Damage> {
     let mut out = Vec::new();
     for (list, what) in [
         ("sample_id", "sample"),

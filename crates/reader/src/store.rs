@@ -115,15 +115,6 @@ impl Store {
             .collect()
     }
 
-    /// A sample name `sample_id` lists more than once (the first such, by its
-    /// columns), with the first two columns that hold it.
-    pub fn repeated_sample(&self) -> Option<(&str, u64, u64)> {
-        self.repeated
-            .iter()
-            .map(|(n, &(a, b))| (n.as_str(), a, b))
-            .min_by_key(|&(_, a, b)| (b, a))
-    }
-
     /// Variant rows on `contig` overlapping positions `[start, end]` (1-based,
     /// inclusive; a record overlaps from its position to position + length − 1, as
     /// `bcftools view -r` selects), in store order.
