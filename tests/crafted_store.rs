@@ -716,6 +716,17 @@ fn verify_does_not_walk_a_grid_past_the_files() {
     assert!(t0.elapsed().as_secs() < 30, "{:?}", t0.elapsed());
 }
 
+/// A copy of `original` at `to`, edited by the Python statements `edit` (zarr-python's
+/// group `g`, its path `d`).
+fn edited_copy(original: &Path, to: &Path, edit: &str) -> PathBuf {
+    copy(original, to);
+    sh_ok(&format!(
+        "python3 -c \"import zarr; d = '{}'; g = zarr.open_group(d, mode='r+'); {edit}\"",
+        to.display()
+    ));
+    to.to_path_buf()
+}
+
 /// A store without svar2's shard record (another tool's, or one whose record was
 /// dropped as svar2's own message advises), edited with zarr-python: arrays rewritten
 /// at another data type, `filter_id` gone, a sample named twice, records out of order,
@@ -836,12 +847,7 @@ fn foreign_edits_are_refused_never_printed_wrong() {
         ),
     ];
     for (name, edit, cmd, says) in cases {
-        let s = dir.path().join(name);
-        copy(&original, &s);
-        sh_ok(&format!(
-            "python3 -c \"import zarr; d = '{}'; g = zarr.open_group(d, mode='r+'); {edit}\"",
-            s.display()
-        ));
+        let s = edited_copy(&original, &dir.path().join(name), edit);
         fails(&format!("{cmd} {}", s.display()), None, &[says]);
     }
     // What verify reads itself: the records' order and the sample names.
@@ -862,12 +868,7 @@ fn foreign_edits_are_refused_never_printed_wrong() {
             "is listed twice (entries 0 and 1)",
         ),
     ] {
-        let s = dir.path().join(name);
-        copy(&original, &s);
-        sh_ok(&format!(
-            "python3 -c \"import zarr; d = '{}'; g = zarr.open_group(d, mode='r+'); {edit}\"",
-            s.display()
-        ));
+        let s = edited_copy(&original, &dir.path().join(name), edit);
         damaged(&s, &[says]);
     }
 }
