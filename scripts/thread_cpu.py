@@ -89,7 +89,8 @@ def main():
         print(json.dumps({"label": label, "wall_s": wall, "cpu_s": total, "bound": bound,
                           "busiest": busiest_name, "busiest_s": busiest,
                           "kinds": {k: {"threads": n, "cpu_s": s, "max_s": m}
-                                    for k, (n, s, m) in kinds.items()}}))
+                                    for k, (n, s, m) in kinds.items()},
+                          "threads": sorted([name, cpu] for name, cpu in seen.values())}))
         return
     ordered = sorted(kinds.items(), key=lambda kv: -kv[1][1])
     kind_text = " ".join(f"{k}:{n}:{s:.2f}:{m:.2f}" for k, (n, s, m) in ordered)

@@ -349,3 +349,55 @@ fn lines_parsed_ahead_read_as_line_by_line() {
         }
     }
 }
+
+/// One contig read by several readers: every piece a reader reads is about a chunk
+/// row, so it can read the whole of it while the piece before is joined (pieces a
+/// reader's quarter of the contig long let only the reader of the piece being joined
+/// work, the others stopped at their first rows); the store is the one reader's.
+#[test]
+fn readers_of_one_contig_read_pieces_of_about_a_chunk_row() {
+    if !tools(
+        "readers_of_one_contig_read_pieces_of_about_a_chunk_row",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let rows: Vec<String> = (0..12_000)
+        .map(|i| {
+            format!(
+                "c1\t{}\t.\tA\tG\t.\tPASS\t.\tGT\t0|1\t1|1\t0|0",
+                1000 + i * 700
+            )
+        })
+        .collect();
+    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+    let meta = "##fileformat=VCFv4.2\n##contig=<ID=c1,length=9000000>\n\
+                ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n";
+    let gz = vcf_of_rows(dir.path(), "one", meta, &["A", "B", "C"], &rows);
+    let one = dir.path().join("one.zarr");
+    convert(&gz, &one, &["--readers", "1", "--variants-chunk", "500"]);
+    let out = dir.path().join("three.zarr");
+    let run = svar2()
+        .env("RUST_LOG", "svar2_convert::schedule=debug")
+        .args(["convert", "--readers", "3", "--variants-chunk", "500"])
+        .arg(&gz)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{log}");
+    let pieces: Vec<u64> = log
+        .lines()
+        .filter(|l| l.contains("piece read"))
+        .map(|l| {
+            let at = l.find("records=").expect("records=") + "records=".len();
+            let n: String = l[at..].chars().take_while(char::is_ascii_digit).collect();
+            n.parse().unwrap()
+        })
+        .collect();
+    assert_eq!(pieces.iter().sum::<u64>(), 12_000, "{log}");
+    assert!(pieces.len() >= 24, "{} pieces: {pieces:?}", pieces.len());
+    assert!(pieces.iter().all(|&n| n <= 750), "{pieces:?}");
+    assert_eq!(digest(&out), digest(&one));
+}

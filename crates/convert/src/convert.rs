@@ -337,7 +337,8 @@ fn plan_reading(
                 svar2_vcf::pieces::plan_pieces_inputs(&opened.own(), schema, per_contig)
             }
         })
-        .flatten();
+        .flatten()
+        .map(|p| svar2_vcf::pieces::cut_finer(p, &counts, schema, report.plan.chunks.variants));
     let Some(pieces) = pieces else {
         if options.request.readers.is_some_and(|r| r > 1) {
             return Err(Error::Usage(format!(

@@ -19,7 +19,9 @@ use svar2_vcf::schema::Schema;
 /// What a piece reader sends back for its piece.
 enum PieceMsg {
     Rows(Batch),
-    Done,
+    /// The piece's end, with its ticket: handed back when the sequencer takes this,
+    /// or drops the piece unjoined.
+    Done(Ticket),
     Failed(Error),
 }
 
@@ -121,9 +123,11 @@ pub(crate) fn read_in_pieces(
         let path = inputs[pieces[first].file as usize].clone();
         let mut rxs = Vec::with_capacity(run.pieces.len());
         for &i in &run.pieces {
-            // One batch of slack per piece: a reader ahead of its sequencer blocks,
-            // which bounds the reorder buffer to about two batches per reader.
-            let (tx, rx) = crossbeam_channel::bounded(1);
+            // Room for a piece of a chunk row or so and its end: its reader goes on
+            // to another piece while this one waits to be joined (the tickets bound
+            // how many wait). A piece longer than that stops its reader until the
+            // sequencer reaches it.
+            let (tx, rx) = crossbeam_channel::bounded(PIECE_SLACK);
             job_tx.send((i, tx)).expect("receiver alive");
             rxs.push(rx);
         }
@@ -136,18 +140,33 @@ pub(crate) fn read_in_pieces(
             .expect("receiver alive");
     }
     drop((job_tx, contig_tx));
+    // Tickets: a reader takes one before it takes a piece and sends it with the
+    // piece's end, so pieces read (or being read) and not yet joined — all that
+    // readers hold — stay under two a reader, whatever the pieces' order. The
+    // earliest piece not joined is always read or takes a free ticket: no wait
+    // goes round in a circle.
+    let readers = (cc * w).max(1);
+    let (ticket_tx, ticket_rx) = crossbeam_channel::bounded::<()>(TICKETS_PER_READER * readers);
+    for _ in 0..TICKETS_PER_READER * readers {
+        ticket_tx.send(()).expect("room for every ticket");
+    }
     // Set when the consumer hung up or a run failed: readers stop at their next send.
     let stop = &std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
         let spawn = |name: String| std::thread::Builder::new().name(name);
-        for i in 0..(cc * w).max(1) {
+        for i in 0..readers {
             let job_rx = job_rx.clone();
+            let (ticket_tx, ticket_rx) = (ticket_tx.clone(), ticket_rx.clone());
             let reader = spawn(format!("reader-{i}")).spawn_scoped(scope, move || {
                 // One open input per thread (the plan charges one reader's memory):
                 // a piece of another input closes it and opens that one.
                 let mut open: Option<(usize, PieceReader)> = None;
-                let mut watch = RowWatch::new(limit, cc * w);
-                for (i, tx) in job_rx.iter() {
+                let mut watch = RowWatch::new(limit, readers);
+                while ticket_rx.recv().is_ok() {
+                    let ticket = Ticket(ticket_tx.clone());
+                    let Ok((i, tx)) = job_rx.recv() else {
+                        return;
+                    };
                     let f = pieces[i].file as usize;
                     if open.as_ref().is_none_or(|(g, _)| *g != f) {
                         drop(open.take()); // closed before the next opens
@@ -172,7 +191,10 @@ pub(crate) fn read_in_pieces(
                         tx.send(PieceMsg::Rows(b)).is_ok()
                     });
                     let msg = match sent {
-                        Ok(_) => PieceMsg::Done,
+                        Ok(n) => {
+                            tracing::debug!(piece = i, records = n, "piece read");
+                            PieceMsg::Done(ticket)
+                        }
                         Err(e) => PieceMsg::Failed(e),
                     };
                     // A run that took what it needed hangs up on purpose; only a
@@ -188,7 +210,7 @@ pub(crate) fn read_in_pieces(
                 return;
             }
         }
-        drop(job_rx);
+        drop((job_rx, ticket_rx));
         for i in 0..cc.max(1) {
             let contig_rx = contig_rx.clone();
             let sequencer = spawn(format!("sequence-{i}")).spawn_scoped(scope, move || {
@@ -220,6 +242,14 @@ pub(crate) fn read_in_pieces(
         }
     });
 }
+
+/// Batches (and the end mark) a piece's channel holds before its reader waits.
+const PIECE_SLACK: usize = 2;
+
+/// Pieces each reader may have read (or be reading) that the sequencers have not yet
+/// joined: one it reads while the one before waits its turn. The plan charges each
+/// reader two rows of at most a piece (`svar2_planner::plan`'s piece rows).
+const TICKETS_PER_READER: usize = 2;
 
 /// Joins one contig run's pieces in order and re-cuts them on the global grid,
 /// dropping the first `skip` records and, for a `take` run, stopping after
@@ -265,7 +295,7 @@ fn sequence_contig(
         for msg in rx.iter() {
             let b = match msg {
                 PieceMsg::Rows(b) => b,
-                PieceMsg::Done => break,
+                PieceMsg::Done(_ticket) => break,
                 PieceMsg::Failed(e) => return Err(numbered_from(e, piece_first)),
             };
             let before = read;
@@ -301,6 +331,16 @@ fn sequence_contig(
         return Ok(false);
     }
     Ok(true)
+}
+
+/// Leave to read a piece ahead of the sequencer (see `read_in_pieces`), handed back
+/// when dropped.
+struct Ticket(crossbeam_channel::Sender<()>);
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let _ = self.0.try_send(());
+    }
 }
 
 /// `e` with the number of the record it names counted from the file's record

@@ -166,6 +166,15 @@ const PER_INPUT_SAMPLE_BYTES: u64 = 40;
 /// find work, few enough that each piece spans many chunk rows.
 pub const PIECES_PER_READER: u64 = 4;
 
+/// Pieces a contig of `records` is read in by `w` readers: [`PIECES_PER_READER`]
+/// each at least, and none much longer than a chunk row of `rows` records, so that a
+/// reader holding a whole piece while an earlier one is joined holds about a row
+/// (`svar2_vcf::pieces::cut_finer`; with pieces a contig's quarter long the readers
+/// of one contig read about as fast as one).
+pub fn pieces_for(records: u64, rows: u64, w: u32) -> u64 {
+    (PIECES_PER_READER * w.max(1) as u64).max(records.div_ceil(rows.max(1)))
+}
+
 /// Memory each encoding thread past the two the law was calibrated with adds (its
 /// malloc arena and codec contexts): sim.vcf.gz at `--threads` 1-4 measured ~6.5 MB
 /// per thread past two that the law did not see (27 % under at 4 threads without it).
@@ -299,7 +308,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         if w == 1 && cc == 1 {
             return 0;
         }
-        let piece = biggest.map_or(vc, |n| n.div_ceil(PIECES_PER_READER * w as u64).max(1));
+        let piece = biggest.map_or(vc, |n| n.div_ceil(pieces_for(n, vc, w)).max(1));
         2 * w as u64 * eff_rows(vc, cc).min(piece)
     };
     // Concurrent contigs finish out of file order, so the chunk rows that straddle two

@@ -105,7 +105,7 @@ pub fn cut_pieces(
             };
         }
         cuts.dedup(); // (a cut met twice would make an empty piece)
-        let end = i64::MAX >> 2;
+        let end = OPEN_END;
         let bounds: Vec<i64> = std::iter::once(0).chain(cuts).chain([end]).collect();
         for (i, b) in bounds.windows(2).enumerate() {
             pieces.push(Piece {
@@ -130,6 +130,86 @@ fn window_start(pos: i64) -> i64 {
         start => start,
     }
 }
+
+/// `pieces` (as [`plan_pieces`] cut them) cut again by position so that each holds
+/// about `rows` records, judged from the index's `counts` (by store contig) shared
+/// evenly among a contig's pieces. A reader can then read a whole piece ahead of the
+/// piece being joined in order without holding more than a chunk row or two: pieces
+/// of a contig's quarter each let only the reader of the piece being joined work
+/// (the others stop at their first rows), so the readers of one contig read about as
+/// fast as one. Cuts fall on the index's 16 kb windows, so a piece is never finer than
+/// one. A contig's first piece starts at 0 and its last is open-ended, wherever the
+/// records lie: they are cut as far as the contig's other pieces reach on average
+/// (the last no further than the header's length, or to it where there are no others).
+pub fn cut_finer(pieces: Vec<Piece>, counts: &[u64], schema: &Schema, rows: u64) -> Vec<Piece> {
+    let rows = rows.max(1);
+    // Per input and contig: its pieces, and how far one closed at both ends reaches
+    // on average (the first starts at 0 and the last is open-ended, wherever the
+    // records lie).
+    let mut groups = std::collections::HashMap::<(u32, u32), (u64, i64, i64)>::new();
+    for p in &pieces {
+        let g = groups.entry((p.file, p.rid)).or_default();
+        g.0 += 1;
+        if p.beg > 0 && p.end < OPEN_END {
+            g.1 += p.end - p.beg;
+            g.2 += 1;
+        }
+    }
+    let mut coarse_of = std::collections::HashMap::<u32, u64>::new();
+    for p in &pieces {
+        *coarse_of.entry(p.rid).or_default() += 1;
+    }
+    let mut out = Vec::with_capacity(pieces.len());
+    for p in &pieces {
+        let records = counts.get(p.rid as usize).copied().unwrap_or(0);
+        let m = records
+            .div_ceil(coarse_of[&p.rid])
+            .div_ceil(rows)
+            .clamp(1, MAX_CUTS_PER_PIECE) as i64;
+        let (_, spans, closed) = groups[&(p.file, p.rid)];
+        let reach = (closed > 0).then(|| spans / closed);
+        let length = schema.contigs[p.rid as usize].length;
+        // Where the piece's records lie, as far as the index's cuts tell.
+        let lo = match (p.beg, reach) {
+            (0, Some(r)) if p.end < OPEN_END => (p.end - r).max(0),
+            _ => p.beg,
+        };
+        let hi = match p.end < OPEN_END {
+            true => Some(p.end),
+            false => match (reach.map(|r| p.beg + r), length.filter(|&l| l > p.beg)) {
+                (Some(r), Some(l)) => Some(r.min(l)),
+                (r, l) => r.or(l),
+            },
+        };
+        let Some(hi) = hi.filter(|&hi| m > 1 && hi > lo) else {
+            out.push(p.clone());
+            continue;
+        };
+        let step = (hi - lo) / m;
+        let mut cuts: Vec<i64> = (1..m)
+            .map(|k| window_start(lo + k * step))
+            .filter(|&c| c > p.beg && c < hi)
+            .collect();
+        cuts.dedup();
+        let bounds: Vec<i64> = std::iter::once(p.beg).chain(cuts).chain([p.end]).collect();
+        for (k, b) in bounds.windows(2).enumerate() {
+            out.push(Piece {
+                beg: b[0],
+                end: b[1],
+                last_of_contig: p.last_of_contig && k + 2 == bounds.len(),
+                ..p.clone()
+            });
+        }
+    }
+    out
+}
+
+/// Where an open-ended piece (a contig's last) ends: past any position.
+const OPEN_END: i64 = i64::MAX >> 2;
+
+/// Pieces one piece is cut into at most by [`cut_finer`] (a bound on the work a
+/// record count read out of an index can ask for).
+const MAX_CUTS_PER_PIECE: u64 = 1 << 16;
 
 /// Pieces over several inputs of one call set (each with its own header's schema, in
 /// reading order): each input's contigs planned from its own index as [`plan_pieces`]
@@ -490,6 +570,19 @@ mod tests {
             "{pieces:?}"
         );
         // By position, as the spots also cut: the region is in the first quarter.
+        // Cut finer, about 250 records a piece: each a few index windows (32 records
+        // here), the open-ended last one cut where the records are, not by the
+        // contig's length of 100 Mb.
+        let fine = cut_finer(pieces.clone(), &[4000], &schema, 250);
+        let counts: Vec<u64> = fine.iter().map(|p| reader.count(p).unwrap()).collect();
+        assert_eq!(counts.iter().sum::<u64>(), 4000, "{fine:?}");
+        assert!(
+            counts.iter().all(|&n| (150..=350).contains(&n)),
+            "{counts:?}"
+        );
+        assert!(fine.windows(2).all(|w| w[0].end == w[1].beg), "{fine:?}");
+        let last: Vec<bool> = fine.iter().map(|p| p.last_of_contig).collect();
+        assert!(last[..last.len() - 1].iter().all(|&l| !l) && last[last.len() - 1]);
         let by_length = cut_pieces(&path, &schema, &[4000], 4, Cut::Position).unwrap();
         let counts: Vec<u64> = by_length.iter().map(|p| reader.count(p).unwrap()).collect();
         assert_eq!(counts, [4000, 0, 0, 0]);

@@ -17,7 +17,7 @@ use crate::schedule::{ContigRun, Stitcher};
 use crate::writer::Writer;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use svar2_planner::PIECES_PER_READER;
+use svar2_planner::pieces_for;
 use svar2_store::dir::StoreDir;
 use svar2_vcf::pieces::{Piece, PieceReader};
 
@@ -306,7 +306,7 @@ fn run_claimed(
         let length = schema.contigs[c.rid as usize].length.unwrap_or(0).max(0) as u64;
         let stop = end.unwrap_or(length.max(beg + 1));
         let k_pieces = if length > 0 && !take {
-            (PIECES_PER_READER as usize * w).max(1) as u64
+            pieces_for(skip + expected, geometry.variants_chunk, w as u32)
         } else {
             1
         };
