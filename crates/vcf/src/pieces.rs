@@ -162,10 +162,11 @@ pub fn cut_finer(pieces: Vec<Piece>, counts: &[u64], schema: &Schema, rows: u64)
     let mut out = Vec::with_capacity(pieces.len());
     for p in &pieces {
         let records = counts.get(p.rid as usize).copied().unwrap_or(0);
+        let coarse = coarse_of[&p.rid];
         let m = records
-            .div_ceil(coarse_of[&p.rid])
+            .div_ceil(coarse)
             .div_ceil(rows)
-            .clamp(1, MAX_CUTS_PER_PIECE) as i64;
+            .clamp(1, (MAX_PIECES_PER_CONTIG / coarse).max(1)) as i64;
         let (_, spans, closed) = groups[&(p.file, p.rid)];
         let reach = (closed > 0).then(|| spans / closed);
         let length = schema.contigs[p.rid as usize].length;
@@ -207,9 +208,10 @@ pub fn cut_finer(pieces: Vec<Piece>, counts: &[u64], schema: &Schema, rows: u64)
 /// Where an open-ended piece (a contig's last) ends: past any position.
 const OPEN_END: i64 = i64::MAX >> 2;
 
-/// Pieces one piece is cut into at most by [`cut_finer`] (a bound on the work a
-/// record count read out of an index can ask for).
-const MAX_CUTS_PER_PIECE: u64 = 1 << 16;
+/// Pieces [`cut_finer`] cuts a contig into at most (each is a channel and a queue
+/// entry, made before reading starts: a bound on what a record count read out of an
+/// index can ask for). 16,384 pieces of a 1,000-record row: a 16 M-record contig.
+const MAX_PIECES_PER_CONTIG: u64 = 1 << 14;
 
 /// Pieces over several inputs of one call set (each with its own header's schema, in
 /// reading order): each input's contigs planned from its own index as [`plan_pieces`]
