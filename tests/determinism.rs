@@ -350,20 +350,22 @@ fn lines_parsed_ahead_read_as_line_by_line() {
     }
 }
 
-/// One contig read by several readers: every piece a reader reads is about a chunk
-/// row, so it can read the whole of it while the piece before is joined (pieces a
-/// reader's quarter of the contig long let only the reader of the piece being joined
-/// work, the others stopped at their first rows); the store is the one reader's.
+/// One contig read by several readers: every piece a reader reads is about the
+/// plan's `piece_rows`, so it can read the whole of it while the piece before is
+/// joined (pieces a reader's quarter of the contig long let only the reader of the
+/// piece being joined work, the others stopped at their first rows); the store is
+/// the one reader's.
 #[test]
-fn readers_of_one_contig_read_pieces_of_about_a_chunk_row() {
+fn readers_of_one_contig_read_pieces_they_hold_whole() {
     if !tools(
-        "readers_of_one_contig_read_pieces_of_about_a_chunk_row",
+        "readers_of_one_contig_read_pieces_they_hold_whole",
         &[Tool::Bcftools],
     ) {
         return;
     }
     let dir = test_dir();
-    let rows: Vec<String> = (0..12_000)
+    let records = 90_000u64;
+    let rows: Vec<String> = (0..records)
         .map(|i| {
             format!(
                 "c1\t{}\t.\tA\tG\t.\tPASS\t.\tGT\t0|1\t1|1\t0|0",
@@ -372,15 +374,22 @@ fn readers_of_one_contig_read_pieces_of_about_a_chunk_row() {
         })
         .collect();
     let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
-    let meta = "##fileformat=VCFv4.2\n##contig=<ID=c1,length=9000000>\n\
+    let meta = "##fileformat=VCFv4.2\n##contig=<ID=c1,length=90000000>\n\
                 ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n";
     let gz = vcf_of_rows(dir.path(), "one", meta, &["A", "B", "C"], &rows);
+    let args = ["--readers", "2", "--variants-chunk", "1000"];
+    let piece_rows = plan_json(&gz, &args)["plan"]["piece_rows"]
+        .as_u64()
+        .unwrap();
+    // Four pieces a reader would each be longer than a piece may be here.
+    assert!(records / 8 > piece_rows * 3 / 2, "piece_rows {piece_rows}");
     let one = dir.path().join("one.zarr");
-    convert(&gz, &one, &["--readers", "1", "--variants-chunk", "500"]);
-    let out = dir.path().join("three.zarr");
+    convert(&gz, &one, &["--readers", "1", "--variants-chunk", "1000"]);
+    let out = dir.path().join("two.zarr");
     let run = svar2()
         .env("RUST_LOG", "svar2_convert::schedule=debug")
-        .args(["convert", "--readers", "3", "--variants-chunk", "500"])
+        .arg("convert")
+        .args(args)
         .arg(&gz)
         .arg(&out)
         .output()
@@ -396,8 +405,15 @@ fn readers_of_one_contig_read_pieces_of_about_a_chunk_row() {
             n.parse().unwrap()
         })
         .collect();
-    assert_eq!(pieces.iter().sum::<u64>(), 12_000, "{log}");
-    assert!(pieces.len() >= 24, "{} pieces: {pieces:?}", pieces.len());
-    assert!(pieces.iter().all(|&n| n <= 750), "{pieces:?}");
+    assert_eq!(pieces.iter().sum::<u64>(), records, "{log}");
+    assert!(
+        pieces.len() as u64 >= records / piece_rows,
+        "{} pieces of at most {piece_rows}: {pieces:?}",
+        pieces.len()
+    );
+    assert!(
+        pieces.iter().all(|&n| n <= piece_rows * 3 / 2),
+        "{piece_rows}: {pieces:?}"
+    );
     assert_eq!(digest(&out), digest(&one));
 }

@@ -338,7 +338,7 @@ fn plan_reading(
             }
         })
         .flatten()
-        .map(|p| svar2_vcf::pieces::cut_finer(p, &counts, schema, report.plan.chunks.variants));
+        .map(|p| svar2_vcf::pieces::cut_finer(p, &counts, schema, report.plan.piece_rows));
     let Some(pieces) = pieces else {
         if options.request.readers.is_some_and(|r| r > 1) {
             return Err(Error::Usage(format!(
@@ -411,6 +411,7 @@ fn run_pipeline(
                 runs,
                 cc,
                 w: readers,
+                piece_rows: report.plan.piece_rows,
             };
             (source, Some(stitcher))
         }

@@ -30,6 +30,8 @@ pub(crate) enum Source<'a> {
         runs: Vec<ContigRun>,
         cc: usize,
         w: usize,
+        /// Records a piece holds (the plan's `piece_rows`).
+        piece_rows: u64,
     },
     /// One streaming reader: one file with its own schema, else files one after
     /// another (or standard input) read into the merged schema.
@@ -126,6 +128,7 @@ pub(crate) fn run<T: Send>(
                 runs,
                 cc,
                 w,
+                piece_rows,
             } => {
                 let died = tx.clone();
                 let read = move || {
@@ -136,7 +139,7 @@ pub(crate) fn run<T: Send>(
                             set,
                             pieces,
                             &runs,
-                            (cc, w),
+                            (cc, w, piece_rows),
                             variants_chunk,
                             &limit,
                             &tx,

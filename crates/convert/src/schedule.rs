@@ -103,7 +103,7 @@ pub(crate) fn read_in_pieces(
     set: &ArraySet,
     pieces: &[Piece],
     runs: &[ContigRun],
-    (cc, w): (usize, usize),
+    (cc, w, piece_rows): (usize, usize, u64),
     rows: usize,
     limit: &RowLimit,
     out: &crossbeam_channel::Sender<Result<Batch>>,
@@ -116,6 +116,8 @@ pub(crate) fn read_in_pieces(
     let (job_tx, job_rx) =
         crossbeam_channel::unbounded::<(usize, crossbeam_channel::Sender<PieceMsg>)>();
     let (contig_tx, contig_rx) = crossbeam_channel::unbounded::<ContigJob>();
+    // A piece's batches: its whole rows, a part row on either side, and its end.
+    let slack = (piece_rows as usize).div_ceil(rows.max(1)) + 2;
     for run in runs {
         let Some(&first) = run.pieces.first() else {
             continue;
@@ -123,11 +125,11 @@ pub(crate) fn read_in_pieces(
         let path = inputs[pieces[first].file as usize].clone();
         let mut rxs = Vec::with_capacity(run.pieces.len());
         for &i in &run.pieces {
-            // Room for a piece of a chunk row or so and its end: its reader goes on
-            // to another piece while this one waits to be joined (the tickets bound
-            // how many wait). A piece longer than that stops its reader until the
+            // Room for a whole piece and its end: its reader goes on to another
+            // piece while this one waits to be joined (the tickets bound how many
+            // wait). A piece longer than planned stops its reader until the
             // sequencer reaches it.
-            let (tx, rx) = crossbeam_channel::bounded(PIECE_SLACK);
+            let (tx, rx) = crossbeam_channel::bounded(slack);
             job_tx.send((i, tx)).expect("receiver alive");
             rxs.push(rx);
         }
@@ -242,9 +244,6 @@ pub(crate) fn read_in_pieces(
         }
     });
 }
-
-/// Batches (and the end mark) a piece's channel holds before its reader waits.
-const PIECE_SLACK: usize = 2;
 
 /// Pieces each reader may have read (or be reading) that the sequencers have not yet
 /// joined: one it reads while the one before waits its turn. The plan charges each

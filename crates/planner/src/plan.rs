@@ -97,6 +97,8 @@ pub struct Plan {
     pub least_in_flight_records: u64,
     /// Encoder scratch: threads × one inner chunk of every per-sample array.
     pub scratch_bytes: u64,
+    /// Records a piece read through the index holds ([`piece_rows`]).
+    pub piece_rows: u64,
     pub predicted_peak_rss: u64,
     pub budget: u64,
     /// Shard files at most (empty shards are not written), and all files at most.
@@ -166,13 +168,27 @@ const PER_INPUT_SAMPLE_BYTES: u64 = 40;
 /// find work, few enough that each piece spans many chunk rows.
 pub const PIECES_PER_READER: u64 = 4;
 
+/// Records a piece read through the index holds: a chunk row of `rows` records, or
+/// [`MIN_PIECE_BYTES`] of rows of `row_bytes` where a row holds less. A reader reads
+/// a whole piece while earlier ones wait to be joined (two a reader at most, see
+/// `svar2_convert::schedule`), so it is what a reader holds; each piece also costs a
+/// seek and a BGZF block inflated twice, which a piece of small records must
+/// outweigh: 2 M sites-only records (216 batch bytes each) cut into 1,000-record
+/// pieces took their readers ~15 % more CPU than 4 pieces a reader, and none more in
+/// 1 MiB pieces (4,855 records).
+pub fn piece_rows(rows: u64, row_bytes: u64) -> u64 {
+    rows.max(MIN_PIECE_BYTES.div_ceil(row_bytes.max(1))).max(1)
+}
+
+/// The least batch bytes a piece holds (see [`piece_rows`]).
+pub const MIN_PIECE_BYTES: u64 = 1 << 20;
+
 /// Pieces a contig of `records` is read in by `w` readers: [`PIECES_PER_READER`]
-/// each at least, and none much longer than a chunk row of `rows` records, so that a
-/// reader holding a whole piece while an earlier one is joined holds about a row
+/// each at least, and none much longer than `piece_rows` records
 /// (`svar2_vcf::pieces::cut_finer`; with pieces a contig's quarter long the readers
 /// of one contig read about as fast as one).
-pub fn pieces_for(records: u64, rows: u64, w: u32) -> u64 {
-    (PIECES_PER_READER * w.max(1) as u64).max(records.div_ceil(rows.max(1)))
+pub fn pieces_for(records: u64, piece_rows: u64, w: u32) -> u64 {
+    (PIECES_PER_READER * w.max(1) as u64).max(records.div_ceil(piece_rows.max(1)))
 }
 
 /// Memory each encoding thread past the two the law was calibrated with adds (its
@@ -299,17 +315,18 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         let cap = if cc == 1 { records } else { biggest };
         cap.map_or(vc, |n| vc.min(n.max(1)))
     };
-    // Rows that can be full at once, as the window's: each piece reader's batch
-    // filling and the one queued for its sequencer, no longer than a piece;
+    // Rows piece readers hold: two pieces a reader (the one it reads and the one it
+    // read, waiting to be joined), of `piece_rows` records or the contig's share;
     // concurrent contigs each have their readers. (Two contigs at once of a
     // 20,000-sample file, 16,000 records each, peaked at 349 MB beside a second
     // conversion where one row a reader had been charged: 293.)
-    let piece_rows = |vc: u64, cc: usize, w: u32| -> u64 {
+    let reader_rows = |vc: u64, cc: usize, w: u32| -> u64 {
         if w == 1 && cc == 1 {
             return 0;
         }
-        let piece = biggest.map_or(vc, |n| n.div_ceil(pieces_for(n, vc, w)).max(1));
-        2 * w as u64 * eff_rows(vc, cc).min(piece)
+        let target = piece_rows(vc, input.row_bytes);
+        let piece = biggest.map_or(target, |n| n.div_ceil(pieces_for(n, target, w)).max(1));
+        2 * w as u64 * piece
     };
     // Concurrent contigs finish out of file order, so the chunk rows that straddle two
     // contigs wait in the stitcher for their other part: under one row per boundary.
@@ -353,7 +370,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     };
     let held_records = |vc: u64, cc: usize, w: u32| {
         stitch_rows(cc, w) * eff_rows(vc, cc)
-            + cc as u64 * piece_rows(vc, cc, w)
+            + cc as u64 * reader_rows(vc, cc, w)
             + sequencer_rows(vc, cc, w)
     };
     let in_flight = |vc: u64, cc: usize, window: u64, w: u32| {
@@ -442,7 +459,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
                 // (Pieces counted as whole rows here: a bound, not the estimate.)
                 in_flight_of(
                     window.max(1) + 1,
-                    cc as u64 * piece_rows(1, cc, w) + stitch_rows(cc, w) + sequencer_count(cc, w),
+                    cc as u64 * reader_rows(1, cc, w) + stitch_rows(cc, w) + sequencer_count(cc, w),
                 ),
                 scratch_row(threads),
             )
@@ -535,6 +552,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         in_flight_format_bytes,
         least_in_flight_records,
         scratch_bytes: chunks.variants * scratch_row(threads),
+        piece_rows: piece_rows(chunks.variants, input.row_bytes),
         threads,
         predicted_peak_rss,
         budget: input.budget,

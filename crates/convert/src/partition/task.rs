@@ -306,7 +306,7 @@ fn run_claimed(
         let length = schema.contigs[c.rid as usize].length.unwrap_or(0).max(0) as u64;
         let stop = end.unwrap_or(length.max(beg + 1));
         let k_pieces = if length > 0 && !take {
-            pieces_for(skip + expected, geometry.variants_chunk, w as u32)
+            pieces_for(skip + expected, report.plan.piece_rows, w as u32)
         } else {
             1
         };
@@ -385,6 +385,7 @@ fn run_claimed(
         runs,
         cc,
         w,
+        piece_rows: report.plan.piece_rows,
     };
     let spilled = &mut spills;
     let output = crate::pipeline::run(
