@@ -605,3 +605,67 @@ fn a_cut_inside_a_block_converts_its_whole_blocks_when_allowed() {
         assert_eq!(digest(&out), digest(&theirs), "{extra:?}");
     }
 }
+
+/// A damaged block inside chr1 of an indexed BCF read by many piece readers is
+/// reported as the block that does not inflate, in chr1: a reader whose piece failed
+/// went on to another contig's piece with its stream in an error state, whose
+/// sequencer often reported first ("chr2 … the index is stale"; hostile pass).
+#[test]
+fn a_damaged_block_read_through_the_index_is_named_in_its_contig() {
+    let test = "a_damaged_block_read_through_the_index_is_named_in_its_contig";
+    if !tools(test, &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut t = String::from(
+        "##fileformat=VCFv4.3\n##contig=<ID=chr1,length=2000000>\n\
+         ##contig=<ID=chr2,length=2000000>\n##contig=<ID=chr3,length=2000000>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+         ##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"d\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\tC\n",
+    );
+    for (chrom, n) in [("chr1", 30000), ("chr2", 15000), ("chr3", 15000)] {
+        for i in 0..n {
+            t += &format!(
+                "{chrom}\t{}\t.\tA\tC\t.\t.\t.\tGT:DP\t0/1:{}\t1|1:{}\t./.:.\n",
+                100 + i * 40,
+                i % 97,
+                1000 + i
+            );
+        }
+    }
+    let vcf = d.join("in.vcf");
+    std::fs::write(&vcf, t).unwrap();
+    let bcf = d.join("whole.bcf");
+    sh_ok(&format!(
+        "bcftools view -Ob -o {0} {1} && bcftools index {0}",
+        bcf.display(),
+        vcf.display()
+    ));
+    let mut bytes = std::fs::read(&bcf).unwrap();
+    let starts = bgzf_block_starts(&bytes);
+    // A block a quarter of the way in: chr1's records.
+    let k = starts.len() / 4;
+    let (from, to) = (starts[k], starts[k + 1]);
+    bytes[(from + to) / 2] ^= 1;
+    let damaged = d.join("damaged.bcf");
+    std::fs::write(&damaged, &bytes).unwrap();
+    std::fs::copy(d.join("whole.bcf.csi"), d.join("damaged.bcf.csi")).unwrap();
+    for _ in 0..3 {
+        let o = run(
+            &["--force", "--readers", "4", "--threads", "16"],
+            &[&damaged, &d.join("d.zarr")],
+            None,
+        );
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("(chr1:")
+                && err.contains(&format!(
+                    "the BGZF block at byte {from} does not inflate or fails its CRC check"
+                )),
+            "{err}"
+        );
+    }
+}

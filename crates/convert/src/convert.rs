@@ -298,7 +298,7 @@ fn plan_reading(
     let (cc, readers) = (report.plan.cc, report.plan.w as usize);
     let counts: Vec<u64> = report.contigs.iter().map(|c| c.cost).collect();
     let parallel = cc > 1 || readers > 1;
-    let per_contig = PIECES_PER_READER as usize * readers;
+    let shape = (PIECES_PER_READER as usize * readers, report.plan.piece_rows);
     // An input cut short (converted as far as it goes, --allow-truncated) is read by
     // one stream: its index describes the whole file.
     if opened.first.is_merge() {
@@ -332,13 +332,12 @@ fn plan_reading(
     let pieces = (parallel && report.index.is_some())
         .then(|| {
             if is_single(inputs) {
-                svar2_vcf::pieces::plan_pieces(input, schema, &counts, per_contig)
+                svar2_vcf::pieces::plan_pieces(input, schema, &counts, shape)
             } else {
-                svar2_vcf::pieces::plan_pieces_inputs(&opened.own(), schema, per_contig)
+                svar2_vcf::pieces::plan_pieces_inputs(&opened.own(), schema, shape)
             }
         })
-        .flatten()
-        .map(|p| svar2_vcf::pieces::cut_finer(p, &counts, schema, report.plan.piece_rows));
+        .flatten();
     let Some(pieces) = pieces else {
         if options.request.readers.is_some_and(|r| r > 1) {
             return Err(Error::Usage(format!(

@@ -657,8 +657,10 @@ fn replan_with_probe(
     let counts: Vec<u64> = plan_input.contigs.iter().map(|c| c.cost).collect();
     let largest = plan.order.first().copied();
     let pieces = match probe_on {
-        ProbeOn::Input(input) => svar2_vcf::pieces::plan_pieces(input, schema, &counts, 1),
-        ProbeOn::Inputs(own) => svar2_vcf::pieces::plan_pieces_inputs(own, schema, 1),
+        ProbeOn::Input(input) => {
+            svar2_vcf::pieces::plan_pieces(input, schema, &counts, (1, u64::MAX))
+        }
+        ProbeOn::Inputs(own) => svar2_vcf::pieces::plan_pieces_inputs(own, schema, (1, u64::MAX)),
         ProbeOn::Nothing(_) => None,
     };
     let piece = largest.and_then(|rid| pieces?.into_iter().find(|p| p.rid as usize == rid));

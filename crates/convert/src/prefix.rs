@@ -177,8 +177,8 @@ pub fn measure_spots(
     // up to the next.
     use svar2_vcf::pieces::{cut_pieces, Cut, PieceReader};
     let (Some(mut pieces), Some(by_position)) = (
-        cut_pieces(input, schema, counts, 4, Cut::Bytes),
-        cut_pieces(input, schema, counts, 4, Cut::Position),
+        cut_pieces(input, schema, counts, (4, u64::MAX), Cut::Bytes),
+        cut_pieces(input, schema, counts, (4, u64::MAX), Cut::Position),
     ) else {
         return Ok(None);
     };

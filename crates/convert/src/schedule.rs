@@ -197,7 +197,13 @@ pub(crate) fn read_in_pieces(
                             tracing::debug!(piece = i, records = n, "piece read");
                             PieceMsg::Done(ticket)
                         }
-                        Err(e) => PieceMsg::Failed(e),
+                        Err(e) => {
+                            // Its stream may be left in an error state: the next piece
+                            // opens the input again, and fails only for its own reasons
+                            // (else the first error reported could name another contig).
+                            open = None;
+                            PieceMsg::Failed(e)
+                        }
                     };
                     // A run that took what it needed hangs up on purpose; only a
                     // stopped conversion ends the reader.

@@ -169,15 +169,22 @@ const PER_INPUT_SAMPLE_BYTES: u64 = 40;
 pub const PIECES_PER_READER: u64 = 4;
 
 /// Records a piece read through the index holds: a chunk row of `rows` records, or
-/// [`MIN_PIECE_BYTES`] of rows of `row_bytes` where a row holds less. A reader reads
+/// [`MIN_PIECE_BYTES`] of rows of `row_bytes` where a row holds less and two such
+/// pieces for each of `readers` take at most a sixteenth of the `budget` (a budget
+/// that shrank the chunk rows keeps its pieces to them). A reader reads
 /// a whole piece while earlier ones wait to be joined (two a reader at most, see
 /// `svar2_convert::schedule`), so it is what a reader holds; each piece also costs a
 /// seek and a BGZF block inflated twice, which a piece of small records must
 /// outweigh: 2 M sites-only records (216 batch bytes each) cut into 1,000-record
 /// pieces took their readers ~15 % more CPU than 4 pieces a reader, and none more in
 /// 1 MiB pieces (4,855 records).
-pub fn piece_rows(rows: u64, row_bytes: u64) -> u64 {
-    rows.max(MIN_PIECE_BYTES.div_ceil(row_bytes.max(1))).max(1)
+pub fn piece_rows(rows: u64, row_bytes: u64, readers: u64, budget: u64) -> u64 {
+    let floor = MIN_PIECE_BYTES.div_ceil(row_bytes.max(1));
+    let affordable = 2 * readers * MIN_PIECE_BYTES <= budget / 16;
+    match floor > rows && affordable {
+        true => floor,
+        false => rows.max(1),
+    }
 }
 
 /// The least batch bytes a piece holds (see [`piece_rows`]).
@@ -324,7 +331,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         if w == 1 && cc == 1 {
             return 0;
         }
-        let target = piece_rows(vc, input.row_bytes);
+        let target = piece_rows(vc, input.row_bytes, cc as u64 * w as u64, input.budget);
         let piece = biggest.map_or(target, |n| n.div_ceil(pieces_for(n, target, w)).max(1));
         2 * w as u64 * piece
     };
@@ -552,7 +559,12 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
         in_flight_format_bytes,
         least_in_flight_records,
         scratch_bytes: chunks.variants * scratch_row(threads),
-        piece_rows: piece_rows(chunks.variants, input.row_bytes),
+        piece_rows: piece_rows(
+            chunks.variants,
+            input.row_bytes,
+            cc as u64 * w as u64,
+            input.budget,
+        ),
         threads,
         predicted_peak_rss,
         budget: input.budget,

@@ -272,7 +272,33 @@ impl Index {
     /// at or after `pos` (`None`: none there). They grow with `pos`, so a contig can
     /// be cut where a share of its bytes lies (at BGZF-block resolution).
     pub fn data_from(&self, tid: i32, pos: i64) -> Option<(u64, u64)> {
-        let itr = self.query(tid, pos, i64::MAX >> 2);
+        self.span_of(tid, pos, i64::MAX >> 2)
+    }
+
+    /// The virtual offset where contig `tid`'s records at or after `pos` start: that
+    /// of [`Index::data_from`], found by querying a few windows from `pos`, widened
+    /// until they hold records. A query to the contig's end takes htslib through every
+    /// bin past `pos` (a millisecond on a long contig), and a contig cut into a piece
+    /// a chunk row asks this a dozen times a cut. The windows past `pos` hold later
+    /// records only, so the nearest with any gives the same first offset.
+    pub fn first_from(&self, tid: i32, pos: i64) -> Option<u64> {
+        const WINDOW: i64 = 1 << 14;
+        let mut span = WINDOW;
+        loop {
+            let end = pos.saturating_add(span);
+            if end >= i64::MAX >> 3 {
+                return self.data_from(tid, pos).map(|(first, _)| first);
+            }
+            if let Some((first, _)) = self.span_of(tid, pos, end) {
+                return Some(first);
+            }
+            span = span.saturating_mul(8);
+        }
+    }
+
+    /// The virtual offsets (first, end) of the index's chunks for `beg..end`.
+    fn span_of(&self, tid: i32, beg: i64, end: i64) -> Option<(u64, u64)> {
+        let itr = self.query(tid, beg, end);
         if itr.is_null() {
             return None;
         }
@@ -299,14 +325,29 @@ impl Index {
     /// follow the records wherever they lie, not the header's length: a file of one
     /// region of a long contig (a biobank's pVCF block) is cut inside that region.
     pub fn locate(&self, tid: i32, length: Option<i64>, share: f64) -> u64 {
-        const WINDOW: u64 = 1 << 14;
+        self.locate_shares(tid, length, &[share])[0]
+    }
+
+    /// [`Index::locate`] for each of `shares` (the contig's extent looked up once).
+    pub fn locate_shares(&self, tid: i32, length: Option<i64>, shares: &[f64]) -> Vec<u64> {
         let Some((lo, hi)) = self.data_from(tid, 0) else {
-            return 0;
+            return vec![0; shares.len()];
         };
-        let target = lo + ((hi - lo) as f64 * share.clamp(0.0, 1.0)) as u64;
+        shares
+            .iter()
+            .map(|share| {
+                let target = lo + ((hi - lo) as f64 * share.clamp(0.0, 1.0)) as u64;
+                self.first_position_past(tid, length, target)
+            })
+            .collect()
+    }
+
+    /// The smallest position whose records start at or past virtual offset `target`.
+    fn first_position_past(&self, tid: i32, length: Option<i64>, target: u64) -> u64 {
+        const WINDOW: u64 = 1 << 14;
         let starts_past = |pos: u64| {
-            self.data_from(tid, pos as i64)
-                .is_none_or(|(first, _)| first >= target)
+            self.first_from(tid, pos as i64)
+                .is_none_or(|first| first >= target)
         };
         // The smallest position whose records start at or past the target, to the
         // index's resolution: its offsets change only from one 16 kb window to the

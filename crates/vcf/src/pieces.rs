@@ -43,13 +43,17 @@ pub use crate::index::is_text;
 /// one region of a long contig, or of records packed into its start, is cut inside
 /// them instead of into pieces of which all but one are empty. `None` when the input
 /// has no usable index.
+///
+/// A contig of more than `per_contig` × `piece_rows` records (by `counts`) is cut
+/// into pieces of about `piece_rows` records instead, still where the index puts
+/// each share of its bytes (so never finer than the index tells offsets apart).
 pub fn plan_pieces(
     input: &Path,
     schema: &Schema,
     counts: &[u64],
-    per_contig: usize,
+    (per_contig, piece_rows): (usize, u64),
 ) -> Option<Vec<Piece>> {
-    cut_pieces(input, schema, counts, per_contig, Cut::Bytes)
+    cut_pieces(input, schema, counts, (per_contig, piece_rows), Cut::Bytes)
 }
 
 /// Where [`cut_pieces`] cuts a contig.
@@ -68,7 +72,7 @@ pub fn cut_pieces(
     input: &Path,
     schema: &Schema,
     counts: &[u64],
-    per_contig: usize,
+    (per_contig, piece_rows): (usize, u64),
     cut: Cut,
 ) -> Option<Vec<Piece>> {
     let index = Index::load(input, is_text(input))?;
@@ -90,9 +94,24 @@ pub fn cut_pieces(
     for (_, rid, tid, length) in contigs {
         let k = per_contig.max(1);
         let mut cuts: Vec<i64> = match cut {
-            Cut::Bytes => (1..k)
-                .map(|i| index.locate(tid, length, i as f64 / k as f64) as i64)
-                .collect(),
+            Cut::Bytes => {
+                let records = counts.get(rid as usize).copied().unwrap_or(0);
+                let fine = records
+                    .div_ceil(piece_rows.max(1))
+                    .min(MAX_PIECES_PER_CONTIG);
+                let k = k.max(fine as usize);
+                let shares: Vec<f64> = (1..k).map(|i| i as f64 / k as f64).collect();
+                let mut cuts: Vec<i64> = index
+                    .locate_shares(tid, length, &shares)
+                    .into_iter()
+                    .map(|c| c as i64)
+                    .collect();
+                // (The index cannot tell where some shares lie: by position, then.)
+                if cuts.contains(&0) {
+                    cuts = vec![0];
+                }
+                cuts
+            }
             Cut::Position => vec![0],
         };
         if cuts.contains(&0) {
@@ -131,84 +150,14 @@ fn window_start(pos: i64) -> i64 {
     }
 }
 
-/// `pieces` (as [`plan_pieces`] cut them) cut again by position so that each holds
-/// about `rows` records, judged from the index's `counts` (by store contig) shared
-/// evenly among a contig's pieces. A reader can then read a whole piece ahead of the
-/// piece being joined in order without holding more than a chunk row or two: pieces
-/// of a contig's quarter each let only the reader of the piece being joined work
-/// (the others stop at their first rows), so the readers of one contig read about as
-/// fast as one. Cuts fall on the index's 16 kb windows, so a piece is never finer than
-/// one. A contig's first piece starts at 0 and its last is open-ended, wherever the
-/// records lie: they are cut as far as the contig's other pieces reach on average
-/// (the last no further than the header's length, or to it where there are no others).
-pub fn cut_finer(pieces: Vec<Piece>, counts: &[u64], schema: &Schema, rows: u64) -> Vec<Piece> {
-    let rows = rows.max(1);
-    // Per input and contig: its pieces, and how far one closed at both ends reaches
-    // on average (the first starts at 0 and the last is open-ended, wherever the
-    // records lie).
-    let mut groups = std::collections::HashMap::<(u32, u32), (u64, i64, i64)>::new();
-    for p in &pieces {
-        let g = groups.entry((p.file, p.rid)).or_default();
-        g.0 += 1;
-        if p.beg > 0 && p.end < OPEN_END {
-            g.1 += p.end - p.beg;
-            g.2 += 1;
-        }
-    }
-    let mut coarse_of = std::collections::HashMap::<u32, u64>::new();
-    for p in &pieces {
-        *coarse_of.entry(p.rid).or_default() += 1;
-    }
-    let mut out = Vec::with_capacity(pieces.len());
-    for p in &pieces {
-        let records = counts.get(p.rid as usize).copied().unwrap_or(0);
-        let coarse = coarse_of[&p.rid];
-        let m = records
-            .div_ceil(coarse)
-            .div_ceil(rows)
-            .clamp(1, (MAX_PIECES_PER_CONTIG / coarse).max(1)) as i64;
-        let (_, spans, closed) = groups[&(p.file, p.rid)];
-        let reach = (closed > 0).then(|| spans / closed);
-        let length = schema.contigs[p.rid as usize].length;
-        // Where the piece's records lie, as far as the index's cuts tell.
-        let lo = match (p.beg, reach) {
-            (0, Some(r)) if p.end < OPEN_END => (p.end - r).max(0),
-            _ => p.beg,
-        };
-        let hi = match p.end < OPEN_END {
-            true => Some(p.end),
-            false => match (reach.map(|r| p.beg + r), length.filter(|&l| l > p.beg)) {
-                (Some(r), Some(l)) => Some(r.min(l)),
-                (r, l) => r.or(l),
-            },
-        };
-        let Some(hi) = hi.filter(|&hi| m > 1 && hi > lo) else {
-            out.push(p.clone());
-            continue;
-        };
-        let step = (hi - lo) / m;
-        let mut cuts: Vec<i64> = (1..m)
-            .map(|k| window_start(lo + k * step))
-            .filter(|&c| c > p.beg && c < hi)
-            .collect();
-        cuts.dedup();
-        let bounds: Vec<i64> = std::iter::once(p.beg).chain(cuts).chain([p.end]).collect();
-        for (k, b) in bounds.windows(2).enumerate() {
-            out.push(Piece {
-                beg: b[0],
-                end: b[1],
-                last_of_contig: p.last_of_contig && k + 2 == bounds.len(),
-                ..p.clone()
-            });
-        }
-    }
-    out
-}
+/// htslib's BGZF error bits for a block whose data does not inflate (bgzf.h).
+const BGZF_ERR_ZLIB: u32 = 1;
+const BGZF_ERR_CRC: u32 = 32;
 
 /// Where an open-ended piece (a contig's last) ends: past any position.
 const OPEN_END: i64 = i64::MAX >> 2;
 
-/// Pieces [`cut_finer`] cuts a contig into at most (each is a channel and a queue
+/// Pieces [`plan_pieces`] cuts a contig into at most (each is a channel and a queue
 /// entry, made before reading starts: a bound on what a record count read out of an
 /// index can ask for). 16,384 pieces of a 1,000-record row: a 16 M-record contig.
 const MAX_PIECES_PER_CONTIG: u64 = 1 << 14;
@@ -219,13 +168,13 @@ const MAX_PIECES_PER_CONTIG: u64 = 1 << 14;
 pub fn plan_pieces_inputs(
     inputs: &[(&Path, &Schema)],
     merged: &Schema,
-    per_contig: usize,
+    cut: (usize, u64),
 ) -> Option<Vec<Piece>> {
     let mut all = Vec::new();
     for (f, (path, own)) in inputs.iter().enumerate() {
         // This input's own counts (its header may declare every contig of the set).
         let own_counts = crate::index::contig_counts(path, &own.contigs).ok()?.counts;
-        for mut p in plan_pieces(path, own, &own_counts, per_contig)? {
+        for mut p in plan_pieces(path, own, &own_counts, cut)? {
             let name = &own.contigs[p.rid as usize].name;
             p.rid = merged.contigs.iter().position(|c| &c.name == name)? as u32;
             p.file = f as u32;
@@ -356,15 +305,27 @@ impl PieceReader {
             }
             if r < -1 {
                 let name = self.contig(piece);
+                // SAFETY: the BGZF handle is live (owned by `fp`).
+                let (errcode, block) = unsafe { ((*bgzf).errcode(), (*bgzf).block_address) };
+                // (A block header not where the index points is a stale index as
+                // often as damage: only data that does not inflate is named damage.)
+                let msg = match errcode & (BGZF_ERR_ZLIB | BGZF_ERR_CRC) {
+                    0 => format!(
+                        "cannot read the records the index points to: the index is stale or \
+                         the file is corrupt (re-index with `bcftools index -f {}`)",
+                        self.path.display()
+                    ),
+                    _ => format!(
+                        "the compressed data is corrupt: the BGZF block at byte {block} does \
+                         not inflate or fails its CRC check (a damaged copy: re-download or \
+                         re-create it)"
+                    ),
+                };
                 return Err(Error::Record {
                     path: self.path.clone(),
                     record: n + 1,
                     locus: format!("{name}:{}-{}", piece.beg + 1, piece.end.min(i64::MAX >> 3)),
-                    msg: format!(
-                        "cannot read the records the index points to: the index is stale or the \
-                         file is corrupt (re-index with `bcftools index -f {}`)",
-                        self.path.display()
-                    ),
+                    msg,
                 });
             }
             // POS decides which piece owns the record.
@@ -555,7 +516,7 @@ mod tests {
         rust_htslib::bcf::index::build(&path, None, 1, rust_htslib::bcf::index::Type::Csi(14))
             .unwrap();
         let schema = VcfReader::open(&path, 1).unwrap().schema;
-        let pieces = plan_pieces(&path, &schema, &[4000], 4).unwrap();
+        let pieces = plan_pieces(&path, &schema, &[4000], (4, u64::MAX)).unwrap();
         assert_eq!(pieces.len(), 4, "{pieces:?}");
         let columns = RecordColumns::new(&schema);
         let mut reader = PieceReader::open(&path, &schema, &columns).unwrap();
@@ -572,12 +533,12 @@ mod tests {
             "{pieces:?}"
         );
         // By position, as the spots also cut: the region is in the first quarter.
-        // Cut finer, about 250 records a piece: each a few index windows (32 records
-        // here), the open-ended last one cut where the records are, not by the
-        // contig's length of 100 Mb.
-        let fine = cut_finer(pieces.clone(), &[4000], &schema, 250);
+        // About 250 records a piece, still where the index's offsets fall: each a few
+        // index windows (32 records here).
+        let fine = plan_pieces(&path, &schema, &[4000], (4, 250)).unwrap();
         let counts: Vec<u64> = fine.iter().map(|p| reader.count(p).unwrap()).collect();
         assert_eq!(counts.iter().sum::<u64>(), 4000, "{fine:?}");
+        assert!(counts.len() >= 14, "{counts:?}");
         assert!(
             counts.iter().all(|&n| (150..=350).contains(&n)),
             "{counts:?}"
@@ -585,7 +546,7 @@ mod tests {
         assert!(fine.windows(2).all(|w| w[0].end == w[1].beg), "{fine:?}");
         let last: Vec<bool> = fine.iter().map(|p| p.last_of_contig).collect();
         assert!(last[..last.len() - 1].iter().all(|&l| !l) && last[last.len() - 1]);
-        let by_length = cut_pieces(&path, &schema, &[4000], 4, Cut::Position).unwrap();
+        let by_length = cut_pieces(&path, &schema, &[4000], (4, u64::MAX), Cut::Position).unwrap();
         let counts: Vec<u64> = by_length.iter().map(|p| reader.count(p).unwrap()).collect();
         assert_eq!(counts, [4000, 0, 0, 0]);
     }

@@ -18,13 +18,13 @@ pub(super) fn whole_contigs(
     counts: &[u64],
 ) -> Option<Vec<Piece>> {
     if files.len() == 1 {
-        svar2_vcf::pieces::plan_pieces(&files[0].path, schema, counts, 1)
+        svar2_vcf::pieces::plan_pieces(&files[0].path, schema, counts, (1, u64::MAX))
     } else {
         let own: Vec<(&Path, &Schema)> = files
             .iter()
             .map(|r| (r.path.as_path(), &r.schema))
             .collect();
-        svar2_vcf::pieces::plan_pieces_inputs(&own, schema, 1)
+        svar2_vcf::pieces::plan_pieces_inputs(&own, schema, (1, u64::MAX))
     }
 }
 
