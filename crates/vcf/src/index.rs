@@ -275,25 +275,19 @@ impl Index {
         self.span_of(tid, pos, i64::MAX >> 2)
     }
 
-    /// The virtual offset where contig `tid`'s records at or after `pos` start: that
-    /// of [`Index::data_from`], found by querying a few windows from `pos`, widened
-    /// until they hold records. A query to the contig's end takes htslib through every
-    /// bin past `pos` (a millisecond on a long contig), and a contig cut into a piece
-    /// a chunk row asks this a dozen times a cut. The windows past `pos` hold later
-    /// records only, so the nearest with any gives the same first offset.
+    /// The virtual offset where contig `tid`'s records at or after `pos` start, as
+    /// [`Index::data_from`] gives it, looked for in a few windows past `pos`, widened
+    /// up to 8 Mb (`None` when they hold no records). A query to the contig's end
+    /// takes htslib through every bin past `pos` (up to a millisecond on a long
+    /// contig), and a contig cut into pieces of a chunk row asks this a dozen times a
+    /// cut. The windows past `pos` hold later records only, so the nearest with any
+    /// gives the same first offset; past a gap of more than 8 Mb a cut falls in the
+    /// gap, which splits no records differently.
     pub fn first_from(&self, tid: i32, pos: i64) -> Option<u64> {
-        const WINDOW: i64 = 1 << 14;
-        let mut span = WINDOW;
-        loop {
-            let end = pos.saturating_add(span);
-            if end >= i64::MAX >> 3 {
-                return self.data_from(tid, pos).map(|(first, _)| first);
-            }
-            if let Some((first, _)) = self.span_of(tid, pos, end) {
-                return Some(first);
-            }
-            span = span.saturating_mul(8);
-        }
+        [1i64 << 14, 1 << 17, 1 << 20, 1 << 23]
+            .into_iter()
+            .find_map(|span| self.span_of(tid, pos, pos.saturating_add(span)))
+            .map(|(first, _)| first)
     }
 
     /// The virtual offsets (first, end) of the index's chunks for `beg..end`.
