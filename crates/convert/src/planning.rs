@@ -978,10 +978,17 @@ impl PlanReport {
                     .unwrap_or("it found no piece to read")
             ),
         };
+        let pieces = match p.cc > 1 || p.w > 1 {
+            true => format!(
+                ", pieces of ~{} records read through the index",
+                p.piece_rows
+            ),
+            false => String::new(),
+        };
         let _ = writeln!(
             s,
             "concurrency    cc = {} contig(s) at once, w = {} reader(s) per contig ({readers}); \
-             {} batches encoded at once by {} thread(s)",
+             {} batches encoded at once by {} thread(s){pieces}",
             p.cc, p.w, p.window, self.threads
         );
         if let Some(m) = &self.merge {
