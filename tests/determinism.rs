@@ -417,3 +417,47 @@ fn readers_of_one_contig_read_pieces_they_hold_whole() {
     );
     assert_eq!(digest(&out), digest(&one));
 }
+
+/// Thousands of contigs in one-record rows, read by many readers: 40,000 pieces
+/// whose channels, each made with room for a whole piece, were all made before
+/// reading started (24 GB at --variants-chunk 1; hostile pass). A channel is now made
+/// when a reader takes its piece: the run stays under its --max-mem, and the store
+/// is one reader's.
+#[test]
+fn many_small_pieces_stay_under_max_mem() {
+    if !tools("many_small_pieces_stay_under_max_mem", &[Tool::Bcftools]) {
+        return;
+    }
+    let dir = test_dir();
+    let mut meta = String::from("##fileformat=VCFv4.2\n");
+    let mut rows = Vec::new();
+    for c in 0..2000 {
+        meta += &format!("##contig=<ID=c{c},length=1000000>\n");
+        for i in 0..3 {
+            rows.push(format!(
+                "c{c}\t{}\t.\tA\tG\t.\tPASS\t.\tGT\t0|1\t1|1",
+                100 + i * 20_000
+            ));
+        }
+    }
+    meta += "##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n";
+    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+    let gz = vcf_of_rows(dir.path(), "many", &meta, &["A", "B"], &rows);
+    let geometry = ["--variants-chunk", "1", "--variants-shard", "64"];
+    let one = dir.path().join("one.zarr");
+    let mut args = vec!["--readers", "1", "--threads", "1"];
+    args.extend(geometry);
+    convert(&gz, &one, &args);
+    let out = dir.path().join("nine.zarr");
+    let report = sh_ok(&format!(
+        "ulimit -v 4000000; /usr/bin/time -v {} convert -q --readers 9 --threads 16 \
+         --max-mem 1GiB {} {} {} 2>&1 >/dev/null",
+        env!("CARGO_BIN_EXE_svar2"),
+        geometry.join(" "),
+        gz.display(),
+        out.display()
+    ));
+    let mib = max_rss_kib(&report) as f64 / 1024.0;
+    assert!(mib <= 1024.0, "peak {mib:.0} MiB over --max-mem 1GiB");
+    assert_eq!(digest(&out), digest(&one));
+}

@@ -88,7 +88,8 @@ struct ContigJob {
     run: ContigRun,
     /// The input holding it (for messages).
     path: PathBuf,
-    pieces: Vec<crossbeam_channel::Receiver<PieceMsg>>,
+    /// Each piece's channel, handed over by the reader that takes it.
+    pieces: Vec<crossbeam_channel::Receiver<crossbeam_channel::Receiver<PieceMsg>>>,
 }
 
 /// Reads `runs` (in dispatch order) with `cc` runs at once and `w` readers each, and
@@ -113,11 +114,16 @@ pub(crate) fn read_in_pieces(
     let specs = &columns.specs;
     // Pieces are queued in dispatch order, so the readers always serve the earliest
     // unfinished contig first: a reader blocked on a later contig never starves it.
-    let (job_tx, job_rx) =
-        crossbeam_channel::unbounded::<(usize, crossbeam_channel::Sender<PieceMsg>)>();
+    let (job_tx, job_rx) = crossbeam_channel::unbounded::<(usize, Handover)>();
     let (contig_tx, contig_rx) = crossbeam_channel::unbounded::<ContigJob>();
-    // A piece's batches: its whole rows, a part row on either side, and its end.
-    let slack = (piece_rows as usize).div_ceil(rows.max(1)) + 2;
+    // A piece's batches: its whole rows, a part row on either side, and its end. Room
+    // for a whole piece: its reader goes on to another piece while this one waits to
+    // be joined (the tickets bound how many wait); a piece longer than planned stops
+    // its reader until the sequencer reaches it. A channel holds its room from the
+    // start, so it is made when a reader takes the piece (a ticket's worth at once),
+    // not for every piece before reading starts (75,000 pieces of 3,000 contigs in
+    // one-record rows took 24 GB so).
+    let slack = ((piece_rows as usize).div_ceil(rows.max(1)) + 2).min(MAX_SLACK);
     for run in runs {
         let Some(&first) = run.pieces.first() else {
             continue;
@@ -125,11 +131,7 @@ pub(crate) fn read_in_pieces(
         let path = inputs[pieces[first].file as usize].clone();
         let mut rxs = Vec::with_capacity(run.pieces.len());
         for &i in &run.pieces {
-            // Room for a whole piece and its end: its reader goes on to another
-            // piece while this one waits to be joined (the tickets bound how many
-            // wait). A piece longer than planned stops its reader until the
-            // sequencer reaches it.
-            let (tx, rx) = crossbeam_channel::bounded(slack);
+            let (tx, rx) = crossbeam_channel::bounded(1);
             job_tx.send((i, tx)).expect("receiver alive");
             rxs.push(rx);
         }
@@ -166,9 +168,18 @@ pub(crate) fn read_in_pieces(
                 let mut watch = RowWatch::new(limit, readers);
                 while ticket_rx.recv().is_ok() {
                     let ticket = Ticket(ticket_tx.clone());
-                    let Ok((i, tx)) = job_rx.recv() else {
+                    let Ok((i, handover)) = job_rx.recv() else {
                         return;
                     };
+                    let (tx, rx) = crossbeam_channel::bounded(slack);
+                    if handover.send(rx).is_err() {
+                        // Its sequencer dropped it (a run that took what it needed,
+                        // or a stopped conversion).
+                        match stop.load(Ordering::Relaxed) {
+                            true => return,
+                            false => continue,
+                        }
+                    }
                     let f = pieces[i].file as usize;
                     if open.as_ref().is_none_or(|(g, _)| *g != f) {
                         drop(open.take()); // closed before the next opens
@@ -251,6 +262,12 @@ pub(crate) fn read_in_pieces(
     });
 }
 
+/// Where a reader hands the sequencer the channel of the piece it took.
+type Handover = crossbeam_channel::Sender<crossbeam_channel::Receiver<PieceMsg>>;
+
+/// Batches a piece's channel holds at most (each slot is made with the channel).
+const MAX_SLACK: usize = 256;
+
 /// Pieces each reader may have read (or be reading) that the sequencers have not yet
 /// joined: one it reads while the one before waits its turn. The plan charges each
 /// reader two rows of at most a piece (`svar2_planner::plan`'s piece rows).
@@ -292,11 +309,15 @@ fn sequence_contig(
     };
     let mut cur = Batch::new(specs, n_samples, offset);
     let mut read = 0u64;
-    'pieces: for rx in job.pieces {
+    'pieces: for handover in job.pieces {
         // A piece's reader numbers its records from the piece's start; the file's
         // number of its first is that of the run's first read (`skip` before the
         // first kept) plus the records read before it.
         let piece_first = offset - skip + read - file_start;
+        // (No channel: no reader is left to take it; the count says what is missing.)
+        let rx = handover
+            .recv()
+            .unwrap_or_else(|_| crossbeam_channel::bounded(0).1);
         for msg in rx.iter() {
             let b = match msg {
                 PieceMsg::Rows(b) => b,

@@ -150,6 +150,14 @@ fn window_start(pos: i64) -> i64 {
     }
 }
 
+/// A piece as a region (`chr1:16385-`: a contig's last piece runs to its end).
+fn piece_region(contig: &str, piece: &Piece) -> String {
+    match piece.end >= OPEN_END {
+        true => format!("{contig}:{}-", piece.beg + 1),
+        false => format!("{contig}:{}-{}", piece.beg + 1, piece.end),
+    }
+}
+
 /// htslib's BGZF error bits for a block whose data does not inflate (bgzf.h).
 const BGZF_ERR_ZLIB: u32 = 1;
 const BGZF_ERR_CRC: u32 = 32;
@@ -316,15 +324,17 @@ impl PieceReader {
                         self.path.display()
                     ),
                     _ => format!(
-                        "the compressed data is corrupt: the BGZF block at byte {block} does \
-                         not inflate or fails its CRC check (a damaged copy: re-download or \
-                         re-create it)"
+                        "the BGZF block at byte {block} does not inflate or fails its CRC \
+                         check where the index points: a damaged copy (re-download or \
+                         re-create it) or another file's index (re-index with `bcftools \
+                         index -f {}`)",
+                        self.path.display()
                     ),
                 };
                 return Err(Error::Record {
                     path: self.path.clone(),
                     record: n + 1,
-                    locus: format!("{name}:{}-{}", piece.beg + 1, piece.end.min(i64::MAX >> 3)),
+                    locus: piece_region(name, piece),
                     msg,
                 });
             }
