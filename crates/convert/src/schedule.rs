@@ -172,7 +172,12 @@ pub(crate) fn read_in_pieces(
                         return;
                     };
                     let (tx, rx) = crossbeam_channel::bounded(slack);
-                    if handover.send(rx).is_err() {
+                    let handed = handover.send(rx);
+                    // Let go at once: a sequencer that drops the piece unjoined then
+                    // drops the channel with it, and this reader's next send fails
+                    // instead of waiting for room forever.
+                    drop(handover);
+                    if handed.is_err() {
                         // Its sequencer dropped it (a run that took what it needed,
                         // or a stopped conversion).
                         match stop.load(Ordering::Relaxed) {
