@@ -15,19 +15,28 @@ use svar2_vcf::testing::{bgzf_block_starts, bgzip};
 
 /// A VCF of `n` records on chr1 (POS 100, 101, ...) with 3 samples (GT and DP).
 fn vcf_text(n: usize) -> Vec<u8> {
-    let mut t = String::from(
-        "##fileformat=VCFv4.3\n##contig=<ID=chr1,length=1000000>\n\
-         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
-         ##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"d\">\n\
-         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\tC\n",
-    );
-    for i in 0..n {
-        t += &format!(
-            "chr1\t{}\t.\tA\tC\t.\t.\t.\tGT:DP\t0/1:{}\t1|1:{}\t./.:.\n",
-            100 + i,
-            i % 97,
-            1000 + i
-        );
+    contigs_text(&[("chr1", n)], 1_000_000, 1)
+}
+
+/// [`vcf_text`]'s records over `contigs` (name, records), each contig `length` long,
+/// records `step` apart.
+fn contigs_text(contigs: &[(&str, usize)], length: u64, step: usize) -> Vec<u8> {
+    let mut t = String::from("##fileformat=VCFv4.3\n");
+    for (name, _) in contigs {
+        t += &format!("##contig=<ID={name},length={length}>\n");
+    }
+    t += "##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+          ##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"d\">\n\
+          #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\tC\n";
+    for &(chrom, n) in contigs {
+        for i in 0..n {
+            t += &format!(
+                "{chrom}\t{}\t.\tA\tC\t.\t.\t.\tGT:DP\t0/1:{}\t1|1:{}\t./.:.\n",
+                100 + i * step,
+                i % 97,
+                1000 + i
+            );
+        }
     }
     t.into_bytes()
 }
@@ -618,25 +627,9 @@ fn a_damaged_block_read_through_the_index_is_named_in_its_contig() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut t = String::from(
-        "##fileformat=VCFv4.3\n##contig=<ID=chr1,length=2000000>\n\
-         ##contig=<ID=chr2,length=2000000>\n##contig=<ID=chr3,length=2000000>\n\
-         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
-         ##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"d\">\n\
-         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\tC\n",
-    );
-    for (chrom, n) in [("chr1", 30000), ("chr2", 15000), ("chr3", 15000)] {
-        for i in 0..n {
-            t += &format!(
-                "{chrom}\t{}\t.\tA\tC\t.\t.\t.\tGT:DP\t0/1:{}\t1|1:{}\t./.:.\n",
-                100 + i * 40,
-                i % 97,
-                1000 + i
-            );
-        }
-    }
     let vcf = d.join("in.vcf");
-    std::fs::write(&vcf, t).unwrap();
+    let contigs = [("chr1", 30000), ("chr2", 15000), ("chr3", 15000)];
+    std::fs::write(&vcf, contigs_text(&contigs, 2_000_000, 40)).unwrap();
     let bcf = d.join("whole.bcf");
     sh_ok(&format!(
         "bcftools view -Ob -o {0} {1} && bcftools index {0}",
