@@ -143,10 +143,10 @@ pub(crate) fn run<T: Send>(
                             variants_chunk,
                             &limit,
                             &tx,
+                            &recycle_rx,
                         )
                     })
                 };
-                drop(recycle_rx); // pieces are read into fresh batches
                 spawn("pieces").spawn_scoped(scope, read).map_err(failed)?;
             }
             Source::Stream(inputs) => {

@@ -414,23 +414,24 @@ impl PieceReader {
     ) -> Result<Option<Batch>> {
         let mut got = None;
         let no_limit = |_: &Batch, _| Ok(());
-        self.read(piece, rows, specs, n_samples, no_limit, |b| {
+        let fresh = || Batch::new(specs, n_samples, 0);
+        self.read(piece, rows, fresh, no_limit, |b| {
             got = Some(b);
             false
         })?;
         Ok(got)
     }
 
-    /// Reads one piece, handing out batches of at most `rows` records. Returns the
-    /// number of records read. `check` sees the batch after each record and its
-    /// number in the piece (1-based): an `Err` stops the read (a batch filling more
-    /// than the memory budget holds).
+    /// Reads one piece, handing out batches of at most `rows` records, each an empty
+    /// one from `fresh` (a spent batch reused keeps its buffers: no page of it is
+    /// faulted in again). Returns the number of records read. `check` sees the batch
+    /// after each record and its number in the piece (1-based): an `Err` stops the
+    /// read (a batch filling more than the memory budget holds).
     pub fn read(
         &mut self,
         piece: &Piece,
         rows: usize,
-        specs: &[crate::columns::ColumnSpec],
-        n_samples: usize,
+        mut fresh: impl FnMut() -> Batch,
         mut check: impl FnMut(&Batch, u64) -> Result<()>,
         mut emit: impl FnMut(Batch) -> bool,
     ) -> Result<u64> {
@@ -438,7 +439,7 @@ impl PieceReader {
         if itr.is_null() {
             return Ok(0);
         }
-        let mut batch = Batch::new(specs, n_samples, 0);
+        let mut batch = fresh();
         let mut n = 0u64;
         let mut located = false;
         let result = (|| -> Result<()> {
@@ -482,7 +483,7 @@ impl PieceReader {
                 n += 1;
                 check(&batch, n)?;
                 if batch.len() == rows {
-                    let full = std::mem::replace(&mut batch, Batch::new(specs, n_samples, 0));
+                    let full = std::mem::replace(&mut batch, fresh());
                     if !emit(full) {
                         return Ok(());
                     }
