@@ -753,24 +753,37 @@ fn lay_out_cells<T: Copy>(
         BCF_INT32_VECTOR_END => -2,
         x => x,
     };
-    // Every slot a vector end first (one fill), then each cell's values over it.
-    let start = v.len();
-    v.resize(start + counts.len() * width, to(-2));
+    // Runs of full cells (most of them: a FORMAT field is short only where a sample
+    // gives `.` for a vector, like `./.:.:.` in a call set) copied in one pass each;
+    // a short cell padded with vector ends, an empty one a missing value first.
+    v.reserve(counts.len() * width);
     let (mut empty, mut short) = (false, false);
-    let mut at = 0;
-    for (cell, &c) in v[start..].chunks_exact_mut(width.max(1)).zip(counts) {
-        let c = c as usize;
-        if c == 0 {
-            cell[0] = to(-1);
-            empty = true;
-            short |= width > 1;
+    let (mut at, mut i) = (0, 0);
+    while i < counts.len() {
+        let full = counts[i..]
+            .iter()
+            .take_while(|&&c| c as usize == width)
+            .count();
+        if full > 0 {
+            let n = full * width;
+            v.extend(raw[at..at + n].iter().map(|&x| to(canonical(x))));
+            (at, i) = (at + n, i + full);
             continue;
         }
-        short |= c < width;
-        for (d, &x) in cell.iter_mut().zip(&raw[at..at + c]) {
-            *d = to(canonical(x));
+        // A short cell (or, were `width` not the most values any cell gives, a
+        // long one cut to it).
+        let c = counts[i] as usize;
+        let kept = c.min(width);
+        if c == 0 {
+            v.push(to(-1));
+            empty = true;
+            short |= width > 1;
+        } else {
+            v.extend(raw[at..at + kept].iter().map(|&x| to(canonical(x))));
+            short |= c < width;
         }
-        at += c;
+        v.extend(std::iter::repeat_n(to(-2), width - kept.max(1)));
+        (at, i) = (at + c, i + 1);
     }
     debug_assert_eq!(at, raw.len());
     let (mut l, mut h) = (*lo, *hi);
