@@ -750,3 +750,42 @@ fn a_bcf_whose_records_disagree_with_its_header_types_is_refused() {
         refused(&re, &[], &["re.bcf", "record 1 (chr1:10)", says]);
     }
 }
+
+/// A record whose first columns are separated by spaces, where a reader starts through
+/// the index: tabix's parser refuses the line and htslib reports no more than a failed
+/// read, which said only "the index is stale" — re-indexing does not fix the file. The
+/// message shows the line (hostile pass, 2026-12-06).
+#[test]
+fn a_malformed_line_where_the_index_points_is_shown() {
+    if !tools(
+        "a_malformed_line_where_the_index_points_is_shown",
+        &[Tool::Bcftools],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let d = dir.path();
+    let vcf = d.join("spaced.vcf");
+    let calls = "GT:DP\t0/1:4\t1/1:5";
+    let mut text = String::from(
+        "##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n##contig=<ID=2,length=1000>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"g\">\n\
+         ##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"d\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tS0\tS1\n",
+    );
+    text += &format!("1\t20\t.\tT\tA\t.\t.\t.\t{calls}\n");
+    text += &format!("1 30 .\tT\tA\t.\t.\t.\t{calls}\n");
+    text += &format!("2\t20\t.\tT\tA\t.\t.\t.\t{calls}\n");
+    std::fs::write(&vcf, text).unwrap();
+    let gz = d.join("spaced.vcf.gz");
+    sh_ok(&format!(
+        "bgzip -c {0} > {1} && tabix -f -p vcf {1}",
+        vcf.display(),
+        gz.display()
+    ));
+    refused(
+        &gz,
+        &["--readers", "2"],
+        &["the line there begins `1 30 .\\tT", "fix the file"],
+    );
+}

@@ -317,10 +317,28 @@ impl PieceReader {
                 let (errcode, block) = unsafe { ((*bgzf).errcode(), (*bgzf).block_address) };
                 // (A block header not where the index points is a stale index as
                 // often as damage: only data that does not inflate is named damage.)
+                // A text line that tabix's parser refused (BGZF read it without an
+                // error) is in `ks`: shown, as it may be the file's fault (spaces for
+                // tabs), which re-indexing does not fix.
+                let line = match self.text && errcode == 0 {
+                    true => self.ks.bytes(),
+                    false => &[],
+                };
+                let (there, or_fix) = match line.is_empty() {
+                    true => (String::new(), ""),
+                    false => (
+                        format!(
+                            " (the line there begins `{}`)",
+                            String::from_utf8_lossy(&line[..line.len().min(60)]).escape_debug()
+                        ),
+                        "; if that line is not a tab-separated VCF record, fix the file",
+                    ),
+                };
                 let msg = match errcode & (BGZF_ERR_ZLIB | BGZF_ERR_CRC) {
                     0 => format!(
-                        "cannot read the records the index points to: the index is stale or \
-                         the file is corrupt (re-index with `bcftools index -f {}`)",
+                        "cannot read the records the index points to{there}: the index is \
+                         stale or the file is corrupt (re-index with `bcftools index -f \
+                         {}`{or_fix})",
                         self.path.display()
                     ),
                     _ => format!(
