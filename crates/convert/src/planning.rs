@@ -599,16 +599,6 @@ fn check_declared_numbers(input: &Path, schema: &Schema, samples: u64, budget: u
     Ok(())
 }
 
-/// Whether `input` is VCF text, for the read share the rate probe did not measure. A
-/// pipe is not opened for it (its bytes can be read once: opening standard input to
-/// look cut the conversion's input short), and a pipe is read by one reader whatever
-/// its format.
-fn reads_as_text(input: &Path, stdin: bool) -> bool {
-    !stdin
-        && std::fs::metadata(input).is_ok_and(|m| m.is_file())
-        && svar2_vcf::pieces::is_text(input)
-}
-
 /// What the rate probe may read: it times one reader on the start of the largest
 /// contig, wherever that contig is.
 enum ProbeOn<'a> {
@@ -645,11 +635,10 @@ fn probe_skipped(
     if let ProbeOn::Nothing(why) = probe_on {
         return Some((*why).into());
     }
-    if !svar2_planner::probe_can_help(cores) {
-        return Some(match cores {
-            0 | 1 => "one core reads with one reader".into(),
-            _ => format!("on {cores} cores the input's format decides between one reader and two"),
-        });
+    if svar2_planner::readers_that_fit(cores) <= 1 {
+        return Some(format!(
+            "{cores} core(s) leave room for one reader beside the encoder"
+        ));
     }
     None
 }
@@ -858,7 +847,6 @@ fn plan_schema(
         requested: request.layout.requested,
         readers: if one_stream { Some(1) } else { request.readers },
         read_share: None,
-        text: reads_as_text(input, stdin),
         max_concurrent_contigs: if one_stream { 1 } else { EXECUTOR_MAX_CC },
         inputs: streams.max(1),
         model: MEASURED,

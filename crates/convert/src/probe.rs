@@ -60,7 +60,7 @@ pub fn run(
             records: 0,
             t_read,
             t_exec: 0.0,
-            read_share: svar2_planner::default_read_share(svar2_vcf::pieces::is_text(input)),
+            read_share: svar2_planner::DEFAULT_READ_SHARE,
         });
     };
     let stats = Stats::of_batch(set, &batch);

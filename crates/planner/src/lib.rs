@@ -19,7 +19,7 @@ pub mod size;
 mod plan;
 pub use geometry::Requested;
 pub use plan::{
-    default_read_share, pieces_for, plan, probe_can_help, Plan, PlanError, PlanInput, ReaderSource,
-    MAX_AUTO_READERS, MAX_READERS, PARSE_AHEAD_THREADS, PIECES_PER_READER,
+    pieces_for, plan, readers_that_fit, Plan, PlanError, PlanInput, ReaderSource,
+    DEFAULT_READ_SHARE, MAX_AUTO_READERS, MAX_READERS, PARSE_AHEAD_THREADS, PIECES_PER_READER,
 };
 pub use request::{BudgetRequest, LayoutRequest};

@@ -53,9 +53,6 @@ pub struct PlanInput {
     /// The share of one record's CPU time its reading takes (the rest is encoding),
     /// when the rate probe measured it.
     pub read_share: Option<f64>,
-    /// VCF text (plain or bgzipped) rather than BCF: what the read share is taken as
-    /// when the probe did not measure it ([`default_read_share`]).
-    pub text: bool,
     /// The most contigs the executor can convert at once.
     pub max_concurrent_contigs: usize,
     /// Input files of the call set (per-chromosome files: several).
@@ -73,7 +70,7 @@ pub struct Plan {
     /// Readers per contig, and where that number came from.
     pub w: u32,
     pub readers_from: ReaderSource,
-    /// The read share the readers were sized by (measured, or [`default_read_share`]).
+    /// The read share the readers were sized by (measured, or [`DEFAULT_READ_SHARE`]).
     pub read_share: f64,
     /// Batches (inner-chunk rows) encoded at once on the encoder pool: enough to keep
     /// every encoding thread busy whatever the arrays of one batch, fewer when the
@@ -228,27 +225,17 @@ const PARSE_COPIES: u64 = 4;
 /// with its own decompressor and record buffers.
 pub const MAX_READERS: u32 = 64;
 
-/// Whether the rate probe can change the plan on `cores` cores. On two it could only
-/// choose between one reader and two, which the input's format decides as well
-/// ([`default_read_share`]) without the probe's ~60 ms before any record is read (a
-/// 2,000-sample FORMAT-heavy file: 30 ms reading, 30 ms encoding, of a 1 s run).
-pub fn probe_can_help(cores: usize) -> bool {
-    cores > 2
+/// Readers `cores` leave room for beside one encoding core: at 1 the rate probe could
+/// change the plan only by a reader sharing the encoder's core (on 2 cores: ~0.3 s of
+/// a 1.3 s FORMAT-heavy conversion for ~10 %), so it is skipped.
+pub fn readers_that_fit(cores: usize) -> u32 {
+    (cores as u32).saturating_sub(1).max(1)
 }
 
-/// The share of a record's CPU time its reading takes when the rate probe did not run,
-/// by the input's format. Measured with named threads on 2 cores, one reader (its
-/// inflate threads counted as reading): VCF text 49-56 % (sim.vcf.gz GT only 56 %,
-/// 2,000 samples GT:AD:DP:GQ:PL 52 %, 500 samples with VAF 49 %) — over half, so two
-/// cores get two readers, which took 9 % and 4 % off the first two's wall time; BCF
-/// 33-49 % (htslib's decode is cheap beside encoding), where a second reader on two
-/// cores cost 5-9 %.
-pub fn default_read_share(text: bool) -> f64 {
-    match text {
-        true => 0.55,
-        false => 0.4,
-    }
-}
+/// The share of a record's CPU time its reading takes when the rate probe did not run:
+/// VCF text with GT only, where parsing and encoding cost about the same (measured on
+/// sim.vcf.gz with named threads: readers 48-55 % of all CPU).
+pub const DEFAULT_READ_SHARE: f64 = 0.5;
 
 /// Readers per contig chosen without `--readers`: past this, a contig's pieces get too
 /// short to be worth a reader of their own.
@@ -276,7 +263,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan, PlanError> {
     let cores = input.cores.max(1);
     let read_share = input
         .read_share
-        .unwrap_or_else(|| default_read_share(input.text))
+        .unwrap_or(DEFAULT_READ_SHARE)
         .clamp(0.05, 0.95);
     // Reader threads in all: their share of the cores, rounded up (readers go first on
     // a shared core, so one too many costs the encoders little; one too few starves
@@ -621,7 +608,6 @@ mod tests {
             requested: Requested::default(),
             readers: None,
             read_share: None,
-            text: true,
             max_concurrent_contigs: 1,
             inputs: 1,
             model: MEASURED,
@@ -636,27 +622,11 @@ mod tests {
         assert_eq!(p.readers_from, ReaderSource::Default);
         assert!(p.predicted_peak_rss <= 8 << 30);
         assert_eq!(p.records, Some(150_000));
-        // 8 cores, VCF text (55 % of the work reading): 5 reader threads, and the
-        // longest contig (2/3 of the records) needs 4 of them so as not to be the
-        // critical path.
-        assert_eq!(p.w, 4);
+        // 8 cores, half of the work reading: 4 reader threads, and the longest contig
+        // (2/3 of the records) needs 3 of them so as not to be the critical path.
+        assert_eq!(p.w, 3);
         // Every encoding thread has a batch.
         assert_eq!(p.window, 2);
-    }
-
-    /// Without the probe the format sets the readers: VCF text's parse is over half
-    /// the work, BCF's decode under it; two cores get two readers for text, one for
-    /// BCF.
-    #[test]
-    fn the_format_sets_the_readers_the_probe_did_not_measure() {
-        let mut i = input(8 << 30, 1000);
-        i.text = false;
-        assert_eq!(plan(&i).unwrap().w, 3); // 4 readers, 2/3 of them for the longest
-        i.cores = 2;
-        assert_eq!(plan(&i).unwrap().w, 1);
-        i.text = true;
-        assert_eq!(plan(&i).unwrap().w, 2);
-        assert!(!probe_can_help(2) && probe_can_help(3));
     }
 
     #[test]
