@@ -89,7 +89,7 @@ impl Writer {
                     // Fast path: the chunks on disk are final; add the index and rename.
                     let spans: Vec<Option<(u64, u64)>> =
                         slots.iter().map(|s| s.and_then(|s| s.span)).collect();
-                    append(&part, &shard::index(&spans))?;
+                    append(&part, &[shard::index(&spans)])?;
                     this.store.rename(&part, &path)?;
                     this.note_chunks(&path, slots.iter().map(|s| s.map(|s| (s.span, s.tail))));
                     return Ok(());
