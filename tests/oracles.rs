@@ -172,6 +172,34 @@ fn same_arrays_as_bio2zarr() {
     );
 }
 
+/// A polyploid call whose separators differ is phased as its second allele is, as
+/// bio2zarr (through cyvcf2) stores it: `0|1/1` phased, `0/1|1` not; read from VCF
+/// text (the direct parse and htslib's) and from BCF.
+#[test]
+fn mixed_phase_calls_as_bio2zarr() {
+    if !tools(
+        "mixed_phase_calls_as_bio2zarr",
+        &[Tool::Bcftools, Tool::Bio2zarr, Tool::ZarrPython],
+    ) {
+        return;
+    }
+    let dir = test_dir();
+    let src = dir.path().join("mixed_source.vcf");
+    let mut text = String::from(
+        "##fileformat=VCFv4.3\n##contig=<ID=1,length=1000>\n\
+         ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n\
+         ##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"Depth\">\n\
+         #CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\tC\tD\tE\n",
+    );
+    text += "1\t10\t.\tA\tC\t.\t.\t.\tGT\t0/1|1\t0|1/1\t0|1|1\t0/1/1\t.|./1\n";
+    text += "1\t20\t.\tA\tC,G\t.\t.\t.\tGT:DP\t0/1|2:3\t2|1/0:4\t1:5\t0|1:6\t0/1:7\n";
+    text += "1\t30\t.\tA\tC\t.\t.\t.\tGT\t0/1/1|1\t1|0/0/1\t.\t1|1\t./.\n";
+    std::fs::write(&src, text).unwrap();
+    let [_, gz, bcf] = forms(&src, dir.path(), "mixed");
+    assert_same_as_bio2zarr(&gz, &[]);
+    assert_same_as_bio2zarr(&bcf, &[]);
+}
+
 /// sgkit (0.10.0, with zarr>=3 over its pin) loads a svar2 store and computes the same
 /// variant and sample statistics as on bio2zarr's store of the input: a FORMAT-heavy
 /// call set (missing calls, multiallelic sites) in svar2's default sharded layout.

@@ -1,9 +1,9 @@
 //! Genotype calls into canonical VCF Zarr values — allele indexes, −1 for a missing
 //! allele, −2 for fill past a call's ploidy — and one phased flag per call, from each
 //! form a reader meets: htslib's BCF encoding (int8 in BCF files, int32 from
-//! `bcf_get_format_values`) and VCF text. One rule for phase everywhere: a call is
-//! phased when a `|` separates its alleles, and a haploid call counts as phased (as
-//! cyvcf2, and so bio2zarr, reports it).
+//! `bcf_get_format_values`) and VCF text. One rule for phase everywhere, cyvcf2's (and
+//! so bio2zarr's): a call is phased when its second allele is (a `|` after the first
+//! allele: `0|1/1` is phased, `0/1|1` is not), and a haploid call counts as phased.
 
 use crate::ragged::{BCF_INT32_MISSING, BCF_INT32_VECTOR_END};
 
@@ -54,7 +54,7 @@ pub(crate) fn decode_bcf_calls<T, O>(
         let mut p = false;
         for (j, &v) in call.iter().enumerate() {
             let a = allele(v);
-            p |= j > 0 && a != end && phase_bit(v);
+            p |= j == 1 && a != end && phase_bit(v);
             out.push(a);
         }
         p |= call.len() == 1 || allele(call[1]) == end;
@@ -129,7 +129,7 @@ pub(crate) fn parse_text_call(s: &[u8], out: &mut Vec<i32>) -> Option<(usize, bo
         n += 1;
         match s.get(i) {
             None => break,
-            Some(b'|') => phased = true,
+            Some(b'|') => phased |= n == 1,
             Some(b'/') => {}
             Some(_) => return None,
         }
@@ -198,5 +198,42 @@ mod tests {
         assert_eq!(text, vec![0, 1, -1, -1, 1, -1, 0]);
         assert_eq!(parsed, vec![(2, true), (2, false), (1, true), (2, true)]);
         assert_eq!(parse_text_call(b"0/x", &mut text), None);
+    }
+
+    /// A polyploid call is phased as its second allele is, in every form.
+    #[test]
+    fn mixed_separators_follow_the_second_allele() {
+        let enc = |a: i32, ph: bool| ((a + 1) << 1) | i32::from(ph);
+        for (call, alleles, phased) in [
+            ("0/1|1", [0, 1, 1], false),
+            ("0|1/1", [0, 1, 1], true),
+            (".|./1", [-1, -1, 1], true),
+            ("1/0|.", [1, 0, -1], false),
+        ] {
+            let mut text = Vec::new();
+            assert_eq!(
+                parse_text_call(call.as_bytes(), &mut text),
+                Some((3, phased)),
+                "{call}"
+            );
+            assert_eq!(text, alleles);
+            let seps: Vec<bool> = call
+                .bytes()
+                .filter(|b| !b.is_ascii_digit() && *b != b'.')
+                .map(|b| b == b'|')
+                .collect();
+            let raw: Vec<i32> = alleles
+                .iter()
+                .enumerate()
+                .map(|(j, &a)| enc(a, j > 0 && seps[j - 1]))
+                .collect();
+            let (mut out, mut p) = (Vec::new(), Vec::new());
+            decode_bcf_calls(&raw, 3, bcf32_allele, |v| v & 1 == 1, &mut out, &mut p);
+            assert_eq!(
+                (out, p),
+                (alleles.to_vec(), vec![u8::from(phased)]),
+                "{call}"
+            );
+        }
     }
 }
