@@ -341,9 +341,11 @@ fn standard_input_equals_the_file_and_a_cut_pipe_fails() {
     let src = data("all_fields.vcf");
     let whole = d.join("whole.zarr");
     convert(&src, &whole, &[]);
-    let piped = |bytes: &[u8], out: &Path| {
+    let piped_with = |flags: &[&str], bytes: &[u8], out: &Path| {
         let mut child = svar2()
-            .args(["convert", "-q", "-"])
+            .args(["convert", "-q"])
+            .args(flags)
+            .arg("-")
             .arg(out)
             .stdin(Stdio::piped())
             .stderr(Stdio::piped())
@@ -353,6 +355,7 @@ fn standard_input_equals_the_file_and_a_cut_pipe_fails() {
         let _ = child.stdin.take().unwrap().write_all(bytes);
         child.wait_with_output().unwrap()
     };
+    let piped = |bytes: &[u8], out: &Path| piped_with(&[], bytes, out);
     let text = std::fs::read(&src).unwrap();
     let out = d.join("stdin.zarr");
     let o = piped(&text, &out);
@@ -365,4 +368,13 @@ fn standard_input_equals_the_file_and_a_cut_pipe_fails() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.starts_with("svar2: error: -: record"), "{err}");
     assert!(!cut.join("zarr.json").exists());
+    // Readers through an index: the count asked for, and what a pipe can do instead.
+    let o = piped_with(&["--readers", "2"], &text, &d.join("readers.zarr"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--readers 2") && err.contains("standard input"),
+        "{err}"
+    );
+    assert!(!err.contains("bcftools index"), "{err}");
 }

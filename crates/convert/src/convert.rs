@@ -339,9 +339,15 @@ fn plan_reading(
         })
         .flatten();
     let Some(pieces) = pieces else {
-        if options.request.readers.is_some_and(|r| r > 1) {
+        if let Some(asked) = options.request.readers.filter(|&r| r > 1) {
+            if svar2_vcf::inputs::is_stdin(input) {
+                return Err(Error::Usage(format!(
+                    "--readers {asked} reads a file through its index, and standard input \
+                     has none: give the indexed file's path, or drop --readers"
+                )));
+            }
             return Err(Error::Usage(format!(
-                "{0}: --readers {readers} reads the file through its index, and it has none \
+                "{0}: --readers {asked} reads the file through its index, and it has none \
                  (bgzip it if needed, then `bcftools index {0}`), or drop --readers",
                 input.display()
             )));
