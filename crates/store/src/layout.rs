@@ -375,7 +375,22 @@ pub fn check_geometry(l: &ArrayLayout) -> std::result::Result<(), String> {
 }
 
 /// `l`, once [`check_geometry`] passes; else the error naming its metadata `key`.
-fn checked(storage: &dyn Storage, key: &str, l: ArrayLayout) -> Result<ArrayLayout> {
+/// A chunk or shard extent of 0 along a dimension the array has no extent in holds
+/// no chunk (bio2zarr writes `[0, 6]` chunks for an input without records); it is
+/// read as 1, so no grid arithmetic divides by it.
+fn checked(storage: &dyn Storage, key: &str, mut l: ArrayLayout) -> Result<ArrayLayout> {
+    let empty: Vec<bool> = l.shape.iter().map(|&n| n == 0).collect();
+    let fix = |v: &mut Vec<u64>| {
+        for (x, &e) in v.iter_mut().zip(&empty) {
+            if *x == 0 && e {
+                *x = 1;
+            }
+        }
+    };
+    fix(&mut l.chunk);
+    if let Some(s) = l.shard.as_mut() {
+        fix(s);
+    }
     check_geometry(&l).map_err(|msg| Error::NotStore {
         path: storage.name(key),
         msg: format!("{msg} (the array's metadata is damaged; restore it or convert again)"),

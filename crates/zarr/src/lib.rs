@@ -469,22 +469,54 @@ fn open_array(
             )
         }
         Err(e) => {
-            // zarr-python's bare NaN/Infinity attributes (read as null): zarrs'
-            // parser refuses them.
+            // zarr-python's bare NaN/Infinity attributes (read as null), and chunks
+            // of no extent along an axis of none (bio2zarr's `[0, 6]` for an input
+            // without records): zarrs' parser refuses both.
             let bytes = objects
                 .get(&format!("{name}/zarr.json"))
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| e.to_string())?;
-            if serde_json::from_slice::<Value>(&bytes).is_ok() {
+            let standard = serde_json::from_slice::<Value>(&bytes).is_ok();
+            let mut meta = svar2_store::json::parse(&bytes).map_err(|_| e.to_string())?;
+            if !empty_axes_chunked_by_one(&mut meta) && standard {
                 return Err(e.to_string());
             }
-            let meta = svar2_store::json::parse(&bytes).map_err(|_| e.to_string())?;
             zarrs::metadata::ArrayMetadata::V3(
                 serde_json::from_value(meta).map_err(|_| e.to_string())?,
             )
         }
     };
     Array::new_with_metadata(storage.clone(), &path, meta).map_err(|e| e.to_string())
+}
+
+/// Sets to 1 each chunk extent (of the chunk grid, and of a sharding codec's inner
+/// chunks) that is 0 along an axis the array's shape is 0 in: no chunk exists there
+/// either way. Whether any was.
+fn empty_axes_chunked_by_one(meta: &mut Value) -> bool {
+    let empty: Vec<bool> = match meta.get("shape").and_then(Value::as_array) {
+        Some(shape) => shape.iter().map(|n| n.as_u64() == Some(0)).collect(),
+        None => return false,
+    };
+    let mut changed = false;
+    let mut fix = |v: Option<&mut Value>| {
+        if let Some(Value::Array(extents)) = v {
+            for (x, &e) in extents.iter_mut().zip(&empty) {
+                if e && x.as_u64() == Some(0) {
+                    *x = Value::from(1u64);
+                    changed = true;
+                }
+            }
+        }
+    };
+    fix(meta.pointer_mut("/chunk_grid/configuration/chunk_shape"));
+    if let Some(Value::Array(codecs)) = meta.get_mut("codecs") {
+        for c in codecs {
+            if c.get("name").and_then(Value::as_str) == Some("sharding_indexed") {
+                fix(c.pointer_mut("/configuration/chunk_shape"));
+            }
+        }
+    }
+    changed
 }
 
 /// Every array that names a dimension gives it one length (a reader indexes all of
