@@ -664,7 +664,7 @@ fn records_that_fill_more_later_are_refused_within_the_budget() {
     let dir = tempfile::tempdir().unwrap();
     let lines = (0..2000).map(|i| call_line("chr1", i, 400, i >= 1000));
     let gz = calls_vcf(dir.path(), "late", 400, lines);
-    refused_within_then_converted(&gz, 56);
+    refused_within_then_converted(&gz, 56, &[]);
 }
 
 /// As [`records_that_fill_more_later_are_refused_within_the_budget`], for text:
@@ -683,19 +683,26 @@ fn long_text_later_is_refused_within_the_budget() {
         format!("chr1\t{}\t.\tA\tC\t.\tPASS\t.\tGT:FT\t{calls}", i + 1)
     });
     let gz = calls_vcf(dir.path(), "text", 250, lines);
-    refused_within_then_converted(&gz, 100);
+    let advised = refused_within_then_converted(&gz, 100, &[]);
+    assert!(advised.starts_with("--variants-chunk "), "{advised}");
+    // Two readers through the index: their pieces are cut by the rows the plan
+    // expects, so no shorter chunk row fits them; one reader's does, and is named.
+    let advised = refused_within_then_converted(&gz, 100, &["--readers", "2"]);
+    assert!(
+        advised.starts_with("--readers 1 --variants-chunk "),
+        "{advised}"
+    );
 }
 
-/// `gz` under `--max-mem {mib}MiB`: refused, naming a record, under the budget; then
-/// converted under it with the `--variants-chunk` the refusal names.
-fn refused_within_then_converted(gz: &Path, mib: u64) {
+/// `gz` under `--max-mem {mib}MiB` (and `flags`): refused, naming a record, under the
+/// budget; then converted under it with the options the refusal names instead of
+/// `flags`, which are returned.
+fn refused_within_then_converted(gz: &Path, mib: u64, flags: &[&str]) -> String {
     let dir = gz.parent().unwrap();
     let budget = format!("{mib}MiB");
-    let (ok, err, rss) = run_timed(
-        &["convert", "-q", "--max-mem", &budget],
-        gz,
-        &dir.join("o.zarr"),
-    );
+    let mut args = vec!["convert", "-q", "--force", "--max-mem", &budget];
+    args.extend(flags);
+    let (ok, err, rss) = run_timed(&args, gz, &dir.join("o.zarr"));
     eprintln!("refused at peak RSS {} MiB", rss >> 20);
     assert!(!ok, "converted:\n{err}");
     assert!(
@@ -709,31 +716,25 @@ fn refused_within_then_converted(gz: &Path, mib: u64) {
         "peak RSS {} MiB over --max-mem {budget}",
         rss >> 20
     );
-    // The chunk rows it names convert under the same budget.
-    let rows = err
-        .split("--variants-chunk ")
-        .nth(1)
-        .and_then(|t| t.split(' ').next())
-        .unwrap();
-    let (ok, err, rss) = run_timed(
-        &[
-            "convert",
-            "-q",
-            "--max-mem",
-            &budget,
-            "--variants-chunk",
-            rows,
-        ],
-        gz,
-        &dir.join("ok.zarr"),
-    );
-    eprintln!("--variants-chunk {rows}: peak RSS {} MiB", rss >> 20);
+    // The options it names convert under the same budget.
+    let advised = err
+        .split(" (it fits this budget)")
+        .next()
+        .and_then(|t| t.rsplit("pass ").next())
+        .filter(|a| a.starts_with("--"))
+        .unwrap_or_else(|| panic!("{err}"))
+        .to_string();
+    let mut args = vec!["convert", "-q", "--force", "--max-mem", &budget];
+    args.extend(advised.split(' '));
+    let (ok, err, rss) = run_timed(&args, gz, &dir.join("ok.zarr"));
+    eprintln!("{advised}: peak RSS {} MiB", rss >> 20);
     assert!(ok, "{err}");
     assert!(
         rss < mib << 20,
         "peak RSS {} MiB over --max-mem {budget}",
         rss >> 20
     );
+    advised
 }
 
 /// One call with 50 ALT alleles among 5,000 samples whose other calls are `.` (as

@@ -237,41 +237,80 @@ impl RowLimit {
     }
 
     /// What the planner charges at `budget` with chunk rows of `variants_chunk`
-    /// records, if it can plan them.
-    fn replan(&self, budget: u64, variants_chunk: u64) -> Option<Charges> {
+    /// records (and `readers` a contig, where given), if it can plan them.
+    fn replan(&self, budget: u64, variants_chunk: u64, readers: Option<u32>) -> Option<Charges> {
         let mut input = PlanInput::clone(self.input.as_ref()?);
         input.budget = budget;
         input.requested.variants_chunk = Some(variants_chunk);
+        if readers.is_some() {
+            input.readers = readers;
+        }
         let plan = svar2_planner::plan(&input).ok()?;
         let c = &self.now;
         Some(Charges::of(&plan, c.planned, c.text_cell, self.extra))
     }
 
     /// What to pass instead, as the planner would run it: the longest chunk rows
-    /// whose records, filling as `fill` says, fit this budget, or the budget that
+    /// whose records, filling as `fill` says, fit this budget (else one reader a
+    /// contig, where several were planned and one fits), and the least budget that
     /// holds them at these chunk rows.
     pub(crate) fn advice(&self, fill: Fill) -> String {
         let vc = self.now.variants_chunk;
-        let fits = |n: u64| {
-            self.replan(self.budget, n)
-                .is_some_and(|c| c.need(fill) as f64 <= self.usable())
+        let fits_at = |budget: u64, n: u64, readers: Option<u32>| {
+            self.replan(budget, n, readers)
+                .is_some_and(|c| c.need(fill) as f64 <= budget as f64 / LAW_ERROR)
         };
-        // The longest that fits, by bisection (the need grows with the rows).
-        let (mut lo, mut hi) = (0, vc);
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            match fits(mid) {
-                true => lo = mid,
-                false => hi = mid,
+        // The longest rows that fit, by bisection (the need grows with the rows); 0
+        // for none.
+        let longest = |readers: Option<u32>| {
+            if readers.is_some() && fits_at(self.budget, vc, readers) {
+                return vc;
+            }
+            let (mut lo, mut hi) = (0, vc);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                match fits_at(self.budget, mid, readers) {
+                    true => lo = mid,
+                    false => hi = mid,
+                }
+            }
+            lo
+        };
+        let lo = longest(None);
+        // The least budget that holds these rows, by bisection up to one at which
+        // the planner gives every thread and batch back (the need grows with the
+        // budget only as far as that): a plan's pieces are cut by the rows it
+        // expects, so past several readers' pieces no chunk row may fit, and the
+        // roomiest plan's need overstated what a run at this shape takes ~6x.
+        let roomy = self.replan(u64::MAX >> 8, vc, None).unwrap_or(self.now);
+        let mut high = ((roomy.need(fill) as f64 * HEADROOM) as u64).max(self.budget);
+        let mut low = self.budget;
+        while high as f64 > low as f64 * 1.01 {
+            let mid = low + (high - low) / 2;
+            match fits_at(mid, vc, None) {
+                true => high = mid,
+                false => low = mid,
             }
         }
-        // With room to spare the planner gives every thread and batch back: the
-        // budget that holds those at these rows holds them at any budget above.
-        let roomy = self.replan(u64::MAX >> 8, vc).unwrap_or(self.now);
-        let pinned = human((roomy.need(fill) as f64 * HEADROOM) as u64);
-        match lo {
-            0 => format!("pass --max-mem {pinned} with --variants-chunk {vc}"),
-            n => format!(
+        // Two percent over: what `human` rounds off stays inside.
+        let pinned = human((high as f64 * 1.02) as u64);
+        // Several readers' pieces are cut by the rows the plan expects, so shorter
+        // chunk rows may not help them where one reader's would.
+        let one_reader = match (lo, self.now.readers > 1) {
+            (0, true) => longest(Some(1)),
+            _ => 0,
+        };
+        match (lo, one_reader) {
+            (0, 0) => format!("pass --max-mem {pinned} with --variants-chunk {vc}"),
+            (0, n) if n == vc => format!(
+                "pass --readers 1 (it fits this budget), or --max-mem {pinned} with \
+                 --variants-chunk {vc}"
+            ),
+            (0, n) => format!(
+                "pass --readers 1 --variants-chunk {n} (it fits this budget), or --max-mem \
+                 {pinned} with --variants-chunk {vc}"
+            ),
+            (n, _) => format!(
                 "pass --variants-chunk {n} (it fits this budget), or --max-mem {pinned} with \
                  --variants-chunk {vc}"
             ),
