@@ -200,9 +200,9 @@ fn mixed_phase_calls_as_bio2zarr() {
     assert_same_as_bio2zarr(&bcf, &[]);
 }
 
-/// bio2zarr's store of an input without records (its chunks `[0, 6]`: no extent
-/// along the variants axis) is read: inspect, verify and view take it, and view
-/// gives the header and no record, as bcftools does of the input.
+/// bio2zarr's stores of an input without records (its chunks `[0, 6]`: no extent
+/// along the variants axis), Zarr v2 and v3, are read: inspect, verify and view take
+/// them, and view gives the header and no record, as bcftools does of the input.
 #[test]
 fn a_bio2zarr_store_without_records_is_read() {
     if !tools(
@@ -216,28 +216,29 @@ fn a_bio2zarr_store_without_records_is_read() {
     let meta = "##fileformat=VCFv4.3\n##contig=<ID=1,length=1000>\n\
                 ##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n";
     let gz = vcf_of_rows(d, "empty", meta, &["A", "B"], &[]);
-    let store = d.join("bio2zarr.zarr");
-    sh_ok(&format!(
-        "BIO2ZARR_DEFAULT_ZARR_FORMAT=3 vcf2zarr convert -p 1 {} {} >/dev/null 2>&1",
-        gz.display(),
-        store.display()
-    ));
-    for cmd in ["inspect", "verify"] {
-        let o = svar2().arg(cmd).arg(&store).output().unwrap();
+    // Zarr v2 (bio2zarr's default: `"chunks": [0, 6]`) and v3.
+    for format in [2, 3] {
+        let store = d.join(format!("bio2zarr{format}.zarr"));
+        sh_ok(&format!(
+            "vcf2zarr convert -Q --zarr-format {format} -p 1 {} {} >/dev/null 2>&1",
+            gz.display(),
+            store.display()
+        ));
+        for cmd in ["inspect", "verify"] {
+            let o = svar2().arg(cmd).arg(&store).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "v{format} {cmd}: {err}");
+        }
+        let o = svar2().arg("view").arg(&store).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "v{format}: {err}");
+        let text = String::from_utf8_lossy(&o.stdout);
+        let last = text.lines().last().unwrap_or_default();
         assert!(
-            o.status.success(),
-            "{cmd}: {}",
-            String::from_utf8_lossy(&o.stderr)
+            last.starts_with("#CHROM") && last.ends_with("FORMAT\tA\tB"),
+            "{text}"
         );
     }
-    let o = svar2().arg("view").arg(&store).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8_lossy(&o.stdout);
-    let last = text.lines().last().unwrap_or_default();
-    assert!(
-        last.starts_with("#CHROM") && last.ends_with("FORMAT\tA\tB"),
-        "{text}"
-    );
 }
 
 /// sgkit (0.10.0, with zarr>=3 over its pin) loads a svar2 store and computes the same

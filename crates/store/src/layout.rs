@@ -340,17 +340,28 @@ pub const MAX_CHUNK_BYTES: u64 = 1 << 31;
 /// allocations and loops).
 pub fn check_geometry(l: &ArrayLayout) -> std::result::Result<(), String> {
     let rank = l.shape.len();
+    let dims = |v: &[u64]| {
+        let each: Vec<String> = v.iter().map(u64::to_string).collect();
+        format!("[{}]", each.join(", "))
+    };
     if l.chunk.len() != rank || l.shard.as_ref().is_some_and(|s| s.len() != rank) {
         return Err(format!(
-            "shape {:?}, chunk {:?} and shard {:?} differ in rank",
-            l.shape, l.chunk, l.shard
+            "shape {}, chunk {} and shard {} differ in rank",
+            dims(&l.shape),
+            dims(&l.chunk),
+            l.shard.as_deref().map_or("none".into(), dims)
         ));
     }
-    if l.chunk.contains(&0) || l.shard.as_ref().is_some_and(|s| s.contains(&0)) {
-        return Err(format!(
-            "an empty chunk ({:?}) or shard ({:?})",
-            l.chunk, l.shard
-        ));
+    // A 0 extent holds no chunk only along an axis of none (see `checked`).
+    for (what, extents) in [("chunk", Some(&l.chunk)), ("shard", l.shard.as_ref())] {
+        let Some(extents) = extents else { continue };
+        if let Some(d) = (0..rank).find(|&d| extents[d] == 0 && l.shape[d] != 0) {
+            return Err(format!(
+                "{what} shape {} is 0 along axis {d}, where the array's shape {} is not",
+                dims(extents),
+                dims(&l.shape)
+            ));
+        }
     }
     let item = l.itemsize.unwrap_or(4).max(1);
     let product = |v: &[u64]| v.iter().try_fold(item, |a, &x| a.checked_mul(x));
@@ -377,8 +388,12 @@ pub fn check_geometry(l: &ArrayLayout) -> std::result::Result<(), String> {
 /// `l`, once [`check_geometry`] passes; else the error naming its metadata `key`.
 /// A chunk or shard extent of 0 along a dimension the array has no extent in holds
 /// no chunk (bio2zarr writes `[0, 6]` chunks for an input without records); it is
-/// read as 1, so no grid arithmetic divides by it.
+/// then read as 1, so no grid arithmetic divides by it.
 fn checked(storage: &dyn Storage, key: &str, mut l: ArrayLayout) -> Result<ArrayLayout> {
+    check_geometry(&l).map_err(|msg| Error::NotStore {
+        path: storage.name(key),
+        msg: format!("{msg} (the array's metadata is damaged; restore it or convert again)"),
+    })?;
     let empty: Vec<bool> = l.shape.iter().map(|&n| n == 0).collect();
     let fix = |v: &mut Vec<u64>| {
         for (x, &e) in v.iter_mut().zip(&empty) {
@@ -391,10 +406,6 @@ fn checked(storage: &dyn Storage, key: &str, mut l: ArrayLayout) -> Result<Array
     if let Some(s) = l.shard.as_mut() {
         fix(s);
     }
-    check_geometry(&l).map_err(|msg| Error::NotStore {
-        path: storage.name(key),
-        msg: format!("{msg} (the array's metadata is damaged; restore it or convert again)"),
-    })?;
     Ok(l)
 }
 
@@ -589,7 +600,9 @@ mod tests {
         let e = write("[4611686018427387904, 8]", "[1, 1]").unwrap_err();
         assert!(e.contains("more bytes than any store holds"), "{e}");
         let e = write("[18446744073709551615]", "[0]").unwrap_err();
-        assert!(e.contains("empty chunk"), "{e}");
+        assert!(e.contains("chunk shape [0] is 0 along axis 0"), "{e}");
+        // Along an axis of none, a 0 extent holds no chunk either way (bio2zarr's).
+        assert_eq!(write("[0]", "[0]"), Ok(()));
         let e = write("[18446744073709551615]", "[4294967296]").unwrap_err();
         assert!(e.contains("more than a chunk may hold"), "{e}");
     }

@@ -456,14 +456,19 @@ fn open_array(
             let mut meta = read_json(objects, &format!("{name}/.zarray"))
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| e.to_string())?;
+            // Fixed-width strings with a null fill (zarr-python's), and chunks of no
+            // extent along an axis of none (bio2zarr's `"chunks": [0, 6]`).
             let is_chars = meta
                 .get("dtype")
                 .and_then(Value::as_str)
                 .is_some_and(|d| d.starts_with("<U") || d.starts_with(">U"));
-            if !is_chars || !meta.get("fill_value").is_some_and(Value::is_null) {
+            let null_chars = is_chars && meta.get("fill_value").is_some_and(Value::is_null);
+            if null_chars {
+                meta["fill_value"] = Value::String(String::new());
+            }
+            if !empty_axes_chunked_by_one(&mut meta, "/chunks") && !null_chars {
                 return Err(e.to_string());
             }
-            meta["fill_value"] = Value::String(String::new());
             zarrs::metadata::ArrayMetadata::V2(
                 serde_json::from_value(meta).map_err(|_| e.to_string())?,
             )
@@ -478,7 +483,9 @@ fn open_array(
                 .ok_or_else(|| e.to_string())?;
             let standard = serde_json::from_slice::<Value>(&bytes).is_ok();
             let mut meta = svar2_store::json::parse(&bytes).map_err(|_| e.to_string())?;
-            if !empty_axes_chunked_by_one(&mut meta) && standard {
+            if !empty_axes_chunked_by_one(&mut meta, "/chunk_grid/configuration/chunk_shape")
+                && standard
+            {
                 return Err(e.to_string());
             }
             zarrs::metadata::ArrayMetadata::V3(
@@ -489,10 +496,10 @@ fn open_array(
     Array::new_with_metadata(storage.clone(), &path, meta).map_err(|e| e.to_string())
 }
 
-/// Sets to 1 each chunk extent (of the chunk grid, and of a sharding codec's inner
-/// chunks) that is 0 along an axis the array's shape is 0 in: no chunk exists there
-/// either way. Whether any was.
-fn empty_axes_chunked_by_one(meta: &mut Value) -> bool {
+/// Sets to 1 each chunk extent (at `chunks`, a JSON pointer into the metadata, and of
+/// a sharding codec's inner chunks) that is 0 along an axis the array's shape is 0
+/// in: no chunk exists there either way. Whether any was.
+fn empty_axes_chunked_by_one(meta: &mut Value, chunks: &str) -> bool {
     let empty: Vec<bool> = match meta.get("shape").and_then(Value::as_array) {
         Some(shape) => shape.iter().map(|n| n.as_u64() == Some(0)).collect(),
         None => return false,
@@ -508,7 +515,7 @@ fn empty_axes_chunked_by_one(meta: &mut Value) -> bool {
             }
         }
     };
-    fix(meta.pointer_mut("/chunk_grid/configuration/chunk_shape"));
+    fix(meta.pointer_mut(chunks));
     if let Some(Value::Array(codecs)) = meta.get_mut("codecs") {
         for c in codecs {
             if c.get("name").and_then(Value::as_str) == Some("sharding_indexed") {
