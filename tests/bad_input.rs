@@ -274,6 +274,18 @@ fn damaged_files_and_indexes_are_named() {
         &["--readers", "3"],
         &["--readers 3", "bcftools index", "has none"],
     );
+    // Nor can a file not compressed have one: its bgzipped copy is named.
+    let plain = d.join("plain.vcf");
+    sh_ok(&format!(
+        "bcftools view -Ov -o {} {}",
+        plain.display(),
+        gz.display()
+    ));
+    refused(
+        &plain,
+        &["--readers", "2"],
+        &["--readers 2", "bgzip", "bcftools index", "plain.vcf.gz"],
+    );
 }
 
 #[test]

@@ -346,6 +346,19 @@ fn plan_reading(
                      has none: give the indexed file's path, or drop --readers"
                 )));
             }
+            // A file not compressed at all is indexed as its bgzipped copy.
+            let mut magic = [0u8; 2];
+            let gzip = std::fs::File::open(input)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+                .is_ok_and(|_| magic == [0x1f, 0x8b]);
+            if !gzip {
+                return Err(Error::Usage(format!(
+                    "{0}: --readers {asked} reads the file through its index, and a file not \
+                     compressed has none: `bgzip {0} && bcftools index {0}.gz`, then convert \
+                     {0}.gz, or drop --readers",
+                    input.display()
+                )));
+            }
             return Err(Error::Usage(format!(
                 "{0}: --readers {asked} reads the file through its index, and it has none \
                  (bgzip it if needed, then `bcftools index {0}`), or drop --readers",
