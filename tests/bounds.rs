@@ -742,6 +742,7 @@ fn refused_within_then_converted(gz: &Path, mib: u64, flags: &[&str]) -> String 
 /// for every sample as wide as that one, takes 26 MB. Past the records the plan reads,
 /// it is refused before it is laid out, under `--max-mem`, whether the direct parse,
 /// htslib's or a BCF reads it; among them, the plan names the budget that converts it.
+/// (At 48 MiB: the least plan of 5,000 samples with FORMAT fields needs 43 MiB.)
 #[test]
 fn a_short_record_whose_values_expand_past_the_budget_is_refused() {
     if !time_and_bgzip("a_short_record_whose_values_expand_past_the_budget_is_refused") {
@@ -792,7 +793,7 @@ fn a_short_record_whose_values_expand_past_the_budget_is_refused() {
     let bcf = bcf_of(&direct);
     for input in [&direct, &general, &bcf] {
         let (ok, err, rss) = run_timed(
-            &["convert", "-q", "--max-mem", "40MiB"],
+            &["convert", "-q", "--max-mem", "48MiB"],
             input,
             &dir.path().join("o.zarr"),
         );
@@ -806,8 +807,8 @@ fn a_short_record_whose_values_expand_past_the_budget_is_refused() {
             "{err}"
         );
         assert!(
-            rss < 40 << 20,
-            "peak RSS {} MiB over --max-mem 40MiB",
+            rss < 48 << 20,
+            "peak RSS {} MiB over --max-mem 48MiB",
             rss >> 20
         );
     }
@@ -815,7 +816,7 @@ fn a_short_record_whose_values_expand_past_the_budget_is_refused() {
     let early = calls_vcf(dir.path(), "early", samples, lines(10, "./.:.:.:."));
     for input in [&early, &bcf_of(&early)] {
         let plan = svar2()
-            .args(["plan", "--dry-run", "--max-mem", "40MiB"])
+            .args(["plan", "--dry-run", "--max-mem", "48MiB"])
             .arg(input)
             .output()
             .unwrap();

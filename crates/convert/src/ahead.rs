@@ -28,12 +28,13 @@ const BLOCK_LINES: usize = 64;
 const BLOCK_BYTES: usize = 256 * 1024;
 
 /// Where whole chunk rows of records go: `next` gives an empty batch for the row
-/// starting at a record, `tx` takes each full one (and the last, short one).
+/// starting at a record (`None` once the writer hung up), `tx` takes each full one
+/// (and the last, short one).
 pub(crate) struct Rows<'a> {
     pub variants_chunk: usize,
     pub watch: crate::row_limit::RowWatch,
     pub set: &'a crate::arrays::ArraySet,
-    pub next: &'a dyn Fn(u64) -> Batch,
+    pub next: &'a dyn Fn(u64) -> Option<Batch>,
     pub tx: &'a Sender<svar2_vcf::Result<Batch>>,
 }
 
@@ -74,7 +75,10 @@ fn read_rows(
         if rows.tx.send(Ok(batch)).is_err() {
             return Ok(());
         }
-        batch = (rows.next)(n);
+        let Some(next) = (rows.next)(n) else {
+            return Ok(());
+        };
+        batch = next;
     }
     // One parser a pool thread: a block each keeps every thread busy, and the blocks
     // in flight bounded.
@@ -165,7 +169,10 @@ fn read_rows(
             if rows.tx.send(Ok(batch)).is_err() {
                 return Ok(());
             }
-            batch = (rows.next)(n);
+            let Some(next) = (rows.next)(n) else {
+                return Ok(());
+            };
+            batch = next;
         }
     }
     match end {

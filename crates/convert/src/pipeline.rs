@@ -56,6 +56,11 @@ pub(crate) struct Stages<'a> {
     pub progress: indicatif::ProgressBar,
 }
 
+/// A batch the writer is done with, handed back to the readers: `None` when the
+/// writer let go of its buffers (it filled more than a reused one may keep), which
+/// still lets the streaming reader make a batch in its place.
+pub(crate) type Spare = Option<Batch>;
+
 /// How many batches encode at once: the plan's count, while they fill no more than
 /// the plan charged them. The plan measured a row on the input's first records (calls
 /// packed, FORMAT integers in 16 bits); batches that fill more — later records that do
@@ -79,6 +84,15 @@ pub(crate) struct Window {
 const WINDOW_SLACK: f64 = 1.25;
 
 impl Window {
+    /// Batches one streaming reader has at once, the one it fills included: the
+    /// window's, two at least (one encoding while the next is read). The plan charges
+    /// these rows (`svar2_planner::Plan::window`), and the reader waits for one back
+    /// before it fills more, so however far reading runs ahead of encoding — a loaded
+    /// machine, a BCF — no more are alive than charged.
+    pub fn alive(&self) -> usize {
+        self.batches.max(2)
+    }
+
     /// The plan's window, its byte allowance from the bytes a row was planned to fill.
     pub fn of(report: &crate::planning::PlanReport) -> Window {
         let batches = report.plan.window.max(1) as usize;
@@ -116,8 +130,15 @@ pub(crate) fn run<T: Send>(
     let limit = window.limit.clone();
     let pool = crate::chunk::encoder_pool(threads)?;
     let (tx, rx) = crossbeam_channel::bounded::<svar2_vcf::Result<Batch>>(0);
-    // Batches the writer is done with, for the streaming reader to refill.
-    let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Batch>(2);
+    // Batches the writer is done with (`None`: one it let go of), for the readers to
+    // refill. The streaming reader fills only these once it has made `alive` (see
+    // `read_stream`), so the channel has room for every one.
+    let alive = window.alive();
+    let spares = match source {
+        Source::Pieces { .. } => 2,
+        Source::Stream(_) => alive,
+    };
+    let (recycle_tx, recycle_rx) = crossbeam_channel::bounded::<Spare>(spares);
     let result = std::thread::scope(|scope| {
         let spawn = |name: &str| std::thread::Builder::new().name(name.into());
         let failed = |e: std::io::Error| Error::Usage(format!("cannot start a thread: {e}"));
@@ -155,20 +176,24 @@ pub(crate) fn run<T: Send>(
                 let read = move || {
                     guarded(&died, || {
                         let rows = (variants_chunk, &limit);
-                        read_stream(*inputs, schema, set, rows, pool, &tx, &recycle_rx)
+                        let batches = (alive, &recycle_rx);
+                        read_stream(*inputs, schema, set, rows, pool, &tx, batches)
                     })
                 };
                 spawn("reader").spawn_scoped(scope, read).map_err(failed)?;
             }
         }
-        let (pool, progress, recycle) = (&pool, &progress, &recycle_tx);
+        let (pool, progress) = (&pool, &progress);
         // Owned by the writer, so an error there hangs up on the readers instead of
-        // leaving them blocked on a send while the scope waits for them.
+        // leaving them blocked on a send (or waiting for a batch back) while the scope
+        // waits for them.
         let write = move || -> Result<T> {
             let stitcher = stitcher.as_mut();
+            let recycle = &recycle_tx;
             drain(
                 rx, stitcher, writer, pool, window, recycle, progress, shared,
             )?;
+            drop(recycle_tx);
             pool.install(|| finish(writer))
         };
         let writer = spawn("writer").spawn_scoped(scope, write).map_err(failed)?;
@@ -199,10 +224,10 @@ fn guarded<R>(
     }
 }
 
-/// One streaming reader: fills inner-chunk rows of records (batches the encoder hands
-/// back are refilled, so two exist in all) and sends them until the inputs end. A
-/// bgzipped VCF's lines are parsed ahead on `pool` when it has the threads (see
-/// `ahead`).
+/// One streaming reader: fills inner-chunk rows of records and sends them until the
+/// inputs end. It makes `alive` batches at most; past those it refills the ones the
+/// writer hands back (`recycled`), waiting for one when none is back. A bgzipped
+/// VCF's lines are parsed ahead on `pool` when it has the threads (see `ahead`).
 #[allow(clippy::too_many_arguments)]
 fn read_stream(
     inputs: StreamInputs,
@@ -211,7 +236,7 @@ fn read_stream(
     (variants_chunk, limit): (usize, &RowLimit),
     pool: &rayon::ThreadPool,
     tx: &Sender<svar2_vcf::Result<Batch>>,
-    recycled: &Receiver<Batch>,
+    (alive, recycled): (usize, &Receiver<Spare>),
 ) {
     let widths = set.planned_column_widths();
     let n_samples = schema.samples.len();
@@ -223,18 +248,17 @@ fn read_stream(
             Stream::many(first, later, open, schema, &set.record)
         }
     };
-    let next_batch = |n: u64| match recycled.try_recv() {
-        Ok(mut b) => {
-            b.reset(n);
-            b
-        }
-        Err(_) => {
+    let supply = std::cell::RefCell::new(Supply::new(alive, recycled));
+    let next_batch = |n: u64| -> Option<Batch> {
+        supply.borrow_mut().next(n, || {
             let mut b = Batch::new(&set.record.specs, n_samples, n);
             b.reserve(variants_chunk, &widths);
             b
-        }
+        })
     };
-    let mut batch = next_batch(0);
+    let Some(mut batch) = next_batch(0) else {
+        return;
+    };
     // The first record is read here whatever the input (htslib read its line at open,
     // and where that line ends is not known), then the rest ahead where they can be.
     let mut n: u64 = match stream.read_into(&mut batch, 0) {
@@ -281,7 +305,49 @@ fn read_stream(
         if done {
             return;
         }
-        batch = next_batch(n);
+        let Some(next) = next_batch(n) else {
+            return;
+        };
+        batch = next;
+    }
+}
+
+/// The streaming reader's empty batches: `alive` made at most, then only those the
+/// writer hands back, reset for refilling.
+struct Supply<'a> {
+    alive: usize,
+    made: usize,
+    recycled: &'a Receiver<Spare>,
+}
+
+impl<'a> Supply<'a> {
+    fn new(alive: usize, recycled: &'a Receiver<Spare>) -> Supply<'a> {
+        Supply {
+            alive,
+            made: 0,
+            recycled,
+        }
+    }
+
+    /// An empty batch for the row from record `first`: one handed back, else a new one (`make`) while fewer than
+    /// `alive` were made or in place of one the writer let go of, else one handed
+    /// back once it is. `None` once the writer hung up (it has an error of its own).
+    fn next(&mut self, first: u64, make: impl FnOnce() -> Batch) -> Option<Batch> {
+        let spare = match self.recycled.try_recv() {
+            Ok(spare) => spare,
+            Err(_) if self.made < self.alive => {
+                self.made += 1;
+                None
+            }
+            Err(_) => self.recycled.recv().ok()?,
+        };
+        Some(match spare {
+            Some(mut b) => {
+                b.reset(first);
+                b
+            }
+            None => make(),
+        })
     }
 }
 
@@ -301,7 +367,7 @@ fn drain(
     w: &mut Writer,
     pool: &rayon::ThreadPool,
     window: Window,
-    recycle: &Sender<Batch>,
+    recycle: &Sender<Spare>,
     pb: &indicatif::ProgressBar,
     mut shared: impl FnMut(Batch) -> Result<()>,
 ) -> Result<()> {
@@ -322,9 +388,8 @@ fn drain(
             let encoded = encoded.map_err(|_| Error::Usage("an encoding thread failed".into()))?;
             let admitted = Arc::into_inner(admitted).expect("the encoder let go of it");
             let (placed, batch) = admitted.release(set);
-            if batch.filled_bytes() as u64 <= window.reusable {
-                let _ = recycle.try_send(batch);
-            }
+            let spare = (batch.filled_bytes() as u64 <= window.reusable).then_some(batch);
+            let _ = recycle.try_send(spare);
             Ok((placed, encoded))
         };
         // Its chunks committed (a shard row it finishes is assembled in parallel on
@@ -435,5 +500,44 @@ fn drain(
             s.pending()
         ))),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch() -> Batch {
+        Batch::new(&[], 0, 0)
+    }
+
+    #[test]
+    fn a_streaming_reader_makes_alive_batches_then_waits_for_one_back() {
+        let (back, recycled) = crossbeam_channel::bounded::<Spare>(2);
+        let mut supply = Supply::new(2, &recycled);
+        let made = std::cell::Cell::new(0);
+        let make = || {
+            made.set(made.get() + 1);
+            batch()
+        };
+        let first = supply.next(0, make).unwrap();
+        let _second = supply.next(1, make).unwrap();
+        assert_eq!(made.get(), 2);
+        // The third waits until the writer hands the first back, and refills it.
+        let hand_back = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            back.send(Some(first)).unwrap();
+            back.send(None).unwrap(); // the second, let go of
+            back
+        });
+        let third = supply.next(2, make).unwrap();
+        assert_eq!((made.get(), third.first), (2, 2));
+        let back = hand_back.join().unwrap();
+        // One let go of is made again: still two alive.
+        assert!(supply.next(3, make).is_some());
+        assert_eq!(made.get(), 3);
+        // A writer that hung up ends the reader instead of leaving it waiting.
+        drop(back);
+        assert!(supply.next(4, make).is_none());
     }
 }

@@ -803,6 +803,8 @@ fn plan_schema(
     };
     let (call_arrays, variant_arrays) = set.counts();
     let samples = schema.samples.len() as u64;
+    // A partition's plan (its prefix known from its call set's) reads pieces.
+    let serial_stream = !matches!(prefix, Prefix::Known(_));
     let prefix = match prefix {
         Prefix::Known(known) => known,
         Prefix::Read(paths) => {
@@ -849,6 +851,7 @@ fn plan_schema(
         read_share: None,
         max_concurrent_contigs: if one_stream { 1 } else { EXECUTOR_MAX_CC },
         inputs: streams.max(1),
+        serial_stream,
         model: MEASURED,
     };
     check_declared_numbers(input, &schema, samples, budget)?;

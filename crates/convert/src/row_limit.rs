@@ -87,8 +87,12 @@ struct Charges {
     rest: u64,
     /// Records in flight whatever the window (see `Plan::least_in_flight_records`).
     records: u64,
-    /// Bytes a record in flight weighs per byte it fills (the law's κ, κ_f).
+    /// Bytes a record in flight weighs per byte it fills past its planned bytes (the
+    /// larger of the law's κ, κ_f: where the excess lies is not known).
     weight: f64,
+    /// Bytes a record in flight weighs per planned byte: the plan's own mean of κ and
+    /// κ_f over its rows (κ for a GT-only file).
+    planned_weight: f64,
     /// Bytes a record was planned to fill.
     planned: u64,
     /// The law's encoder scratch (τ × threads × one inner chunk of every per-sample
@@ -118,6 +122,10 @@ impl Charges {
             rest: (p.predicted_peak_rss + extra).saturating_sub((rows + scratch) as u64),
             records: p.least_in_flight_records.max(1),
             weight: MEASURED.kappa.max(MEASURED.kappa_format),
+            planned_weight: match p.in_flight_bytes {
+                0 => MEASURED.kappa,
+                bytes => rows / bytes as f64,
+            },
             planned: planned.max(1),
             scratch,
             scratch_cell: (p.scratch_bytes / cells).max(1),
@@ -153,8 +161,9 @@ impl Charges {
         // reader's watch holds it to half its share of the slack (see
         // `RowWatch::look`).
         let past = fill.per_record.saturating_sub(self.planned) as f64;
-        let per_record = self.planned as f64 + 2.0 * self.readers as f64 * past;
-        let rows = self.records as f64 * self.weight * per_record;
+        let per_record = self.planned_weight * self.planned as f64
+            + self.weight * 2.0 * self.readers as f64 * past;
+        let rows = self.records as f64 * per_record;
         self.rest
             .saturating_add((rows + self.scratch_at(fill)) as u64)
     }
@@ -186,6 +195,7 @@ impl RowLimit {
                 rest: 0,
                 records: 1,
                 weight: 1.0,
+                planned_weight: 1.0,
                 planned: 1,
                 scratch: 0.0,
                 scratch_cell: 1,
@@ -217,7 +227,10 @@ impl RowLimit {
         }
         let scratch = c.scratch_at(fill);
         let others = c.records.saturating_sub(batch.len() as u64) * c.planned;
-        let rows = c.weight * (batch.filled_bytes() as u64 + others) as f64;
+        let filled = batch.filled_bytes() as u64 + others;
+        let planned = c.records * c.planned;
+        let rows = c.planned_weight * filled.min(planned) as f64
+            + c.weight * filled.saturating_sub(planned) as f64;
         if c.rest as f64 + scratch + rows > self.usable() {
             return false;
         }
@@ -322,7 +335,7 @@ impl RowLimit {
     fn slack(&self) -> f64 {
         let c = &self.now;
         let scratch = c.scratch + self.scratch_extra.load(Ordering::Relaxed) as f64;
-        let planned_rows = c.weight * (c.records * c.planned) as f64;
+        let planned_rows = c.planned_weight * (c.records * c.planned) as f64;
         self.usable() - c.rest as f64 - scratch - planned_rows
     }
 }

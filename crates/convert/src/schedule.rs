@@ -111,18 +111,18 @@ pub(crate) fn read_in_pieces(
     rows: usize,
     limit: &RowLimit,
     out: &crossbeam_channel::Sender<Result<Batch>>,
-    recycled: &crossbeam_channel::Receiver<Batch>,
+    recycled: &crossbeam_channel::Receiver<crate::pipeline::Spare>,
 ) {
     let n_samples = schema.samples.len();
     let columns = &set.record;
     let specs = &columns.specs;
     let widths = &set.planned_column_widths();
     let new_row = |first: u64| match recycled.try_recv() {
-        Ok(mut b) => {
+        Ok(Some(mut b)) => {
             b.reset(first);
             b
         }
-        Err(_) => {
+        Ok(None) | Err(_) => {
             let mut b = Batch::new(specs, n_samples, first);
             b.reserve(rows, widths);
             b

@@ -7,14 +7,14 @@
 //! The per-sample bytes are not linear: a buffer under the mmap threshold (4 MiB,
 //! pinned in the binary) stays in its thread's malloc arena when freed, one over it
 //! goes back to the system at once, so the per-sample buffers of the first ~20,000
-//! samples cost more than the rest (measured: ~1 KB a sample at 5,000-20,000
-//! samples, ~0.65 KB at 300,000).
+//! samples cost more than the rest (fitted: ~0.93 KB a sample up to 20,000 samples,
+//! ~0.53 KB at 300,000).
 //!
 //! where `in_flight` is the bytes one inner-chunk row of records fills (measured on the
 //! input's first records: calls packed, integers as narrow as they fit)
 //! (`min(variants_chunk, records) × row_bytes`) times the rows that can be full at
-//! once (the encoding window's and the one the reader fills; more with piece readers
-//! and concurrent contigs): untouched allocation costs address space, not RSS, so a
+//! once (the encoding window's, the one a streaming reader fills among them; more with
+//! piece readers and concurrent contigs): untouched allocation costs address space, not RSS, so a
 //! chunk row longer than the data costs only what the data fills. κ ≥ 1 covers those
 //! rows and allocator slack.
 //! `in_flight_format` is the part of the rows being encoded that per-sample FORMAT
@@ -58,7 +58,7 @@ pub struct RssModel {
 /// over the ~200 bytes a sample of the buffers that cross it.
 pub const ARENA_SAMPLES: u64 = 20_000;
 
-/// Measured on 2026-12-05 (2 cores, glibc malloc with the binary's pinned thresholds)
+/// Measured on 2026-12-06 (2 cores, glibc malloc with the binary's pinned thresholds)
 /// by `scripts/calibrate_rss.sh`: 35 configurations, each the highest peak of two
 /// runs on a quiet machine and two beside a second conversion — GT-only files of
 /// S ∈ {100, 1000, 5000, 20000} × variants chunk ∈ {100, 500, 1000, 2000}, 300,000
@@ -66,24 +66,27 @@ pub const ARENA_SAMPLES: u64 = 20_000;
 /// records a row, and call sets with FORMAT fields (2,000 samples of GT:AD:DP:GQ:PL,
 /// 500 of GT:GQ:DP:AD:VAF:PL, 1,000 of GT:DP:GQ) — at 1 and 2 threads, with rows and
 /// scratch as the input's first records measure them (`svar2_convert::prefix`). The
-/// plan charges every row that can be full at once (the window's and the reader's),
-/// and κ, κ_f are held at 1.1 or more (a full row and allocator slack): quiet runs of
-/// GT-only files, where reading is the slower side, rarely fill the window, and a
-/// loaded machine does (a call set beside a second conversion peaked 30 % over its
-/// quiet runs). τ is held at 1 or more: the sweep runs 1 and 2 threads only, and a
-/// call set at `--threads 6` peaked 16-25 % over a fit that let τ fall to 0.45.
-/// Fitted as an upper bound: no configuration peaks over its prediction, and the
-/// mean over-prediction is the least such a law allows (a linear program): 19 % on
-/// average, GT-only files 0–51 % (the most at 20,000-300,000 samples and long rows,
-/// whose runs here held one row fewer than the law charges), call sets 0–41 %.
+/// plan charges every row that can be full at once: one streaming reader's are the
+/// window's (it waits for one back before it reads on), so a loaded machine holds no
+/// more rows than a quiet one, only fuller ones. κ, κ_f are held at 1.1 or more (a
+/// full row and allocator slack); τ at 1 or more: the sweep runs 1 and 2 threads
+/// only, and a call set at `--threads 6` peaked 16-25 % over a fit that let τ fall
+/// to 0.45; κ_f at 1.3 or less (see the script: left free, one scratch-heavy call
+/// set raised it to 1.76, over-predicting row-heavy ones by 28-35 %). Fitted as an
+/// upper bound: no configuration peaks over its prediction, and the mean
+/// over-prediction is the least such a law allows (a linear program): 16 % on average,
+/// GT-only files 0–37 %, call sets 0–48 % (the most for 1,000 samples of GT:DP:GQ,
+/// whose rows are small beside `format_base`). (The fit of 2026-12-05 charged the
+/// streaming reader a row beside the window's: 19 % on average, up to 51 %; with
+/// these charges it under-predicted a 500-sample call set by 6 %.)
 pub const MEASURED: RssModel = RssModel {
-    base: 2.0188e7,
-    per_sample: 621.4,
-    per_sample_arena: 225.8,
+    base: 2.0242e7,
+    per_sample: 506.1,
+    per_sample_arena: 425.0,
     kappa: 1.100,
-    kappa_format: 1.128,
+    kappa_format: 1.300,
     tau: 1.000,
-    format_base: 8.1556e6,
+    format_base: 1.0281e7,
 };
 
 /// Raw bytes in flight, split as the law weighs them.
