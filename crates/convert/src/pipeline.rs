@@ -9,7 +9,7 @@
 use crate::arrays::ArraySet;
 use crate::error::{Error, Result};
 use crate::row_limit::{RowLimit, RowWatch};
-use crate::schedule::{ContigRun, Stitcher};
+use crate::schedule::{ContigRun, Spare, Stitcher};
 use crate::writer::{Admitted, Encoded, Placed, Writer};
 use crossbeam_channel::{Receiver, Select, Sender};
 use std::collections::VecDeque;
@@ -55,11 +55,6 @@ pub(crate) struct Stages<'a> {
     pub window: Window,
     pub progress: indicatif::ProgressBar,
 }
-
-/// A batch the writer is done with, handed back to the readers: `None` when the
-/// writer let go of its buffers (it filled more than a reused one may keep), which
-/// still lets the streaming reader make a batch in its place.
-pub(crate) type Spare = Option<Batch>;
 
 /// How many batches encode at once: the plan's count, while they fill no more than
 /// the plan charged them. The plan measured a row on the input's first records (calls

@@ -92,6 +92,11 @@ struct ContigJob {
     pieces: Vec<crossbeam_channel::Receiver<crossbeam_channel::Receiver<PieceMsg>>>,
 }
 
+/// A batch the writer is done with, handed back to the readers: `None` when the
+/// writer let go of its buffers (it filled more than a reused one may keep), which
+/// still lets the streaming reader make a batch in its place.
+pub(crate) type Spare = Option<Batch>;
+
 /// Reads `runs` (in dispatch order) with `cc` runs at once and `w` readers each, and
 /// sends each run's records as batches aligned to the global grid of `rows`-record
 /// inner chunks. Runs go in any order, so the chunks that straddle two runs arrive
@@ -111,7 +116,7 @@ pub(crate) fn read_in_pieces(
     rows: usize,
     limit: &RowLimit,
     out: &crossbeam_channel::Sender<Result<Batch>>,
-    recycled: &crossbeam_channel::Receiver<crate::pipeline::Spare>,
+    recycled: &crossbeam_channel::Receiver<Spare>,
 ) {
     let n_samples = schema.samples.len();
     let columns = &set.record;
