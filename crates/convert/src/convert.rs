@@ -223,7 +223,7 @@ pub(crate) fn open_call_set(
         .map(|&i| slots[i].take().expect("each input once"))
         .collect();
     for later in &mut ins[1..] {
-        later.schema.samples = Vec::new();
+        later.schema.samples = std::sync::Arc::from([]);
     }
     let first = open(&ins[0].path)?;
     Ok((report, Opened { first, inputs: ins }, merged))

@@ -34,7 +34,7 @@ pub struct Lookups {
     /// Declared INFO and FORMAT fields (GT included) and their types.
     info: HashMap<Vec<u8>, VcfType>,
     format: HashMap<Vec<u8>, VcfType>,
-    samples: Vec<String>,
+    samples: std::sync::Arc<[String]>,
 }
 
 /// A text VCF (plain or bgzipped) opened with htslib, read a line at a time.

@@ -33,7 +33,7 @@ pub fn merge(inputs: &[Input]) -> Result<Schema> {
             let at = merged
                 .samples
                 .iter()
-                .zip(&s.samples)
+                .zip(s.samples.iter())
                 .position(|(a, b)| a != b)
                 .unwrap_or(merged.samples.len().min(s.samples.len()));
             let name = |v: &[String]| v.get(at).map_or("(none)".to_string(), |x| x.clone());

@@ -94,7 +94,7 @@ pub struct Filter {
 /// Everything svar2 takes from a VCF header.
 #[derive(Debug, Clone)]
 pub struct Schema {
-    pub samples: Vec<String>,
+    pub samples: std::sync::Arc<[String]>,
     /// The store's contigs: the header's in htslib id order (empty ids skipped), then
     /// undeclared ones in order of first appearance. `variant_contig` indexes this.
     pub contigs: Vec<Contig>,
@@ -353,7 +353,7 @@ impl Schema {
             .collect();
 
         Ok(Schema {
-            samples,
+            samples: samples.into(),
             declared_contigs: contigs.len(),
             contigs,
             filters,

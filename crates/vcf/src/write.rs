@@ -120,7 +120,7 @@ pub fn header_text(schema: &Schema, genotypes: bool) -> String {
     s += "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO";
     if genotypes && !schema.samples.is_empty() {
         s += "\tFORMAT";
-        for name in &schema.samples {
+        for name in schema.samples.iter() {
             s.push('\t');
             s += name;
         }

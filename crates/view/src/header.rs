@@ -183,7 +183,7 @@ pub fn schema_of(store: &Store) -> Result<Schema> {
         )));
     }
     Ok(Schema {
-        samples: store.sample_names().to_vec(),
+        samples: store.sample_names().into(),
         declared_contigs: contigs.len(),
         contigs,
         filters,
