@@ -279,19 +279,19 @@ pub fn make_plan(input: &Path, request: &PlanRequest) -> Result<PlanReport> {
     plan_reader(open_input(input, 1, request)?, request)
 }
 
-/// Plans a conversion of one file from its opened reader, closed first: the sample
-/// probe and the spots open the file again, and two headers of 300,000 samples held
-/// at once took ~110 MB, the run's peak at small chunk rows.
+/// Plans a conversion of one file from its opened reader, which the sample probe
+/// then reads (its header parsed once: 0.1-0.2 s a parse at 300,000 samples) and
+/// closes before the spots open the file again (two headers of 300,000 samples held
+/// at once took ~110 MB, the run's peak at small chunk rows).
 pub fn plan_reader(reader: VcfReader, request: &PlanRequest) -> Result<PlanReport> {
     let (path, schema) = (reader.path.clone(), reader.schema.clone());
-    drop(reader);
     let counted = contig_counts(&path, &schema.contigs);
     plan_schema(
         &path,
         schema,
         counted,
         1,
-        Prefix::Read(std::slice::from_ref(&path)),
+        Prefix::Opened(Box::new(reader)),
         ProbeOn::Input(&path),
         request,
     )
@@ -698,6 +698,8 @@ fn replan_with_probe(
 enum Prefix<'a> {
     /// The first records of each of these files, read now.
     Read(&'a [PathBuf]),
+    /// The first records of this file, opened for its header and not read yet.
+    Opened(Box<VcfReader>),
     /// What an earlier plan of the same call set measured (a partition's).
     Known(Option<crate::prefix::RowBytes>),
     /// The header's worst case (`--merge`).
@@ -716,18 +718,26 @@ enum Prefix<'a> {
 /// and the `--max-mem` that holds it, where the conversion would refuse it later.
 /// The spots are read by up to `threads` threads (the figure does not depend on it).
 fn sample_rows(
-    paths: &[PathBuf],
-    counts: Option<&[u64]>,
+    on: Sampled,
     schema: &Schema,
     set: &ArraySet,
     request: &PlanRequest,
     threads: usize,
 ) -> svar2_vcf::Result<Option<crate::prefix::RowBytes>> {
+    let Sampled {
+        paths,
+        mut opened,
+        counts,
+    } = on;
     let quiet = tracing::subscriber::NoSubscriber::default();
     tracing::subscriber::with_default(quiet, || {
         let mut heads: Option<crate::prefix::RowBytes> = None;
         for p in paths {
-            let Some(reader) = open_input(p, 1, request)
+            let reader = match opened.take() {
+                Some(r) => Ok(r),
+                None => open_input(p, 1, request),
+            };
+            let Some(reader) = reader
                 .ok()
                 .and_then(|r| r.for_threads(crate::prefix::READ_THREADS).ok())
             else {
@@ -748,6 +758,15 @@ fn sample_rows(
             _ => Some(heads),
         })
     })
+}
+
+/// The files [`sample_rows`] reads the first records of: the first may be open
+/// already (its header parsed); `counts`, records per contig, where one file is
+/// indexed.
+struct Sampled<'a> {
+    paths: &'a [PathBuf],
+    opened: Option<VcfReader>,
+    counts: Option<&'a [u64]>,
 }
 
 /// The plan from a schema and its contig counts; `streams` > 1 (or standard input)
@@ -807,7 +826,16 @@ fn plan_schema(
     let serial_stream = !matches!(prefix, Prefix::Known(_));
     let prefix = match prefix {
         Prefix::Known(known) => known,
-        Prefix::Read(paths) => {
+        Prefix::Read(_) | Prefix::Opened(_) => {
+            let one: [PathBuf; 1];
+            let (paths, opened) = match prefix {
+                Prefix::Read(paths) => (paths, None),
+                Prefix::Opened(reader) => {
+                    one = [reader.path.clone()];
+                    (&one[..], Some(*reader))
+                }
+                _ => unreachable!("matched above"),
+            };
             let readable = !stdin
                 && !paths.iter().any(|p| svar2_vcf::inputs::is_stdin(p))
                 && request.subset.targets.is_none()
@@ -818,7 +846,12 @@ fn plan_schema(
             match readable {
                 true => {
                     let spot_threads = threads.min(cores.usable.max(1));
-                    sample_rows(paths, indexed_counts, &schema, &set, request, spot_threads)?
+                    let on = Sampled {
+                        paths,
+                        opened,
+                        counts: indexed_counts,
+                    };
+                    sample_rows(on, &schema, &set, request, spot_threads)?
                 }
                 false => None,
             }
