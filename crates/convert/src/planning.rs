@@ -291,7 +291,7 @@ pub fn plan_reader(reader: VcfReader, request: &PlanRequest) -> Result<PlanRepor
         schema,
         counted,
         1,
-        Prefix::Opened(Box::new(reader)),
+        Prefix::Read(std::slice::from_ref(&path), Some(Box::new(reader))),
         ProbeOn::Input(&path),
         request,
     )
@@ -422,7 +422,7 @@ pub fn make_plan_inputs(
         merged.clone(),
         counted,
         inputs.len(),
-        Prefix::Read(&paths),
+        Prefix::Read(&paths, None),
         probe_on,
         request,
     )?;
@@ -696,10 +696,9 @@ fn replan_with_probe(
 
 /// Where a plan's row bytes come from.
 enum Prefix<'a> {
-    /// The first records of each of these files, read now.
-    Read(&'a [PathBuf]),
-    /// The first records of this file, opened for its header and not read yet.
-    Opened(Box<VcfReader>),
+    /// The first records of each of these files, read now; the first may be open
+    /// already (for its header, not read yet).
+    Read(&'a [PathBuf], Option<Box<VcfReader>>),
     /// What an earlier plan of the same call set measured (a partition's).
     Known(Option<crate::prefix::RowBytes>),
     /// The header's worst case (`--merge`).
@@ -826,16 +825,7 @@ fn plan_schema(
     let serial_stream = !matches!(prefix, Prefix::Known(_));
     let prefix = match prefix {
         Prefix::Known(known) => known,
-        Prefix::Read(_) | Prefix::Opened(_) => {
-            let one: [PathBuf; 1];
-            let (paths, opened) = match prefix {
-                Prefix::Read(paths) => (paths, None),
-                Prefix::Opened(reader) => {
-                    one = [reader.path.clone()];
-                    (&one[..], Some(*reader))
-                }
-                _ => unreachable!("matched above"),
-            };
+        Prefix::Read(paths, opened) => {
             let readable = !stdin
                 && !paths.iter().any(|p| svar2_vcf::inputs::is_stdin(p))
                 && request.subset.targets.is_none()
@@ -848,7 +838,7 @@ fn plan_schema(
                     let spot_threads = threads.min(cores.usable.max(1));
                     let on = Sampled {
                         paths,
-                        opened,
+                        opened: opened.map(|r| *r),
                         counts: indexed_counts,
                     };
                     sample_rows(on, &schema, &set, request, spot_threads)?
