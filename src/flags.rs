@@ -81,7 +81,7 @@ pub struct BudgetArgs {
     #[arg(long, default_value = "auto", value_parser = parse_max_mem)]
     pub max_mem: MaxMem,
     /// Encoding threads (default: every usable core, cgroup quota and affinity applied).
-    /// Readers are threads of their own (a conversion's encoders run at nice +5, so a
+    /// Readers are threads of their own (a conversion's encoders run at nice +19, so a
     /// reader sharing their cores goes first); from 4, a streaming reader also gets a
     /// helper inflating BGZF blocks ahead of it.
     #[arg(long, value_parser = threads_arg)]
