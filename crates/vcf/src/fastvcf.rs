@@ -57,6 +57,9 @@ pub struct TextReader {
     /// For bgzipped standard input: `Some(ends with \n)` when the line in `ks` is
     /// the stream's last (see [`HtsFile::ended_with_newline`]).
     ks_end: Option<bool>,
+    /// Bgzipped standard input ended inside a BGZF block (found when a read failed):
+    /// cut short, as a stream without its end-of-file block is.
+    ended_inside_block: bool,
     /// The line in `ks` was given ([`TextReader::set_line`]): read earlier, and how it
     /// ended.
     given: Option<LineEnd>,
@@ -147,6 +150,7 @@ impl TextReader {
                 ks_end: None,
                 given: None,
                 inflaters: 1,
+                ended_inside_block: false,
             }))
         }
     }
@@ -290,6 +294,12 @@ impl TextReader {
                 return Ok(false);
             }
             if r < -1 {
+                // A file cut short was found before reading (`truncation`); standard
+                // input only shows it here.
+                if crate::inputs::is_stdin(path) && self.fp.ended_inside_block() {
+                    self.ended_inside_block = true;
+                    return Ok(false);
+                }
                 return Err(Error::Record {
                     path: path.into(),
                     record: record_no + 1,
@@ -331,7 +341,7 @@ impl TextReader {
     /// standard input cut short (a file is checked before it is read, see
     /// `truncation`).
     pub fn stream_cut_short(&self, path: &Path) -> bool {
-        crate::inputs::is_stdin(path) && self.fp.lacks_eof_block()
+        crate::inputs::is_stdin(path) && (self.fp.lacks_eof_block() || self.ended_inside_block)
     }
 
     /// Whether the current line is the input's last and known to end without `\n`

@@ -110,6 +110,32 @@ impl HtsFile {
         !b.is_null() && unsafe { (*b).no_eof_block() } != 0
     }
 
+    /// After a read failed: whether it failed because the stream ended inside a BGZF
+    /// block (a block's header or data read short, and the stream at its end), not
+    /// because a whole block was damaged (it does not inflate, or its checksum
+    /// differs): a download cut short and piped in.
+    pub(crate) fn ended_inside_block(&self) -> bool {
+        if !self.is_bgzf() {
+            return false;
+        }
+        let b = self.bgzf();
+        if b.is_null() {
+            return false;
+        }
+        // SAFETY: non-null, owned by the open handle; bit fields of it and of its
+        // hFILE (checked for null) are read.
+        unsafe {
+            let errcode = (*b).errcode();
+            let short = htslib::BGZF_ERR_IO | htslib::BGZF_ERR_HEADER;
+            let damaged = htslib::BGZF_ERR_ZLIB | htslib::BGZF_ERR_CRC;
+            let file = (*b).fp;
+            errcode & short != 0
+                && errcode & damaged == 0
+                && !file.is_null()
+                && (*file).at_eof() != 0
+        }
+    }
+
     /// After a line was read from a bgzipped stream: `Some(ends with \n)` once the
     /// stream has nothing more (the last byte of its last block, which htslib keeps
     /// after the end: the one place standard input shows whether it was cut inside
@@ -124,13 +150,22 @@ impl HtsFile {
             return None;
         }
         // SAFETY: non-null, owned by the open handle, read by one thread (no `mt`).
-        // `bgzf_peek` reads the next block only where the next line read would; at
-        // the end it leaves both block buffers as the last block filled them. The
-        // compressed buffer holds a whole block (at most 64 KiB, its size in bytes
+        // The next block is read only where the next line read would (what
+        // `bgzf_peek` does, which is not called: on a failed read it overwrites the
+        // error code with BGZF_ERR_ZLIB, hiding a stream that ended inside a block,
+        // see `ended_inside_block`); a failed read is the next line read's to report.
+        // At the end the read leaves both block buffers as the last block filled them.
+        // The compressed buffer holds a whole block (at most 64 KiB, its size in bytes
         // 16-17 and its inflated size in its last 4), the inflated one that size.
         unsafe {
-            if !(*b).mt.is_null() || htslib::bgzf_peek(b) != -1 {
+            if !(*b).mt.is_null() {
                 return None;
+            }
+            if (*b).block_offset >= (*b).block_length && htslib::bgzf_read_block(b) < 0 {
+                return None;
+            }
+            if (*b).block_length > (*b).block_offset {
+                return None; // more follows
             }
             let c = (*b).compressed_block as *const u8;
             let u = (*b).uncompressed_block as *const u8;

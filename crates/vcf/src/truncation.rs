@@ -80,7 +80,8 @@ pub(crate) fn warn_allowed(path: &Path, records: Option<u64>) {
     };
     tracing::warn!(
         "{name}: cut short (no BGZF end-of-file block); {what} (a last record the cut \
-         fell inside is dropped), as --allow-truncated asks"
+         fell inside is dropped; where it fell inside a BGZF block, that block's records), \
+         as --allow-truncated asks"
     );
 }
 
