@@ -226,20 +226,23 @@ fn bgzipped_standard_input_cut_short_is_an_error_unless_allowed() {
     let text = vcf_text(2000);
     let (_, cut, kept) = cut_at_block(d, &text);
     let bytes = std::fs::read(&cut).unwrap();
-    let out = d.join("o.zarr");
+    stdin_cut_short(&d.join("o.zarr"), &bytes, kept);
+}
+
+/// Pipes `bytes`, bgzipped text cut short after `kept` whole records, to a
+/// conversion into `out`: refused without `--allow-truncated`, naming standard input
+/// and the records read; with it, those records and one warning.
+fn stdin_cut_short(out: &Path, bytes: &[u8], kept: u64) {
     let dash = Path::new("-");
-    let o = run(&["--force"], &[dash, &out], Some(&bytes));
+    let o = run(&["--force"], &[dash, out], Some(bytes));
     assert_refused(
         &o,
         "standard input",
         &format!("stream ended after {kept} records"),
     );
     assert!(!out.join("zarr.json").exists());
-    let o = run(
-        &["--force", "--allow-truncated"],
-        &[dash, &out],
-        Some(&bytes),
-    );
+    let o = run(&["--force", "--allow-truncated"], &[dash, out], Some(bytes));
+    assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(records(&o), kept);
     assert_eq!(stderr(&o).matches("cut short").count(), 1, "{}", stderr(&o));
 }
@@ -568,6 +571,26 @@ fn a_number_dot_field_too_wide_for_the_budget_names_its_record() {
     assert!(err.contains("XS"), "{err}");
 }
 
+/// [`in_full_blocks`]' file cut halfway into its second-to-last block: its bytes, a
+/// VCF of what its whole blocks hold to their last full line (`d/recovered.vcf`),
+/// and that VCF's record count.
+fn cut_inside_a_block(d: &Path) -> (Vec<u8>, PathBuf, u64) {
+    let (text, bytes, starts) = in_full_blocks(d);
+    let (last_whole, at) = (
+        starts[starts.len() - 3],
+        (starts[starts.len() - 3] + starts[starts.len() - 2]) / 2,
+    );
+    let held = &text[..inflated_len(&bytes[..last_whole])];
+    let end = held.iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let recovered = d.join("recovered.vcf");
+    std::fs::write(&recovered, &held[..end]).unwrap();
+    let kept = held[..end]
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty() && !l.starts_with(b"#"))
+        .count() as u64;
+    (bytes[..at].to_vec(), recovered, kept)
+}
+
 /// An interrupted download rarely stops on a block boundary: a file cut inside a BGZF
 /// block converts, with --allow-truncated, the records of its whole blocks (the
 /// partial one cannot be inflated, by htslib either), a record those blocks end inside
@@ -578,19 +601,9 @@ fn a_number_dot_field_too_wide_for_the_budget_names_its_record() {
 fn a_cut_inside_a_block_converts_its_whole_blocks_when_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (text, bytes, starts) = in_full_blocks(d);
-    // Halfway into the second-to-last block.
-    let (last_whole, at) = (
-        starts[starts.len() - 3],
-        (starts[starts.len() - 3] + starts[starts.len() - 2]) / 2,
-    );
+    let (cut_bytes, recovered, _) = cut_inside_a_block(d);
     let cut = d.join("cut.vcf.gz");
-    std::fs::write(&cut, &bytes[..at]).unwrap();
-    // What the whole blocks hold, to their last full line.
-    let held = &text[..inflated_len(&bytes[..last_whole])];
-    let end = held.iter().rposition(|&b| b == b'\n').unwrap() + 1;
-    let recovered = d.join("recovered.vcf");
-    std::fs::write(&recovered, &held[..end]).unwrap();
+    std::fs::write(&cut, &cut_bytes).unwrap();
     let out = d.join("o.zarr");
     let o = run(&["--force"], &[&cut, &out], None);
     assert!(
@@ -623,35 +636,9 @@ fn a_cut_inside_a_block_converts_its_whole_blocks_when_allowed() {
 fn bgzipped_standard_input_cut_inside_a_block_converts_its_whole_blocks_when_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (text, bytes, starts) = in_full_blocks(d);
-    let (last_whole, at) = (
-        starts[starts.len() - 3],
-        (starts[starts.len() - 3] + starts[starts.len() - 2]) / 2,
-    );
-    let held = &text[..inflated_len(&bytes[..last_whole])];
-    let end = held.iter().rposition(|&b| b == b'\n').unwrap() + 1;
-    let recovered = d.join("recovered.vcf");
-    std::fs::write(&recovered, &held[..end]).unwrap();
-    let kept = held[..end]
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty() && !l.starts_with(b"#"))
-        .count() as u64;
-    let (dash, out) = (Path::new("-"), d.join("o.zarr"));
-    let o = run(&["--force"], &[dash, &out], Some(&bytes[..at]));
-    assert_refused(
-        &o,
-        "standard input",
-        &format!("stream ended after {kept} records"),
-    );
-    assert!(!out.join("zarr.json").exists());
-    let o = run(
-        &["--force", "--allow-truncated"],
-        &[dash, &out],
-        Some(&bytes[..at]),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(records(&o), kept);
-    assert_eq!(stderr(&o).matches("cut short").count(), 1, "{}", stderr(&o));
+    let (cut_bytes, recovered, kept) = cut_inside_a_block(d);
+    let out = d.join("o.zarr");
+    stdin_cut_short(&out, &cut_bytes, kept);
     let theirs = d.join("theirs.zarr");
     convert(&recovered, &theirs, &[]);
     assert_eq!(digest(&out), digest(&theirs));
