@@ -102,12 +102,11 @@ impl HtsFile {
     /// end-of-file block (a file is checked at open, standard input at its end);
     /// `false` for plain text and plain gzip.
     pub(crate) fn lacks_eof_block(&self) -> bool {
-        if !self.is_bgzf() {
+        let Some(b) = self.bgzf_stream() else {
             return false;
-        }
-        let b = self.bgzf();
+        };
         // SAFETY: non-null, owned by the open handle; one bit field is read.
-        !b.is_null() && unsafe { (*b).no_eof_block() } != 0
+        unsafe { (*b).no_eof_block() != 0 }
     }
 
     /// After a read failed: whether it failed because the stream ended inside a BGZF
@@ -115,13 +114,9 @@ impl HtsFile {
     /// because a whole block was damaged (it does not inflate, or its checksum
     /// differs): a download cut short and piped in.
     pub(crate) fn ended_inside_block(&self) -> bool {
-        if !self.is_bgzf() {
+        let Some(b) = self.bgzf_stream() else {
             return false;
-        }
-        let b = self.bgzf();
-        if b.is_null() {
-            return false;
-        }
+        };
         // SAFETY: non-null, owned by the open handle; bit fields of it and of its
         // hFILE (checked for null) are read.
         unsafe {
@@ -142,13 +137,7 @@ impl HtsFile {
     /// a line); `None` while more follows, or when it cannot be told (plain text or
     /// gzip, threaded reading, an empty last block).
     pub(crate) fn ended_with_newline(&mut self) -> Option<bool> {
-        if !self.is_bgzf() {
-            return None;
-        }
-        let b = self.bgzf();
-        if b.is_null() {
-            return None;
-        }
+        let b = self.bgzf_stream()?;
         // SAFETY: non-null, owned by the open handle, read by one thread (no `mt`).
         // The next block is read only where the next line read would (what
         // `bgzf_peek` does, which is not called: on a failed read it overwrites the
@@ -184,6 +173,13 @@ impl HtsFile {
             }
             Some(*u.add(isize - 1) == b'\n')
         }
+    }
+
+    /// The BGZF stream under a bgzipped handle (`None` for plain text or gzip, or
+    /// where htslib has none): the one the end-of-stream checks read.
+    fn bgzf_stream(&self) -> Option<*mut htslib::BGZF> {
+        let b = self.bgzf();
+        (self.is_bgzf() && !b.is_null()).then_some(b)
     }
 
     /// The BGZF stream under the handle, for index iterators.
