@@ -36,6 +36,12 @@ pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
         budget: a.budget.request(),
         progress: !quiet,
     };
+    crate::interrupt::say_on_interrupt(format!(
+        "{} holds its old version, or the new one if the swap was made (never a mix: `svar2 \
+         query -l` lists its samples); the next append clears {}",
+        a.store.display(),
+        svar2_append::staging_of(&a.store).display()
+    ));
     let s = svar2_append::append(&a.store, &a.inputs, &o)?;
     if !quiet {
         let how = match s.first_sample_written {

@@ -26,6 +26,9 @@ pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
         subset: Default::default(),
         merge: None,
     };
+    crate::interrupt::say_on_interrupt(
+        "the store is not finalized; run the same command again, which says what remains".into(),
+    );
     let s = svar2_convert::partition::finalize(&a.plan, &request)?;
     if quiet {
         return Ok(());

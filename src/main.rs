@@ -14,6 +14,7 @@ mod digest;
 mod finalize;
 mod flags;
 mod inspect;
+mod interrupt;
 mod output;
 mod plan;
 mod query;

@@ -189,3 +189,88 @@ fn a_second_conversion_into_the_same_store_refuses() {
     }
     panic!("never caught the first conversion while it was writing");
 }
+
+/// `svar2 convert - OUT` fed the first half of `vcf` through a pipe left open, so the
+/// run is caught mid-way for certain: the store is being written, the rest of the
+/// records not yet read. `prelude` runs in the shell before svar2 (e.g. a `trap`).
+fn convert_waiting_on_stdin(vcf: &Path, out: &Path, prelude: &str) -> (Child, Vec<u8>) {
+    let text = std::fs::read(vcf).unwrap();
+    let half = text.len() / 2;
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{prelude} exec \"$0\" convert - \"$1\""))
+        .arg(env!("CARGO_BIN_EXE_svar2"))
+        .arg(out)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("svar2 starts");
+    use std::io::Write;
+    child
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(&text[..half])
+        .unwrap();
+    wait_until("the store's in-progress marker", || {
+        out.join(".svar2-in-progress").exists()
+    });
+    (child, text[half..].to_vec())
+}
+
+fn signal(child: &Child, sig: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
+#[test]
+fn ctrl_c_says_what_the_run_left_then_dies_of_the_signal() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = test_dir();
+    let vcf = unequal_vcf(dir.path(), "k.vcf", &["c1:6000", "c2:3000"]);
+    for (sig, number) in [("-INT", 2), ("-TERM", 15)] {
+        let out = dir.path().join("o.zarr");
+        let (child, _) = convert_waiting_on_stdin(&vcf, &out, "");
+        signal(&child, sig);
+        let done = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.signal(), Some(number), "{sig}: {err}");
+        assert!(
+            err.contains(&format!(
+                "svar2: interrupted: {} is incomplete (it has no root zarr.json",
+                out.display()
+            )),
+            "{sig}: {err}"
+        );
+        assert!(!out.join("zarr.json").exists(), "{sig}");
+        // What the line says to do works: the same command again, no --force.
+        convert(&vcf, &out, &[]);
+        assert!(out.join("zarr.json").exists());
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+}
+
+#[test]
+fn an_ignored_ctrl_c_stays_ignored() {
+    // `nohup`, or a background job of a script: the run goes on to the end.
+    let dir = test_dir();
+    let vcf = unequal_vcf(dir.path(), "k.vcf", &["c1:6000", "c2:3000"]);
+    let out = dir.path().join("o.zarr");
+    let (mut child, rest) = convert_waiting_on_stdin(&vcf, &out, "trap '' INT;");
+    signal(&child, "-INT");
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&rest).unwrap();
+    drop(stdin);
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{err}");
+    assert!(!err.contains("interrupted"), "{err}");
+    let whole = dir.path().join("whole.zarr");
+    convert(&vcf, &whole, &[]);
+    assert_eq!(digest(&out), digest(&whole));
+}
