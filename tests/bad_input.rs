@@ -200,6 +200,13 @@ fn record_and_header_errors_name_file_place_and_fix() {
             ],
             &["chr1:20", "chr1 resumes after chrU began"],
         ),
+        (
+            // A comment, or a second file's header after `cat a.vcf b.vcf`.
+            "hash_line_among_records.vcf",
+            HEADER.into(),
+            vec![GOOD[0], "##fileformat=VCFv4.3", GOOD[1]],
+            &["record 2", "`#` line among the records", "bcftools concat"],
+        ),
     ];
     for (name, header, records, needles) in &cases {
         let input = write_vcf(d, name, header, records);

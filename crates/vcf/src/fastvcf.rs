@@ -655,6 +655,14 @@ impl Lookups {
         let sample_columns = |calls: Option<&[u8]>| {
             calls.map_or(0, |c| 1 + c.iter().filter(|&&b| b == b'\t').count())
         };
+        if line.starts_with(b"#") {
+            return Err(
+                "a `#` line among the records (a comment, or the header of a second \
+                        file joined with `cat`): VCF allows them only in the header; join \
+                        files with `bcftools concat`, or drop the line"
+                    .into(),
+            );
+        }
         if cols.len() < 8 {
             return Err(format!(
                 "{} tab-separated columns; a VCF record has at least 8 (is the file \
