@@ -653,7 +653,7 @@ impl Merger {
         for inp in &inputs {
             check_definitions(&inp.path, hp(inp.reader.header()), hp(&out))?;
         }
-        let raw = crate::schema::raw_header(&out);
+        let raw = crate::schema::meta_lines(&out);
         let schema = Schema::from_header(&paths[0], &out, &raw)?;
         let mut sum_rules = Vec::new();
         // bcftools' default rules: DP and DP4 summed; without samples (nothing to count

@@ -172,9 +172,9 @@ impl HeaderLineKind {
 }
 
 /// The runs of line kinds of a header's text, in order.
-fn header_order(raw_header: &str) -> Vec<(HeaderLineKind, usize)> {
+fn header_order(meta_lines: &str) -> Vec<(HeaderLineKind, usize)> {
     let mut runs: Vec<(HeaderLineKind, usize)> = Vec::new();
-    for kind in raw_header.lines().filter_map(HeaderLineKind::of) {
+    for kind in meta_lines.lines().filter_map(HeaderLineKind::of) {
         match runs.last_mut() {
             Some((k, n)) if *k == kind => *n += 1,
             _ => runs.push((kind, 1)),
@@ -248,9 +248,10 @@ fn parse_type(path: &Path, id: &str, s: &str) -> Result<VcfType> {
 }
 
 impl Schema {
-    /// Reads the schema from an open htslib header. `raw_header` is the header text
-    /// htslib prints (used for the generic meta-information lines).
-    pub fn from_header(path: &Path, header: &HeaderView, raw_header: &str) -> Result<Schema> {
+    /// Reads the schema from an open htslib header. `meta_lines` are its `##` lines
+    /// as htslib prints them ([`meta_lines`]: the generic meta-information lines, and
+    /// the order of the header's kinds of line).
+    pub fn from_header(path: &Path, header: &HeaderView, meta_lines: &str) -> Result<Schema> {
         let samples = sample_names(header)
             .iter()
             .map(|s| {
@@ -344,7 +345,7 @@ impl Schema {
             })
             .collect();
 
-        let meta_information = raw_header
+        let meta_information = meta_lines
             .lines()
             .filter_map(|line| line.strip_prefix("##"))
             .filter_map(|kv| kv.split_once('='))
@@ -360,7 +361,7 @@ impl Schema {
             fields,
             has_gt,
             meta_information,
-            header_order: header_order(raw_header),
+            header_order: header_order(meta_lines),
         })
     }
 }
@@ -530,13 +531,20 @@ fn header_lines(header: &HeaderView) -> Vec<HeaderLine> {
     out
 }
 
-/// The header as VCF text (`bcf_hdr_format`), for the meta-information lines a store
-/// keeps; empty if htslib cannot format it.
-pub fn raw_header(header: &HeaderView) -> String {
+/// The header's `##` lines as VCF text, as `bcf_hdr_format` writes them, for the
+/// meta-information lines a store keeps; empty if htslib cannot format them. Not the
+/// `#CHROM` line: a biobank header names hundreds of thousands of samples there, one
+/// `ksprintf` each, and formatting them was half the cost of opening such a file
+/// (which a conversion of many files does three times per file).
+pub fn meta_lines(header: &HeaderView) -> String {
     let mut ks = KString::new();
-    // SAFETY: the header pointer is valid for the reader's lifetime; htslib fills ks.
-    let r = unsafe { htslib::bcf_hdr_format(header.as_ptr(), 0, ks.raw()) };
-    if r != 0 {
+    // SAFETY: the header pointer is valid for the reader's lifetime, and `hrec` holds
+    // `nhrec` records (htslib's own loop in bcf_hdr_format); htslib fills ks.
+    let ok = unsafe {
+        let h = &*header.as_ptr();
+        (0..h.nhrec.max(0) as usize).all(|i| htslib::bcf_hrec_format(*h.hrec.add(i), ks.raw()) == 0)
+    };
+    if !ok {
         return String::new();
     }
     String::from_utf8_lossy(ks.bytes()).into_owned()

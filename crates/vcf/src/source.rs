@@ -166,7 +166,7 @@ impl VcfReader {
             Inner::Text(t, _) => t.header(),
             Inner::Merge(m) => m.header(),
         };
-        let raw = crate::schema::raw_header(header);
+        let raw = crate::schema::meta_lines(header);
         let schema = Schema::from_header(path, header, &raw)?;
         let mut inner = inner;
         if let Inner::Text(t, direct) = &mut inner {

@@ -256,7 +256,7 @@ impl Subset {
         }
         // The expression is compiled against this header, as bcftools compiles it
         // (a bare AC then names INFO/AC once -s declares it).
-        let mut tested = Schema::from_header(path, &full, &crate::schema::raw_header(&full))?;
+        let mut tested = Schema::from_header(path, &full, &crate::schema::meta_lines(&full))?;
         tested.contigs = input.contigs.clone();
         tested.declared_contigs = input.declared_contigs;
         let test = match (&req.expression, test) {
@@ -314,7 +314,7 @@ impl Subset {
                 None,
             ),
         };
-        let raw = crate::schema::raw_header(&out);
+        let raw = crate::schema::meta_lines(&out);
         let mut schema = Schema::from_header(path, &out, &raw)?;
         // Contigs the input's records name beyond its header stay as the reader found them.
         schema.contigs = input.contigs.clone();
