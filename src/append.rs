@@ -36,11 +36,13 @@ pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
         budget: a.budget.request(),
         progress: !quiet,
     };
+    // The staging folder sits beside the store's own path (`.` names no folder beside).
+    let store = std::fs::canonicalize(&a.store).unwrap_or_else(|_| a.store.clone());
     crate::interrupt::say_on_interrupt(format!(
         "{} holds its old version, or the new one if the swap was made (never a mix: `svar2 \
          query -l` lists its samples); the next append clears {}",
         a.store.display(),
-        svar2_append::staging_of(&a.store).display()
+        svar2_append::staging_of(&store).display()
     ));
     let s = svar2_append::append(&a.store, &a.inputs, &o)?;
     if !quiet {

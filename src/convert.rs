@@ -67,7 +67,7 @@ pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
             return Err("with --plan, the layout is the plan's: drop the layout flags".into());
         }
         crate::interrupt::say_on_interrupt(format!(
-            "partition {k} did not finish; run the same command again (finalize waits for it)"
+            "partition {k} did not finish; run the same command again (finalize refuses until it has)"
         ));
         let s = svar2_convert::partition::run(&plan_file, k, &a.planning.request(true), !quiet)?;
         if !quiet {
@@ -95,7 +95,7 @@ pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(list) = &a.inputs {
         svar2_store::replace::refuse_overlap(list, &output, "inputs list")?;
     }
-    crate::interrupt::say_on_interrupt(crate::interrupt::store_left(&output));
+    crate::interrupt::say_on_interrupt(crate::interrupt::store_left(&output, a.force));
     let s = svar2_convert::convert_inputs(&inputs, &output, &opts)?;
     if !quiet {
         eprintln!(

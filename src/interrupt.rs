@@ -64,28 +64,34 @@ extern "C" fn handler(sig: c_int) {
 }
 
 /// What a stopped `convert` or `rechunk` leaves at `output`, and where its staged copy
-/// waits for the next run to clear it.
-pub fn store_left(output: &std::path::Path) -> String {
+/// waits for the next run to clear it. With `--force` the run may have stopped before
+/// it cleared the old store, which is then as it was.
+pub fn store_left(output: &std::path::Path, force: bool) -> String {
     use svar2_store::dir::{staging_dir, zip_staging_dir};
-    let again = "the same command run again replaces it, without --force";
+    let out = output.display();
     if svar2_storage::is_zip_path(output) {
-        format!(
-            "{} was not written (a file already there is as it was); run the same command \
-             again, which clears {}",
-            output.display(),
-            zip_staging_dir(output).display()
-        )
-    } else if svar2_storage::bucket::is_bucket_url(output) {
-        format!(
-            "{} is incomplete (it has no root zarr.json, so readers refuse it); {again}, and \
-             clears its local copy {}",
-            output.display(),
+        return format!(
+            "{out} was not written (a file already there is as it was); run the same command \
+             again, which clears {} and {}",
+            zip_staging_dir(output).display(),
+            svar2_storage::zip::partial_path(output).display()
+        );
+    }
+    let what = match force {
+        true => format!(
+            "{out} is the old store as it was, or, if it was cleared already, an unfinished \
+             one (no root zarr.json, so readers refuse it); run the same command again"
+        ),
+        false => format!(
+            "{out} is not finished (no root zarr.json, so readers refuse it); the same \
+             command run again replaces what this run left, without --force"
+        ),
+    };
+    match svar2_storage::bucket::is_bucket_url(output) {
+        true => format!(
+            "{what} (and clears the local copy {})",
             staging_dir(output).display()
-        )
-    } else {
-        format!(
-            "{} is incomplete (it has no root zarr.json, so readers refuse it); {again}",
-            output.display()
-        )
+        ),
+        false => what,
     }
 }

@@ -52,7 +52,7 @@ pub fn run(a: Args, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
         }
         return Ok(());
     }
-    crate::interrupt::say_on_interrupt(crate::interrupt::store_left(&a.output));
+    crate::interrupt::say_on_interrupt(crate::interrupt::store_left(&a.output, a.force));
     let s = svar2_rechunk::rechunk(&a.input, &a.output, &opts)?;
     if !quiet {
         eprintln!(

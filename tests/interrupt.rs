@@ -241,7 +241,7 @@ fn ctrl_c_says_what_the_run_left_then_dies_of_the_signal() {
         assert_eq!(done.status.signal(), Some(number), "{sig}: {err}");
         assert!(
             err.contains(&format!(
-                "svar2: interrupted: {} is incomplete (it has no root zarr.json",
+                "svar2: interrupted: {} is not finished (no root zarr.json",
                 out.display()
             )),
             "{sig}: {err}"
@@ -252,6 +252,49 @@ fn ctrl_c_says_what_the_run_left_then_dies_of_the_signal() {
         assert!(out.join("zarr.json").exists());
         std::fs::remove_dir_all(&out).unwrap();
     }
+}
+
+/// Waits until process `pid` catches SIGINT (its handler is installed).
+fn wait_for_handler(pid: u32) {
+    wait_until("svar2's SIGINT handler", || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .is_some_and(|mask| mask & (1 << (2 - 1)) != 0)
+    });
+}
+
+#[test]
+fn ctrl_c_before_force_cleared_the_old_store_says_it_is_as_it_was() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = test_dir();
+    let vcf = unequal_vcf(dir.path(), "k.vcf", &["c1:3000"]);
+    let out = dir.path().join("o.zarr");
+    convert(&vcf, &out, &[]);
+    let before = digest(&out);
+    // Waiting for standard input's header: the old store is not cleared yet.
+    let child = svar2()
+        .args(["convert", "--force", "-"])
+        .arg(&out)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_handler(child.id());
+    signal(&child, "-INT");
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.signal(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "svar2: interrupted: {} is the old store as it was, or",
+            out.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(digest(&out), before, "the old store is as it was");
 }
 
 #[test]
