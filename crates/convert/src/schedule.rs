@@ -344,7 +344,9 @@ fn sequence_contig(
         locus: schema.contigs[rid as usize].name.clone(),
         msg: format!(
             "the index lists {holds} records here but {read}{} were read: the index is \
-             stale, re-index with `bcftools index -f {}`",
+             stale (re-index with `bcftools index -f {}`), or the file holds a `#` line \
+             among its records, where a read through the index loses its place \
+             (`--readers 1` names the line)",
             if read > holds { " or more" } else { "" },
             input.display()
         ),

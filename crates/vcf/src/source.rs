@@ -665,8 +665,12 @@ impl VcfReader {
         else {
             return Err(failed);
         };
-        // A line that fails to parse at the very end: the input was cut there.
-        let end = t.line_end(&path);
+        // A line that fails to parse at the very end: the input was cut there (not a
+        // `#` line: no cut leaves one).
+        let end = match t.line().starts_with(b"#") {
+            true => LineEnd::Terminated,
+            false => t.line_end(&path),
+        };
         let cut = end != LineEnd::Terminated && t.stream_cut_short(&path);
         if cut {
             if !self.allow_truncated {
