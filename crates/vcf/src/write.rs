@@ -29,8 +29,27 @@ fn type_text(t: VcfType) -> &'static str {
     }
 }
 
+/// A description as the text between a header line's quotes. Descriptions are kept
+/// as the header wrote them (htslib, and so bio2zarr, keep `\"` and `\\` escaped), so
+/// those escapes pass as they are; a bare `"` or `\` (another tool's store may have
+/// unescaped them) is escaped, so the line still parses.
 fn quoted(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if matches!(chars.peek(), Some('"' | '\\')) => {
+                out.push(c);
+                out.extend(chars.next());
+            }
+            '\\' | '"' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The `##` lines of `schema` of one kind, in order (FORMAT ones only with
@@ -975,4 +994,26 @@ fn bgzf_write(out: &mut Out, data: &[u8], name: &str) -> Result<()> {
         return Err(hts_write_err(name, *fp));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quoted;
+
+    /// A description's escapes as the header wrote them pass unchanged (they were
+    /// escaped twice, `\\\"`); bare quotes and backslashes are escaped.
+    #[test]
+    fn descriptions_keep_their_escapes_and_gain_missing_ones() {
+        assert_eq!(
+            quoted(r#"with \"quotes\" and = sign"#),
+            r#"with \"quotes\" and = sign"#
+        );
+        assert_eq!(quoted(r"a \\ b"), r"a \\ b");
+        assert_eq!(
+            quoted(r#"bare "q" and \ slash"#),
+            r#"bare \"q\" and \\ slash"#
+        );
+        assert_eq!(quoted(r"ends in \"), r"ends in \\");
+        assert_eq!(quoted("plain"), "plain");
+    }
 }
