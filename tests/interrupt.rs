@@ -247,6 +247,13 @@ fn ctrl_c_says_what_the_run_left_then_dies_of_the_signal() {
             "{sig}: {err}"
         );
         assert!(!out.join("zarr.json").exists(), "{sig}");
+        let verify = svar2().arg("verify").arg(&out).output().unwrap();
+        let said = String::from_utf8_lossy(&verify.stderr);
+        assert!(!verify.status.success(), "{sig}: verify passed it");
+        assert!(
+            said.contains("the conversion did not finish"),
+            "{sig}: {said}"
+        );
         // What the line says to do works: the same command again, no --force.
         convert(&vcf, &out, &[]);
         assert!(out.join("zarr.json").exists());

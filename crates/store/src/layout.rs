@@ -446,6 +446,10 @@ pub fn read_group_in(storage: &dyn Storage) -> Result<Vec<ArrayLayout>> {
         let msg = match storage.local_root() {
             Some(p) if !p.exists() => "no such file or directory",
             Some(p) if !p.is_dir() => "a file, not a Zarr group",
+            _ if has(crate::replace::IN_PROGRESS)? => {
+                "not a complete store (no root zarr.json): the conversion did not finish; \
+                 run it again"
+            }
             _ => "not a Zarr group (no zarr.json or .zgroup)",
         };
         return Err(Error::NotStore {
